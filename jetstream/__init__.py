@@ -1,0 +1,100 @@
+"""jetstream: the JetStream protocol layer of jetstore, on nats-py's core client.
+
+It is the only package that knows subjects, headers and the JSON API. ``kvstore`` and
+``objstore`` are built on its public names::
+
+    async with jetstream.EmbeddedServer() as server:
+        async with await jetstream.connect(server.url) as js:
+            info = await js.account_info()
+"""
+
+from ._api import DEFAULT_API_PREFIX, ApiSubjects
+from ._context import DEFAULT_TIMEOUT, Feature, JetStream, connect
+from ._errors import (
+    BucketExistsError,
+    BucketNotFoundError,
+    ClientValidationError,
+    InvalidBucketNameError,
+    InvalidHeaderError,
+    InvalidKeyError,
+    InvalidStreamConfigError,
+    InvalidTTLError,
+    JetStreamError,
+    KeyExistsError,
+    KeyNotFoundError,
+    MessageNotFoundError,
+    MessageTooLargeError,
+    MessageTTLDisabledError,
+    NoRespondersError,
+    RequestTimeoutError,
+    ServerError,
+    ServerNotFoundError,
+    StorageLimitError,
+    StreamExistsError,
+    StreamNotFoundError,
+    UnsupportedServerFeatureError,
+    ValueTooLargeError,
+    WrongLastSequenceError,
+    WrongRevisionError,
+)
+from ._message import StoredMessage
+from ._models import (
+    AccountInfo,
+    ApiError,
+    ApiStats,
+    PubAck,
+    StreamConfig,
+    StreamInfo,
+    StreamState,
+)
+from ._server import EmbeddedServer, find_server_binary
+from ._ttl import NEVER, TTLValue, format_ttl, parse_ttl, parse_ttl_header
+
+__all__ = [
+    "DEFAULT_API_PREFIX",
+    "DEFAULT_TIMEOUT",
+    "NEVER",
+    "AccountInfo",
+    "ApiError",
+    "ApiStats",
+    "ApiSubjects",
+    "BucketExistsError",
+    "BucketNotFoundError",
+    "ClientValidationError",
+    "EmbeddedServer",
+    "Feature",
+    "InvalidBucketNameError",
+    "InvalidHeaderError",
+    "InvalidKeyError",
+    "InvalidStreamConfigError",
+    "InvalidTTLError",
+    "JetStream",
+    "JetStreamError",
+    "KeyExistsError",
+    "KeyNotFoundError",
+    "MessageNotFoundError",
+    "MessageTTLDisabledError",
+    "MessageTooLargeError",
+    "NoRespondersError",
+    "PubAck",
+    "RequestTimeoutError",
+    "ServerError",
+    "ServerNotFoundError",
+    "StorageLimitError",
+    "StoredMessage",
+    "StreamConfig",
+    "StreamExistsError",
+    "StreamInfo",
+    "StreamNotFoundError",
+    "StreamState",
+    "TTLValue",
+    "UnsupportedServerFeatureError",
+    "ValueTooLargeError",
+    "WrongLastSequenceError",
+    "WrongRevisionError",
+    "connect",
+    "find_server_binary",
+    "format_ttl",
+    "parse_ttl",
+    "parse_ttl_header",
+]

@@ -1,0 +1,140 @@
+"""JetStream API subjects and the one request path that decodes replies or raises.
+
+Every JSON API call goes through :func:`request`: it publishes, waits for the reply, raises the
+registered error for ``{"error": {...}}`` replies and decodes the typed msgspec response.
+"""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+import msgspec
+import nats.errors
+from nats.aio.client import Client
+from nats.aio.msg import Msg
+
+from ._errors import (
+    JetStreamError,
+    NoRespondersError,
+    RequestTimeoutError,
+    error_from_api,
+)
+from ._models import ApiError
+
+__all__ = ["DEFAULT_API_PREFIX", "ApiSubjects", "raise_for_error", "request", "send"]
+
+DEFAULT_API_PREFIX = "$JS.API"
+
+T = TypeVar("T")
+
+
+class ApiSubjects:
+    """The ``$JS.API.*`` subjects, under a prefix (``$JS.<domain>.API`` for a domain)."""
+
+    def __init__(self, prefix: str = DEFAULT_API_PREFIX) -> None:
+        self.prefix = prefix.rstrip(".")
+
+    def info(self) -> str:
+        return f"{self.prefix}.INFO"
+
+    def stream_create(self, stream: str) -> str:
+        return f"{self.prefix}.STREAM.CREATE.{stream}"
+
+    def stream_update(self, stream: str) -> str:
+        return f"{self.prefix}.STREAM.UPDATE.{stream}"
+
+    def stream_info(self, stream: str) -> str:
+        return f"{self.prefix}.STREAM.INFO.{stream}"
+
+    def stream_delete(self, stream: str) -> str:
+        return f"{self.prefix}.STREAM.DELETE.{stream}"
+
+    def stream_purge(self, stream: str) -> str:
+        return f"{self.prefix}.STREAM.PURGE.{stream}"
+
+    def stream_names(self) -> str:
+        return f"{self.prefix}.STREAM.NAMES"
+
+    def msg_delete(self, stream: str) -> str:
+        return f"{self.prefix}.STREAM.MSG.DELETE.{stream}"
+
+    def direct_get(self, stream: str, subject: str | None = None) -> str:
+        """``DIRECT.GET.<stream>`` (JSON body) or ``DIRECT.GET.<stream>.<subject>`` (empty body,
+        last message of that subject)."""
+        base = f"{self.prefix}.DIRECT.GET.{stream}"
+        return base if subject is None else f"{base}.{subject}"
+
+
+class _ErrorProbe(msgspec.Struct):
+    error: ApiError | None = None
+
+
+_probe_decoder = msgspec.json.Decoder(_ErrorProbe)
+_decoders: dict[type[object], msgspec.json.Decoder[object]] = {}
+
+
+def _decoder(response_type: type[T]) -> msgspec.json.Decoder[T]:
+    dec = _decoders.get(response_type)
+    if dec is None:
+        dec = _decoders[response_type] = msgspec.json.Decoder(response_type)
+    return dec  # type: ignore[return-value]
+
+
+def raise_for_error(error: ApiError | None) -> None:
+    """Raise the registered exception for a server error object; do nothing for None."""
+    if error is not None:
+        raise error_from_api(error.code, error.err_code, error.description)
+
+
+async def send(
+    nc: Client,
+    subject: str,
+    payload: bytes,
+    *,
+    timeout: float,
+    headers: dict[str, str] | None = None,
+) -> Msg:
+    """Request/reply with nats-py's errors translated into ours.
+
+    Raises:
+        NoRespondersError: nobody is subscribed (no stream, or no leader yet).
+        RequestTimeoutError: no reply within ``timeout`` seconds.
+    """
+    try:
+        return await nc.request(subject, payload, timeout=timeout, headers=headers)
+    except nats.errors.NoRespondersError as exc:
+        raise NoRespondersError(f"no responders on {subject}", code=503) from exc
+    except nats.errors.TimeoutError as exc:
+        raise RequestTimeoutError(f"no reply on {subject} within {timeout:g}s") from exc
+
+
+async def request(
+    nc: Client,
+    subject: str,
+    payload: bytes,
+    response_type: type[T],
+    *,
+    timeout: float,
+) -> T:
+    """Send a JSON API request and decode the reply as ``response_type``.
+
+    Raises:
+        JetStreamError: the registered subclass for the server's ``err_code``, or a decode error.
+        NoRespondersError, RequestTimeoutError: as :func:`send`.
+    """
+    msg = await send(nc, subject, payload, timeout=timeout)
+    return decode_reply(msg.data, response_type, subject=subject)
+
+
+def decode_reply(data: bytes, response_type: type[T], *, subject: str = "") -> T:
+    """Decode a JSON API reply, raising the server's error if it carries one.
+
+    Raises:
+        JetStreamError: the registered error, or a reply that is not valid JSON for the type.
+    """
+    try:
+        if b'"error"' in data:  # cheap filter; the probe decides
+            raise_for_error(_probe_decoder.decode(data).error)
+        return _decoder(response_type).decode(data)
+    except msgspec.DecodeError as exc:
+        raise JetStreamError(f"undecodable reply on {subject or 'API'}: {data[:200]!r}") from exc

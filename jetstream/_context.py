@@ -1,0 +1,311 @@
+"""The JetStream context: owns a nats-py connection and offers the API the upper layers use."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import AsyncIterator
+from types import TracebackType
+from typing import Any, Self
+
+import msgspec
+import nats
+from nats.aio.client import Client
+
+from . import _headers as hdr
+from ._api import DEFAULT_API_PREFIX, ApiSubjects, decode_reply, request, send
+from ._errors import MessageNotFoundError, UnsupportedServerFeatureError
+from ._message import StoredMessage
+from ._models import (
+    AccountInfo,
+    PubAck,
+    PurgeResponse,
+    StreamConfig,
+    StreamInfo,
+    StreamNamesResponse,
+    SuccessResponse,
+)
+
+__all__ = ["DEFAULT_TIMEOUT", "Feature", "JetStream", "connect"]
+
+DEFAULT_TIMEOUT = 5.0
+"""Seconds to wait for an API reply or a publish ack (nats.go's default)."""
+
+_encode = msgspec.json.encode
+
+
+class Feature(enum.Enum):
+    """Server features the library uses, with the JetStream API level that brings them."""
+
+    MESSAGE_TTL = ("per-message TTL", 1)
+    ATOMIC_BATCH = ("atomic batch publish", 2)
+    FAST_INGEST = ("fast-ingest batch publish", 4)
+
+    def __init__(self, label: str, api_level: int) -> None:
+        self.label = label
+        self.api_level = api_level
+
+
+class JetStream:
+    """A JetStream context on a nats-py connection; an async context manager.
+
+    Create it with :func:`connect` (it then owns and closes the connection) or wrap an existing
+    nats-py client with ``JetStream(nc)`` (the caller keeps ownership).
+    """
+
+    def __init__(
+        self,
+        nc: Client,
+        *,
+        api_prefix: str = DEFAULT_API_PREFIX,
+        timeout: float = DEFAULT_TIMEOUT,
+        owns_connection: bool = False,
+    ) -> None:
+        self._nc = nc
+        self._api = ApiSubjects(api_prefix)
+        self.timeout = timeout
+        self._owns_connection = owns_connection
+        self._account_info: AccountInfo | None = None
+
+    @property
+    def nc(self) -> Client:
+        """The underlying nats-py client."""
+        return self._nc
+
+    @property
+    def api(self) -> ApiSubjects:
+        """The API subjects this context uses."""
+        return self._api
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Drain and close the connection if this context owns it."""
+        if self._owns_connection and not self._nc.is_closed:
+            await self._nc.drain()
+
+    def __repr__(self) -> str:
+        url = self._nc.connected_url
+        where = f"{url.hostname}:{url.port}" if url is not None else "not connected"
+        return f"<JetStream {where} api={self._api.prefix!r}>"
+
+    # -- account and capabilities -------------------------------------------------------------
+
+    async def account_info(self) -> AccountInfo:
+        """Fetch account info, including the server's JetStream API level.
+
+        Raises:
+            JetStreamError: e.g. JetStream not enabled (10039/10076) or no responders.
+        """
+        info = await request(self._nc, self._api.info(), b"", AccountInfo, timeout=self.timeout)
+        self._account_info = info
+        return info
+
+    async def api_level(self) -> int:
+        """The server's JetStream API level, fetched once per context and cached.
+
+        Raises:
+            JetStreamError: as :meth:`account_info`.
+        """
+        if self._account_info is None:
+            await self.account_info()
+        assert self._account_info is not None
+        return self._account_info.api.level
+
+    async def supports(self, feature: Feature) -> bool:
+        """Whether the server's API level provides ``feature``.
+
+        Raises:
+            JetStreamError: as :meth:`account_info`.
+        """
+        return await self.api_level() >= feature.api_level
+
+    async def require(self, feature: Feature) -> None:
+        """Raise unless the server provides ``feature``.
+
+        Raises:
+            UnsupportedServerFeatureError: the server's API level is too low; names the feature.
+        """
+        level = await self.api_level()
+        if level < feature.api_level:
+            raise UnsupportedServerFeatureError(
+                feature=feature.label, required_level=feature.api_level, server_level=level
+            )
+
+    # -- streams ------------------------------------------------------------------------------
+
+    async def add_stream(self, config: StreamConfig) -> StreamInfo:
+        """Create a stream. Creating an identical stream again is not an error.
+
+        Raises:
+            StreamExistsError: a stream of that name exists with another configuration.
+            InvalidStreamConfigError: the server refused the configuration.
+        """
+        subject = self._api.stream_create(config.name)
+        return await request(self._nc, subject, _encode(config), StreamInfo, timeout=self.timeout)
+
+    async def update_stream(self, config: StreamConfig) -> StreamInfo:
+        """Replace a stream's configuration.
+
+        Raises:
+            StreamNotFoundError: no such stream.
+            InvalidStreamConfigError: the server refused the change.
+        """
+        subject = self._api.stream_update(config.name)
+        return await request(self._nc, subject, _encode(config), StreamInfo, timeout=self.timeout)
+
+    async def stream_info(self, name: str) -> StreamInfo:
+        """Fetch a stream's configuration and state.
+
+        Raises:
+            StreamNotFoundError: no such stream.
+        """
+        subject = self._api.stream_info(name)
+        return await request(self._nc, subject, b"", StreamInfo, timeout=self.timeout)
+
+    async def delete_stream(self, name: str) -> None:
+        """Delete a stream and all its messages.
+
+        Raises:
+            StreamNotFoundError: no such stream.
+        """
+        subject = self._api.stream_delete(name)
+        await request(self._nc, subject, b"", SuccessResponse, timeout=self.timeout)
+
+    async def purge_stream(
+        self, name: str, *, subject: str | None = None, keep: int | None = None
+    ) -> int:
+        """Remove messages from a stream, all or those of ``subject``, keeping the newest
+        ``keep``. Returns how many were removed.
+
+        Raises:
+            StreamNotFoundError: no such stream.
+        """
+        body: dict[str, Any] = {}
+        if subject is not None:
+            body["filter"] = subject
+        if keep is not None:
+            body["keep"] = keep
+        payload = _encode(body) if body else b""
+        reply = await request(
+            self._nc, self._api.stream_purge(name), payload, PurgeResponse, timeout=self.timeout
+        )
+        return reply.purged
+
+    async def stream_names(self, *, subject: str | None = None) -> AsyncIterator[str]:
+        """Iterate over the names of all streams (or those listening on ``subject``).
+
+        Raises:
+            JetStreamError: a page could not be fetched.
+        """
+        offset = 0
+        while True:
+            body: dict[str, Any] = {"offset": offset}
+            if subject is not None:
+                body["subject"] = subject
+            page = await request(
+                self._nc,
+                self._api.stream_names(),
+                _encode(body),
+                StreamNamesResponse,
+                timeout=self.timeout,
+            )
+            names = page.streams or []
+            for name in names:
+                yield name
+            offset += len(names)
+            if not names or offset >= page.total:
+                return
+
+    async def delete_message(self, stream: str, seq: int, *, erase: bool = False) -> None:
+        """Delete one message by stream sequence (``erase`` overwrites it on disk).
+
+        Raises:
+            StreamNotFoundError: no such stream.
+            JetStreamError: the message does not exist or the stream denies deletes.
+        """
+        body = _encode({"seq": seq} if erase else {"seq": seq, "no_erase": True})
+        subject = self._api.msg_delete(stream)
+        await request(self._nc, subject, body, SuccessResponse, timeout=self.timeout)
+
+    # -- publish and direct get ---------------------------------------------------------------
+
+    async def publish(
+        self,
+        subject: str,
+        data: bytes,
+        *,
+        headers: dict[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> PubAck:
+        """Publish to a stream and wait for its ack.
+
+        Raises:
+            JetStreamError: the registered error from the ack (e.g. WrongLastSequenceError).
+            NoRespondersError: no stream listens on ``subject``.
+            RequestTimeoutError: no ack within the timeout.
+        """
+        msg = await send(
+            self._nc, subject, data, timeout=timeout or self.timeout, headers=headers or None
+        )
+        return decode_reply(msg.data, PubAck, subject=subject)
+
+    async def get_last_message(self, stream: str, subject: str) -> StoredMessage:
+        """Direct get of the last message stored on ``subject`` (stream needs ``allow_direct``).
+
+        Raises:
+            MessageNotFoundError: nothing stored on that subject.
+            NoRespondersError: no such stream, or direct get is off.
+        """
+        msg = await send(
+            self._nc, self._api.direct_get(stream, subject), b"", timeout=self.timeout
+        )
+        return _stored_or_raise(msg.headers, msg.data, what=subject)
+
+    async def get_message(self, stream: str, seq: int) -> StoredMessage:
+        """Direct get of the message with stream sequence ``seq``.
+
+        Raises:
+            MessageNotFoundError: no message with that sequence.
+            NoRespondersError: no such stream, or direct get is off.
+        """
+        body = _encode({"seq": seq})
+        msg = await send(self._nc, self._api.direct_get(stream), body, timeout=self.timeout)
+        return _stored_or_raise(msg.headers, msg.data, what=f"sequence {seq}")
+
+
+def _stored_or_raise(headers: dict[str, str] | None, data: bytes, *, what: str) -> StoredMessage:
+    status = (headers or {}).get(hdr.STATUS)
+    if status is not None:
+        description = str((headers or {}).get("Description", "")).strip()
+        raise MessageNotFoundError(
+            f"{what}: {description or 'message not found'}", code=int(status)
+        )
+    return StoredMessage.from_direct_get(headers or {}, data)
+
+
+async def connect(
+    servers: str | list[str] = "nats://127.0.0.1:4222",
+    *,
+    api_prefix: str = DEFAULT_API_PREFIX,
+    timeout: float = DEFAULT_TIMEOUT,
+    **nats_options: Any,
+) -> JetStream:
+    """Connect to NATS and return a :class:`JetStream` context that owns the connection.
+
+    ``nats_options`` go to :func:`nats.connect` unchanged (user, password, token, tls,
+    nkeys_seed, user_credentials, inbox_prefix, reconnect settings, callbacks, ...).
+
+    Raises:
+        nats.errors.NoServersError: no server could be reached (nats-py's error, unchanged).
+    """
+    nc = await nats.connect(servers, **nats_options)
+    return JetStream(nc, api_prefix=api_prefix, timeout=timeout, owns_connection=True)

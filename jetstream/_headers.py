@@ -1,0 +1,87 @@
+"""Header names the library sends or reads, each documented once.
+
+Values are the exact wire spellings used by nats-server 2.15 (see shared protocol notes).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from ._errors import InvalidHeaderError
+
+__all__ = [
+    "EXPECTED_LAST_SEQUENCE",
+    "EXPECTED_LAST_SUBJECT_SEQUENCE",
+    "EXPECTED_STREAM",
+    "KV_OPERATION",
+    "KV_OPERATION_DELETE",
+    "KV_OPERATION_PURGE",
+    "MARKER_REASON",
+    "MSG_ID",
+    "MSG_SIZE",
+    "NUM_PENDING",
+    "ROLLUP",
+    "ROLLUP_SUBJECT",
+    "STATUS",
+    "STREAM",
+    "SUBJECT",
+    "SEQUENCE",
+    "TIME_STAMP",
+    "TTL",
+    "UPTO_SEQUENCE",
+    "LAST_SEQUENCE",
+    "validate_headers",
+]
+
+TTL: Final = "Nats-TTL"
+"""Per-message TTL (ADR-43): ``never``, whole seconds, or a Go duration of at least 1 s."""
+
+MARKER_REASON: Final = "Nats-Marker-Reason"
+"""Set by the server on subject delete markers; 2.15 only ever sends ``MaxAge``."""
+
+ROLLUP: Final = "Nats-Rollup"
+"""``sub`` replaces every earlier message of the subject; ``all`` the whole stream."""
+ROLLUP_SUBJECT: Final = "sub"
+
+MSG_ID: Final = "Nats-Msg-Id"
+"""De-duplication id, remembered for the stream's duplicate window."""
+
+EXPECTED_STREAM: Final = "Nats-Expected-Stream"
+EXPECTED_LAST_SEQUENCE: Final = "Nats-Expected-Last-Sequence"
+EXPECTED_LAST_SUBJECT_SEQUENCE: Final = "Nats-Expected-Last-Subject-Sequence"
+"""CAS on one subject: the write succeeds only if the subject's last sequence equals this (0 = none)."""
+
+KV_OPERATION: Final = "KV-Operation"
+"""KV tombstones: ``DEL`` keeps history, ``PURGE`` (with a ``sub`` rollup) drops it."""
+KV_OPERATION_DELETE: Final = "DEL"
+KV_OPERATION_PURGE: Final = "PURGE"
+
+# Added by the server to direct-get replies, after the stored headers.
+STREAM: Final = "Nats-Stream"
+SUBJECT: Final = "Nats-Subject"
+SEQUENCE: Final = "Nats-Sequence"
+TIME_STAMP: Final = "Nats-Time-Stamp"
+NUM_PENDING: Final = "Nats-Num-Pending"
+LAST_SEQUENCE: Final = "Nats-Last-Sequence"
+UPTO_SEQUENCE: Final = "Nats-UpTo-Sequence"
+MSG_SIZE: Final = "Nats-Msg-Size"
+"""Payload length, sent instead of the payload by ``headers_only`` consumers."""
+
+STATUS: Final = "Status"
+"""Where nats-py puts the status code of a ``NATS/1.0 <code>`` header line (a str)."""
+
+
+def validate_headers(headers: dict[str, str]) -> None:
+    """Check that user headers can be written on the wire unchanged.
+
+    Raises:
+        InvalidHeaderError: an empty name, a name with whitespace or ``:``, or a name or value
+            containing CR or LF (which would split the header block).
+    """
+    for name, value in headers.items():
+        if not isinstance(name, str) or not isinstance(value, str):
+            raise InvalidHeaderError(f"header names and values must be str: {name!r}: {value!r}")
+        if not name or any(c in name for c in " \t:\r\n"):
+            raise InvalidHeaderError(f"invalid header name: {name!r}")
+        if "\r" in value or "\n" in value:
+            raise InvalidHeaderError(f"header {name!r} has a CR or LF in its value")

@@ -1,0 +1,65 @@
+"""Stored messages as returned by direct get, and the parsing of its reply headers."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+
+import msgspec
+
+from . import _headers as hdr
+from ._errors import JetStreamError
+
+__all__ = ["StoredMessage", "parse_timestamp"]
+
+_FRACTION = re.compile(r"\.\d+")
+
+# Headers the server appends to a direct-get reply; the rest are the message's own.
+_DIRECT_GET_HEADERS = frozenset(
+    {hdr.STREAM, hdr.SUBJECT, hdr.SEQUENCE, hdr.TIME_STAMP, hdr.NUM_PENDING, hdr.LAST_SEQUENCE}
+)
+
+
+class StoredMessage(msgspec.Struct, frozen=True):
+    """A message as stored in a stream: subject, stream sequence, server time, headers, data.
+
+    ``headers`` holds only the headers the message was published with (plus any the server
+    stored with it, such as ``Nats-Marker-Reason`` on markers), not the direct-get bookkeeping.
+    """
+
+    subject: str
+    seq: int
+    time: datetime
+    headers: dict[str, str]
+    data: bytes
+
+    @classmethod
+    def from_direct_get(cls, headers: dict[str, str], data: bytes) -> StoredMessage:
+        """Build from a direct-get reply's headers and payload.
+
+        Raises:
+            JetStreamError: the reply lacks the ``Nats-Subject``/``Nats-Sequence`` headers.
+        """
+        try:
+            subject = headers[hdr.SUBJECT]
+            seq = int(headers[hdr.SEQUENCE])
+            time = parse_timestamp(headers[hdr.TIME_STAMP])
+        except (KeyError, ValueError) as exc:
+            raise JetStreamError(f"malformed direct get reply headers: {headers!r}") from exc
+        own = {k: v for k, v in headers.items() if k not in _DIRECT_GET_HEADERS}
+        return cls(subject=subject, seq=seq, time=time, headers=own, data=data)
+
+
+def parse_timestamp(text: str) -> datetime:
+    """Parse the server's RFC 3339 timestamps (nanosecond precision, ``Z``) into aware UTC.
+
+    Python keeps microseconds, so the extra digits are dropped.
+
+    Raises:
+        ValueError: not an RFC 3339 timestamp.
+    """
+    text = _FRACTION.sub(lambda m: m.group(0)[:7].ljust(7, "0"), text, count=1)
+    parsed = datetime.fromisoformat(text)
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC)

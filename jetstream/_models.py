@@ -1,0 +1,171 @@
+"""msgspec Structs mirroring the JetStream JSON API (nats-server 2.15).
+
+Field names are the server's. Defaults equal the server's defaults, and configs are encoded
+with ``omit_defaults`` so only non-default fields go on the wire: the server rejects fields it
+does not know (10025), so a field left at its default is never sent to an older server.
+Durations are nanosecond integers here, as on the wire; friendly types (``timedelta``) are the
+upper layers' business. Unknown fields in responses are ignored, so newer servers decode fine.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+import msgspec
+
+__all__ = [
+    "AccountInfo",
+    "ApiError",
+    "ApiStats",
+    "PubAck",
+    "PurgeResponse",
+    "StreamConfig",
+    "StreamInfo",
+    "StreamNamesResponse",
+    "StreamState",
+    "SuccessResponse",
+]
+
+Retention = Literal["limits", "interest", "workqueue"]
+Storage = Literal["file", "memory"]
+Discard = Literal["old", "new"]
+Compression = Literal["none", "s2"]
+
+
+class ApiError(msgspec.Struct, frozen=True):
+    """The ``error`` object of a failed API call or publish."""
+
+    code: int = 0
+    err_code: int = 0
+    description: str = ""
+
+
+class StreamConfig(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Stream configuration (``StreamConfig`` in the server's ``stream.go``)."""
+
+    name: str
+    description: str = ""
+    subjects: list[str] = msgspec.field(default_factory=list)
+    retention: Retention = "limits"
+    max_consumers: int = -1
+    max_msgs: int = -1
+    max_bytes: int = -1
+    max_age: int = 0
+    """Nanoseconds; 0 = unlimited."""
+    max_msgs_per_subject: int = -1
+    max_msg_size: int = -1
+    discard: Discard = "old"
+    storage: Storage = "file"
+    num_replicas: int = 1
+    no_ack: bool = False
+    duplicate_window: int = 0
+    """Nanoseconds; 0 lets the server choose (2 min, or max_age if shorter)."""
+    placement: dict[str, Any] | None = None
+    mirror: dict[str, Any] | None = None
+    sources: list[dict[str, Any]] | None = None
+    sealed: bool = False
+    deny_delete: bool = False
+    deny_purge: bool = False
+    allow_rollup_hdrs: bool = False
+    allow_direct: bool = False
+    mirror_direct: bool = False
+    republish: dict[str, Any] | None = None
+    discard_new_per_subject: bool = False
+    metadata: dict[str, str] | None = None
+    compression: Compression = "none"
+    first_seq: int = 0
+    subject_transform: dict[str, Any] | None = None
+    consumer_limits: dict[str, Any] | None = None
+    allow_msg_ttl: bool = False
+    """Per-message ``Nats-TTL`` (ADR-43, API level 1). Cannot be switched off once on."""
+    subject_delete_marker_ttl: int = 0
+    """Nanoseconds a server-placed ``MaxAge`` marker lives; 0 = no markers. At least 1 s."""
+    allow_msg_counter: bool = False
+    allow_atomic: bool = False
+    """Atomic batch publish (ADR-50, API level 2)."""
+    allow_msg_schedules: bool = False
+    allow_batched: bool = False
+    """Fast-ingest batch publish (ADR-50, API level 4)."""
+    persist_mode: str = ""
+
+
+class StreamState(msgspec.Struct, frozen=True):
+    """Counters of a stream (``StreamState``)."""
+
+    messages: int = 0
+    bytes: int = 0
+    first_seq: int = 0
+    first_ts: datetime | None = None
+    last_seq: int = 0
+    last_ts: datetime | None = None
+    num_subjects: int = 0
+    num_deleted: int = 0
+    consumer_count: int = 0
+
+
+class StreamInfo(msgspec.Struct, frozen=True):
+    """Reply of ``STREAM.INFO``, ``STREAM.CREATE`` and ``STREAM.UPDATE``."""
+
+    config: StreamConfig
+    state: StreamState
+    created: datetime | None = None
+    cluster: dict[str, Any] | None = None
+
+
+class ApiStats(msgspec.Struct, frozen=True):
+    """The ``api`` section of account info; ``level`` is the JetStream API level (ADR-44)."""
+
+    level: int = 0
+    total: int = 0
+    errors: int = 0
+
+
+class AccountInfo(msgspec.Struct, frozen=True):
+    """Reply of ``$JS.API.INFO``."""
+
+    memory: int = 0
+    storage: int = 0
+    streams: int = 0
+    consumers: int = 0
+    api: ApiStats = ApiStats()
+    domain: str = ""
+    limits: dict[str, Any] | None = None
+
+
+class PubAck(msgspec.Struct, frozen=True):
+    """A publish acknowledgement. Batch commits add ``batch`` and ``count``.
+
+    An error ack has ``error`` set and ``seq`` 0: always check ``error`` first.
+    """
+
+    stream: str = ""
+    seq: int = 0
+    duplicate: bool = False
+    domain: str = ""
+    batch: str = ""
+    count: int = 0
+    val: str = ""
+    error: ApiError | None = None
+
+
+class StreamNamesResponse(msgspec.Struct, frozen=True):
+    """One page of ``STREAM.NAMES``."""
+
+    total: int = 0
+    offset: int = 0
+    limit: int = 0
+    streams: list[str] | None = None
+
+
+class PurgeResponse(msgspec.Struct, frozen=True):
+    """Reply of ``STREAM.PURGE``."""
+
+    success: bool = False
+    purged: int = 0
+
+
+class SuccessResponse(msgspec.Struct, frozen=True):
+    """Reply of ``STREAM.DELETE`` and ``STREAM.MSG.DELETE``."""
+
+    success: bool = False
