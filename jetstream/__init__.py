@@ -14,6 +14,7 @@ from ._errors import (
     BucketExistsError,
     BucketNotFoundError,
     ClientValidationError,
+    InvalidBucketConfigError,
     InvalidBucketNameError,
     InvalidHeaderError,
     InvalidKeyError,
@@ -37,16 +38,18 @@ from ._errors import (
     WrongLastSequenceError,
     WrongRevisionError,
 )
-from ._message import StoredMessage
+from ._message import AckReply, StoredMessage, parse_ack_reply
 from ._models import (
     AccountInfo,
     ApiError,
     ApiStats,
+    ConsumerInfo,
     PubAck,
     StreamConfig,
     StreamInfo,
     StreamState,
 )
+from ._scan import scan_stream
 from ._server import EmbeddedServer, find_server_binary
 from ._ttl import NEVER, TTLValue, format_ttl, parse_ttl, parse_ttl_header
 
@@ -55,14 +58,17 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "NEVER",
     "AccountInfo",
+    "AckReply",
     "ApiError",
     "ApiStats",
     "ApiSubjects",
     "BucketExistsError",
     "BucketNotFoundError",
     "ClientValidationError",
+    "ConsumerInfo",
     "EmbeddedServer",
     "Feature",
+    "InvalidBucketConfigError",
     "InvalidBucketNameError",
     "InvalidHeaderError",
     "InvalidKeyError",
@@ -95,6 +101,8 @@ __all__ = [
     "connect",
     "find_server_binary",
     "format_ttl",
+    "parse_ack_reply",
     "parse_ttl",
     "parse_ttl_header",
+    "scan_stream",
 ]

@@ -58,6 +58,15 @@ class ApiSubjects:
     def msg_delete(self, stream: str) -> str:
         return f"{self.prefix}.STREAM.MSG.DELETE.{stream}"
 
+    def consumer_create(self, stream: str, name: str) -> str:
+        return f"{self.prefix}.CONSUMER.CREATE.{stream}.{name}"
+
+    def consumer_delete(self, stream: str, name: str) -> str:
+        return f"{self.prefix}.CONSUMER.DELETE.{stream}.{name}"
+
+    def consumer_next(self, stream: str, name: str) -> str:
+        return f"{self.prefix}.CONSUMER.MSG.NEXT.{stream}.{name}"
+
     def direct_get(self, stream: str, subject: str | None = None) -> str:
         """``DIRECT.GET.<stream>`` (JSON body) or ``DIRECT.GET.<stream>.<subject>`` (empty body,
         last message of that subject)."""

@@ -265,9 +265,7 @@ class JetStream:
             MessageNotFoundError: nothing stored on that subject.
             NoRespondersError: no such stream, or direct get is off.
         """
-        msg = await send(
-            self._nc, self._api.direct_get(stream, subject), b"", timeout=self.timeout
-        )
+        msg = await send(self._nc, self._api.direct_get(stream, subject), b"", timeout=self.timeout)
         return _stored_or_raise(msg.headers, msg.data, what=subject)
 
     async def get_message(self, stream: str, seq: int) -> StoredMessage:

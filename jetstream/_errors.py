@@ -9,7 +9,7 @@
     │   ├── StreamExistsError              10058 (same name, different configuration)
     │   │   └── BucketExistsError          (kvstore)
     │   ├── MessageNotFoundError           10037, direct get 404
-    │   │   └── KeyNotFoundError           (kvstore: no live value; tombstones and markers count as none)
+    │   │   └── KeyNotFoundError           (kvstore: no live value)
     │   ├── WrongLastSequenceError         10071, 10164 (expected-last-* header did not match)
     │   │   ├── WrongRevisionError         (kvstore CAS; carries key and current revision)
     │   │   └── KeyExistsError             (kvstore create over a live value)
@@ -21,6 +21,7 @@
     ├── ClientValidationError (ValueError) bad input caught before anything is sent
     │   ├── InvalidKeyError
     │   ├── InvalidBucketNameError
+    │   ├── InvalidBucketConfigError       (history outside 1..64, negative sizes, ...)
     │   ├── InvalidTTLError                (also raised for the server's 10165)
     │   ├── InvalidHeaderError
     │   └── ValueTooLargeError             (value over max_value_size or the server's max payload)
@@ -41,6 +42,7 @@ __all__ = [
     "BucketExistsError",
     "BucketNotFoundError",
     "ClientValidationError",
+    "InvalidBucketConfigError",
     "InvalidBucketNameError",
     "InvalidHeaderError",
     "InvalidKeyError",
@@ -233,8 +235,12 @@ class InvalidBucketNameError(ClientValidationError):
     """A bucket or stream name does not follow the naming rules."""
 
 
+class InvalidBucketConfigError(ClientValidationError):
+    """A bucket or store configuration value is out of range."""
+
+
 class InvalidTTLError(ClientValidationError):
-    """A TTL the server would refuse (below 1 s, zero, negative, malformed) or did refuse (10165)."""
+    """A TTL the server would refuse (below 1 s, negative, malformed) or did refuse (10165)."""
 
     err_codes = (10165,)
 

@@ -16,20 +16,20 @@ __all__ = [
     "KV_OPERATION",
     "KV_OPERATION_DELETE",
     "KV_OPERATION_PURGE",
+    "LAST_SEQUENCE",
     "MARKER_REASON",
     "MSG_ID",
     "MSG_SIZE",
     "NUM_PENDING",
     "ROLLUP",
     "ROLLUP_SUBJECT",
+    "SEQUENCE",
     "STATUS",
     "STREAM",
     "SUBJECT",
-    "SEQUENCE",
     "TIME_STAMP",
     "TTL",
     "UPTO_SEQUENCE",
-    "LAST_SEQUENCE",
     "validate_headers",
 ]
 
@@ -49,7 +49,7 @@ MSG_ID: Final = "Nats-Msg-Id"
 EXPECTED_STREAM: Final = "Nats-Expected-Stream"
 EXPECTED_LAST_SEQUENCE: Final = "Nats-Expected-Last-Sequence"
 EXPECTED_LAST_SUBJECT_SEQUENCE: Final = "Nats-Expected-Last-Subject-Sequence"
-"""CAS on one subject: the write succeeds only if the subject's last sequence equals this (0 = none)."""
+"""CAS on one subject: write only if the subject's last sequence equals this (0 = none)."""
 
 KV_OPERATION: Final = "KV-Operation"
 """KV tombstones: ``DEL`` keeps history, ``PURGE`` (with a ``sub`` rollup) drops it."""

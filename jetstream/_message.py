@@ -10,7 +10,7 @@ import msgspec
 from . import _headers as hdr
 from ._errors import JetStreamError
 
-__all__ = ["StoredMessage", "parse_timestamp"]
+__all__ = ["AckReply", "StoredMessage", "parse_ack_reply", "parse_timestamp"]
 
 _FRACTION = re.compile(r"\.\d+")
 
@@ -63,3 +63,35 @@ def parse_timestamp(text: str) -> datetime:
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
     return parsed.astimezone(UTC)
+
+
+class AckReply(msgspec.Struct, frozen=True):
+    """What a consumer delivery's reply subject says about the message."""
+
+    stream: str
+    consumer: str
+    delivered: int
+    stream_seq: int
+    consumer_seq: int
+    time: datetime
+    pending: int
+
+
+def parse_ack_reply(reply: str) -> AckReply:
+    """Parse ``$JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<dseq>.<ts>.<pending>``, also in
+    the 12-token form with domain and account hash.
+
+    Raises:
+        ValueError: not a JetStream ack subject.
+    """
+    tokens = reply.split(".")
+    if len(tokens) < 9 or tokens[0] != "$JS" or tokens[1] != "ACK":
+        raise ValueError(f"not a JetStream ack reply: {reply!r}")
+    if len(tokens) >= 11:  # $JS.ACK.<domain>.<account hash>.<stream>... [.<random>]
+        tokens = tokens[:2] + tokens[4:11]
+    stream, consumer = tokens[2], tokens[3]
+    delivered, sseq, dseq, ts_ns, pending = (int(t) for t in tokens[4:9])
+    time = datetime.fromtimestamp(ts_ns // 1_000_000_000, UTC).replace(
+        microsecond=(ts_ns % 1_000_000_000) // 1_000
+    )
+    return AckReply(stream, consumer, delivered, sseq, dseq, time, pending)

@@ -18,6 +18,7 @@ __all__ = [
     "AccountInfo",
     "ApiError",
     "ApiStats",
+    "ConsumerInfo",
     "PubAck",
     "PurgeResponse",
     "StreamConfig",
@@ -147,6 +148,17 @@ class PubAck(msgspec.Struct, frozen=True):
     count: int = 0
     val: str = ""
     error: ApiError | None = None
+
+
+class ConsumerInfo(msgspec.Struct, frozen=True):
+    """Reply of ``CONSUMER.CREATE`` and ``CONSUMER.INFO`` (the fields the library reads)."""
+
+    stream_name: str = ""
+    name: str = ""
+    num_pending: int = 0
+    num_ack_pending: int = 0
+    num_waiting: int = 0
+    config: dict[str, Any] | None = None
 
 
 class StreamNamesResponse(msgspec.Struct, frozen=True):

@@ -169,7 +169,9 @@ class EmbeddedServer:
         deadline = time.monotonic() + self._startup_timeout
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
-                stderr = self._proc.stderr.read().decode(errors="replace") if self._proc.stderr else ""
+                stderr = (
+                    self._proc.stderr.read().decode(errors="replace") if self._proc.stderr else ""
+                )
                 raise JetStreamError(
                     f"nats-server exited with {self._proc.returncode}: "
                     f"{stderr.strip() or log.read_text(errors='replace')[-2000:]}"

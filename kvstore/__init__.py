@@ -1,0 +1,66 @@
+"""kvstore: NATS KV buckets with per-key TTL, visible expiry and compare-and-set.
+
+Buckets use the NATS KV layout (stream ``KV_<bucket>``, subjects ``$KV.<bucket>.<key>``,
+``KV-Operation`` tombstones), so the ``nats`` CLI, nats.go and nats-py read and write them too::
+
+    bucket = await kvstore.create_bucket(js, "profiles", history=5)
+    rev = await bucket.put("alice.name", b"Alice", ttl="1h")
+    entry = await bucket.get("alice.name")
+"""
+
+from jetstream import (
+    BucketExistsError,
+    BucketNotFoundError,
+    InvalidBucketConfigError,
+    InvalidBucketNameError,
+    InvalidKeyError,
+    InvalidTTLError,
+    KeyExistsError,
+    KeyNotFoundError,
+    ValueTooLargeError,
+    WrongRevisionError,
+)
+
+from ._bucket import Bucket
+from ._keys import validate_bucket_name, validate_filter, validate_key
+from ._manage import (
+    BucketOptions,
+    create_bucket,
+    delete_bucket,
+    list_buckets,
+    open_bucket,
+    update_bucket,
+)
+from ._models import MAX_HISTORY, BucketConfig, BucketStatus, Entry, Op
+
+__all__ = [
+    "MAX_HISTORY",
+    "Bucket",
+    "BucketConfig",
+    "BucketExistsError",
+    "BucketNotFoundError",
+    "BucketOptions",
+    "BucketStatus",
+    "Entry",
+    "InvalidBucketConfigError",
+    "InvalidBucketNameError",
+    "InvalidKeyError",
+    "InvalidTTLError",
+    "KeyExistsError",
+    "KeyNotFoundError",
+    "Op",
+    "ValueTooLargeError",
+    "WrongRevisionError",
+    "create_bucket",
+    "delete_bucket",
+    "list_buckets",
+    "open_bucket",
+    "update_bucket",
+    "validate_bucket_name",
+    "validate_filter",
+    "validate_key",
+]
+
+for _name in ("Bucket", "BucketConfig", "BucketStatus", "Entry", "Op"):
+    globals()[_name].__module__ = __name__
+del _name

@@ -1,0 +1,339 @@
+"""Bucket: reads and writes of one KV bucket, with per-key TTL and compare-and-set."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from jetstream import (
+    NEVER,
+    ClientValidationError,
+    InvalidTTLError,
+    JetStream,
+    KeyExistsError,
+    KeyNotFoundError,
+    MessageNotFoundError,
+    StoredMessage,
+    TTLValue,
+    ValueTooLargeError,
+    WrongLastSequenceError,
+    WrongRevisionError,
+    format_ttl,
+    parse_ttl,
+    parse_ttl_header,
+    scan_stream,
+)
+from jetstream import _headers as hdr
+
+from ._keys import validate_key
+from ._models import (
+    BucketConfig,
+    BucketStatus,
+    Entry,
+    Op,
+    bucket_config_from_stream,
+    op_from_headers,
+    stream_name,
+    subject_prefix,
+)
+
+__all__ = ["Bucket", "BytesLike"]
+
+BytesLike = bytes | bytearray | memoryview
+
+_CREATE_ATTEMPTS = 3
+_DEFAULT_PURGE_DELETES_AGE = timedelta(minutes=30)
+
+
+class Bucket:
+    """A KV bucket bound to a :class:`jetstream.JetStream` context.
+
+    Get one from :func:`kvstore.create_bucket` or :func:`kvstore.open_bucket`.
+
+    **TTL.** ``put``, ``create``, ``update`` and ``purge`` take ``ttl`` (seconds, ``timedelta``,
+    a Go duration such as ``"1h"``, or ``"never"``), at least one whole second. A TTL is a *key*
+    TTL: when it fires, ``get`` raises :class:`KeyNotFoundError` and watchers see
+    ``Op.EXPIRED`` (if the bucket has ``marker_ttl``). On a bucket keeping history (> 1) the
+    server would otherwise expire only the newest revision and silently bring the previous
+    value back, so a write with a TTL also rolls the key up (``Nats-Rollup: sub``): it removes
+    the key's earlier revisions and starts its history afresh. On buckets with ``marker_ttl``
+    and history > 1 the server raises a TTL shorter than ``marker_ttl`` to ``marker_ttl``.
+    ``"never"`` exempts a value from the bucket's ``max_age``.
+    """
+
+    def __init__(self, js: JetStream, name: str, config: BucketConfig) -> None:
+        self._js = js
+        self._name = name
+        self._config = config
+        self._stream = stream_name(name)
+        self._prefix = subject_prefix(name)
+
+    @property
+    def name(self) -> str:
+        """The bucket name."""
+        return self._name
+
+    @property
+    def stream(self) -> str:
+        """The backing stream, ``KV_<name>``."""
+        return self._stream
+
+    @property
+    def config(self) -> BucketConfig:
+        """The configuration read when the bucket was opened or created."""
+        return self._config
+
+    def __repr__(self) -> str:
+        return f"<Bucket {self._name!r} history={self._config.history}>"
+
+    # -- writes -------------------------------------------------------------------------------
+
+    async def put(self, key: str, value: BytesLike, *, ttl: TTLValue | None = None) -> int:
+        """Store ``value`` under ``key``; return its revision.
+
+        Raises:
+            InvalidKeyError, InvalidTTLError, ValueTooLargeError: bad input; nothing is sent.
+            TypeError: ``value`` is not bytes-like.
+            StorageLimitError: the bucket is full (``max_bytes``).
+            JetStreamError: any other server error.
+        """
+        return await self._write(key, value, self._ttl_headers(ttl))
+
+    async def create(self, key: str, value: BytesLike, *, ttl: TTLValue | None = None) -> int:
+        """Store ``value`` only if ``key`` has no live value; return its revision.
+
+        Succeeds over a delete or purge tombstone and over an expiry marker, as nats.go does.
+
+        Raises:
+            KeyExistsError: the key has a live value (``.revision`` is its revision).
+            InvalidKeyError, InvalidTTLError, ValueTooLargeError, TypeError: bad input.
+        """
+        headers = self._ttl_headers(ttl)
+        for _ in range(_CREATE_ATTEMPTS):
+            try:
+                return await self._write(key, value, _expect(headers, 0))
+            except WrongLastSequenceError as exc:
+                error = exc
+            try:
+                last = await self._last_message(key)
+            except MessageNotFoundError:
+                continue  # the blocking value expired meanwhile: try again from scratch
+            if op_from_headers(last.headers) is Op.PUT:
+                raise KeyExistsError(key, last.seq, err_code=error.err_code) from error
+            try:
+                return await self._write(key, value, _expect(headers, last.seq))
+            except WrongLastSequenceError as exc:
+                error = exc  # someone wrote in between: look again
+        raise KeyExistsError(key, None, err_code=error.err_code) from error
+
+    async def update(
+        self, key: str, value: BytesLike, revision: int, *, ttl: TTLValue | None = None
+    ) -> int:
+        """Store ``value`` only if ``key``'s latest revision is ``revision``; return the new one.
+
+        Raises:
+            WrongRevisionError: the latest revision differs (``.current`` says which it is).
+            InvalidKeyError, InvalidTTLError, ValueTooLargeError, TypeError: bad input.
+            ClientValidationError: ``revision`` is not a positive int.
+        """
+        _check_revision(revision, allow_zero=False)
+        return await self._write_expecting(key, value, self._ttl_headers(ttl), revision)
+
+    async def delete(self, key: str, *, revision: int | None = None) -> int:
+        """Write a delete tombstone (history is kept); return its revision.
+
+        With ``revision``, only if that is the key's latest revision.
+
+        Raises:
+            WrongRevisionError: ``revision`` was given and is not the latest.
+            InvalidKeyError: bad key.
+        """
+        headers = {hdr.KV_OPERATION: hdr.KV_OPERATION_DELETE}
+        if revision is None:
+            return await self._write(key, b"", headers)
+        _check_revision(revision, allow_zero=True)
+        return await self._write_expecting(key, b"", headers, revision)
+
+    async def purge(
+        self, key: str, *, ttl: TTLValue | None = None, revision: int | None = None
+    ) -> int:
+        """Remove every revision of ``key`` and leave a purge tombstone; return its revision.
+
+        With ``ttl`` the tombstone itself disappears after that time (no marker is left).
+        With ``revision``, only if that is the key's latest revision.
+
+        Raises:
+            WrongRevisionError: ``revision`` was given and is not the latest.
+            InvalidKeyError, InvalidTTLError: bad input.
+        """
+        headers = {hdr.KV_OPERATION: hdr.KV_OPERATION_PURGE, hdr.ROLLUP: hdr.ROLLUP_SUBJECT}
+        if ttl is not None:
+            headers[hdr.TTL] = format_ttl(parse_ttl(ttl))
+        if revision is None:
+            return await self._write(key, b"", headers)
+        _check_revision(revision, allow_zero=True)
+        return await self._write_expecting(key, b"", headers, revision)
+
+    async def purge_deletes(
+        self, *, older_than: timedelta | None = _DEFAULT_PURGE_DELETES_AGE
+    ) -> int:
+        """Compact tombstones and expiry markers: those older than ``older_than`` (default
+        30 min; None or zero = all) are removed with the key's whole history; newer ones are
+        kept but the history before them is removed. Returns how many keys were removed
+        entirely.
+
+        Raises:
+            JetStreamError: the scan or a purge failed.
+        """
+        now = datetime.now(UTC)
+        removed = 0
+        async for message in scan_stream(
+            self._js, self._stream, [f"{self._prefix}>"], headers_only=True
+        ):
+            if op_from_headers(message.headers) is Op.PUT:
+                continue
+            old = not older_than or now - message.time > older_than
+            await self._js.purge_stream(
+                self._stream, subject=message.subject, keep=None if old else 1
+            )
+            removed += old
+        return removed
+
+    # -- reads --------------------------------------------------------------------------------
+
+    async def get(self, key: str, *, revision: int | None = None) -> Entry:
+        """The live value of ``key`` (or the given ``revision`` of it).
+
+        Tombstones and expiry markers count as no value.
+
+        Raises:
+            KeyNotFoundError: no live value (never written, deleted, purged, expired, or the
+                revision is not a value of this key).
+            InvalidKeyError: bad key.
+        """
+        if revision is None:
+            try:
+                message = await self._last_message(key)
+            except MessageNotFoundError as exc:
+                raise KeyNotFoundError(key) from exc
+        else:
+            _check_revision(revision, allow_zero=False)
+            message = await self._message_at(key, revision)
+        entry = self._entry(message)
+        if entry.op is not Op.PUT:
+            raise KeyNotFoundError(
+                key, f"key {key!r}: {entry.op.name.lower()} at revision {entry.revision}"
+            )
+        return entry
+
+    async def status(self) -> BucketStatus:
+        """The bucket's configuration and size, fresh from the server.
+
+        Raises:
+            BucketNotFoundError: the bucket was deleted.
+        """
+        from ._manage import bucket_info  # circular at import time only
+
+        info = await bucket_info(self._js, self._name)
+        return BucketStatus(
+            bucket=self._name,
+            values=info.state.messages,
+            bytes=info.state.bytes,
+            config=bucket_config_from_stream(info.config),
+            stream_info=info,
+        )
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _subject(self, key: str) -> str:
+        validate_key(key)
+        return self._prefix + key
+
+    def _ttl_headers(self, ttl: TTLValue | None) -> dict[str, str]:
+        if ttl is None:
+            return {}
+        seconds = parse_ttl(ttl)
+        headers = {hdr.TTL: format_ttl(seconds)}
+        if self._config.history > 1 and seconds != NEVER:
+            headers[hdr.ROLLUP] = hdr.ROLLUP_SUBJECT  # a key TTL, not a revision TTL
+        return headers
+
+    def _payload(self, value: BytesLike) -> bytes:
+        if not isinstance(value, bytes | bytearray | memoryview):
+            raise TypeError(f"value must be bytes-like, not {type(value).__name__}")
+        data = bytes(value)
+        limit = self._config.max_value_size
+        if limit > 0 and len(data) > limit:
+            raise ValueTooLargeError(f"value of {len(data)} bytes exceeds max_value_size {limit}")
+        max_payload = self._js.nc.max_payload
+        if max_payload and len(data) > max_payload:
+            raise ValueTooLargeError(
+                f"value of {len(data)} bytes exceeds the server's max payload {max_payload}"
+            )
+        return data
+
+    async def _write(self, key: str, value: BytesLike, headers: dict[str, str]) -> int:
+        subject = self._subject(key)
+        data = self._payload(value)
+        ack = await self._js.publish(subject, data, headers=headers)
+        return ack.seq
+
+    async def _write_expecting(
+        self, key: str, value: BytesLike, headers: dict[str, str], revision: int
+    ) -> int:
+        try:
+            return await self._write(key, value, _expect(headers, revision))
+        except WrongLastSequenceError as exc:
+            current = exc.last_sequence
+            if current is None:
+                current = await self._latest_revision(key)
+            raise WrongRevisionError(key, revision, current, err_code=exc.err_code) from exc
+
+    async def _latest_revision(self, key: str) -> int:
+        try:
+            return (await self._last_message(key)).seq
+        except MessageNotFoundError:
+            return 0
+
+    async def _last_message(self, key: str) -> StoredMessage:
+        return await self._js.get_last_message(self._stream, self._subject(key))
+
+    async def _message_at(self, key: str, revision: int) -> StoredMessage:
+        subject = self._subject(key)
+        try:
+            message = await self._js.get_message(self._stream, revision)
+        except MessageNotFoundError as exc:
+            raise KeyNotFoundError(key, f"key {key!r} has no revision {revision}") from exc
+        if message.subject != subject:
+            raise KeyNotFoundError(key, f"revision {revision} is not a revision of key {key!r}")
+        return message
+
+    def _entry(self, message: StoredMessage) -> Entry:
+        return Entry(
+            bucket=self._name,
+            key=message.subject[len(self._prefix) :],
+            value=message.data,
+            revision=message.seq,
+            created=message.time,
+            op=op_from_headers(message.headers),
+            ttl=_stored_ttl(message.headers),
+        )
+
+
+def _expect(headers: dict[str, str], revision: int) -> dict[str, str]:
+    return {**headers, hdr.EXPECTED_LAST_SUBJECT_SEQUENCE: str(revision)}
+
+
+def _check_revision(revision: int, *, allow_zero: bool) -> None:
+    lowest = 0 if allow_zero else 1
+    if isinstance(revision, bool) or not isinstance(revision, int) or revision < lowest:
+        raise ClientValidationError(f"revision must be an int >= {lowest}: {revision!r}")
+
+
+def _stored_ttl(headers: dict[str, str]) -> int | None:
+    text = headers.get(hdr.TTL)
+    if not text:
+        return None
+    try:
+        return parse_ttl_header(text)
+    except InvalidTTLError:
+        return None

@@ -1,0 +1,61 @@
+"""KV key, filter and bucket-name rules (the same as nats.go's ``kv.go``), checked before send."""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from jetstream import InvalidBucketNameError, InvalidKeyError
+
+__all__ = ["validate_bucket_name", "validate_filter", "validate_key"]
+
+_KEY: Final = re.compile(r"[-/_=.a-zA-Z0-9]+")
+_FILTER_TOKEN: Final = re.compile(r"[-/_=a-zA-Z0-9]+|\*|>")
+_BUCKET: Final = re.compile(r"[a-zA-Z0-9_-]+")
+MAX_BUCKET_NAME: Final = 255 - len("KV_")  # stream names are limited to 255 characters
+
+
+def validate_key(key: str) -> None:
+    """Check a concrete key: ``[-/_=.a-zA-Z0-9]+``, no leading, trailing or double dot.
+
+    Raises:
+        InvalidKeyError: the key is not a str or breaks a rule (the message says which).
+    """
+    if not isinstance(key, str):
+        raise InvalidKeyError(f"key must be a str, not {type(key).__name__}")
+    if not _KEY.fullmatch(key):
+        raise InvalidKeyError(
+            f"invalid key {key!r}: use only letters, digits and - / _ = . (no spaces, * or >)"
+        )
+    if key.startswith(".") or key.endswith(".") or ".." in key:
+        raise InvalidKeyError(f"invalid key {key!r}: no leading, trailing or double dots")
+
+
+def validate_filter(pattern: str) -> None:
+    """Check a key filter: dot-separated tokens, each a key token, ``*``, or a final ``>``.
+
+    Raises:
+        InvalidKeyError: the filter breaks a rule.
+    """
+    if not isinstance(pattern, str) or not pattern:
+        raise InvalidKeyError(f"invalid key filter {pattern!r}")
+    tokens = pattern.split(".")
+    for index, token in enumerate(tokens):
+        if not _FILTER_TOKEN.fullmatch(token):
+            raise InvalidKeyError(f"invalid key filter {pattern!r}: bad token {token!r}")
+        if token == ">" and index != len(tokens) - 1:
+            raise InvalidKeyError(f"invalid key filter {pattern!r}: '>' must be the last token")
+
+
+def validate_bucket_name(name: str) -> None:
+    """Check a bucket name: ``[a-zA-Z0-9_-]+``, at most 252 characters.
+
+    Raises:
+        InvalidBucketNameError: the name breaks a rule.
+    """
+    if not isinstance(name, str) or not _BUCKET.fullmatch(name):
+        raise InvalidBucketNameError(
+            f"invalid bucket name {name!r}: use only letters, digits, '-' and '_'"
+        )
+    if len(name) > MAX_BUCKET_NAME:
+        raise InvalidBucketNameError(f"bucket name longer than {MAX_BUCKET_NAME} characters")

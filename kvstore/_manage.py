@@ -1,0 +1,192 @@
+"""Creating, opening, updating, deleting and listing KV buckets."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncIterator
+from typing import Literal, TypedDict, Unpack
+
+import msgspec
+
+from jetstream import (
+    BucketExistsError,
+    BucketNotFoundError,
+    Feature,
+    JetStream,
+    JetStreamError,
+    StreamExistsError,
+    StreamInfo,
+    StreamNotFoundError,
+)
+
+from ._bucket import Bucket
+from ._keys import validate_bucket_name
+from ._models import (
+    BucketConfig,
+    bucket_config_from_stream,
+    stream_config_for_bucket,
+    stream_name,
+    subject_prefix,
+)
+
+__all__ = [
+    "BucketOptions",
+    "bucket_info",
+    "create_bucket",
+    "delete_bucket",
+    "list_buckets",
+    "open_bucket",
+    "update_bucket",
+]
+
+
+class BucketOptions(TypedDict, total=False):
+    """Keyword options of :func:`create_bucket` / :func:`update_bucket`: the fields of
+    :class:`BucketConfig`."""
+
+    history: int
+    max_age: object
+    marker_ttl: object
+    max_value_size: int
+    max_bytes: int
+    storage: Literal["file", "memory"]
+    replicas: int
+    compression: bool
+    description: str
+    metadata: dict[str, str]
+
+
+async def create_bucket(
+    js: JetStream,
+    bucket: str,
+    config: BucketConfig | None = None,
+    **options: Unpack[BucketOptions],
+) -> Bucket:
+    """Create a bucket (``KV_<bucket>`` stream) and return it.
+
+    Give a :class:`BucketConfig` or its fields as keywords (``history=5,
+    marker_ttl=timedelta(seconds=30)``). The stream gets per-message TTL, and atomic batches
+    when the server supports them (API level >= 2). Creating a bucket again with the same
+    configuration returns it.
+
+    Raises:
+        InvalidBucketNameError, InvalidBucketConfigError: bad input; nothing is sent.
+        UnsupportedServerFeatureError: the server lacks per-message TTL (API level < 1).
+        BucketExistsError: a bucket of that name exists with another configuration.
+    """
+    validate_bucket_name(bucket)
+    config = _merge(config or BucketConfig(), options)
+    await js.require(Feature.MESSAGE_TTL)
+    atomic = await js.supports(Feature.ATOMIC_BATCH)
+    stream_config = stream_config_for_bucket(bucket, config, allow_atomic=atomic)
+    try:
+        info = await js.add_stream(stream_config)
+    except StreamExistsError as exc:
+        raise BucketExistsError(
+            f"bucket {bucket!r} exists with another configuration",
+            code=exc.code,
+            err_code=exc.err_code,
+        ) from exc
+    return Bucket(js, bucket, bucket_config_from_stream(info.config))
+
+
+async def open_bucket(js: JetStream, bucket: str) -> Bucket:
+    """Bind to an existing bucket (created by us or any NATS client).
+
+    Raises:
+        InvalidBucketNameError: bad name; nothing is sent.
+        BucketNotFoundError: no such bucket.
+        JetStreamError: the stream exists but is not a KV bucket.
+    """
+    info = await bucket_info(js, bucket)
+    return Bucket(js, bucket, bucket_config_from_stream(info.config))
+
+
+async def update_bucket(
+    js: JetStream,
+    bucket: str,
+    config: BucketConfig | None = None,
+    **options: Unpack[BucketOptions],
+) -> Bucket:
+    """Change a bucket's configuration; fields not given keep their current value.
+
+    Settings we do not model (placement, republish, sources) are preserved.
+
+    Raises:
+        InvalidBucketNameError, InvalidBucketConfigError: bad input; nothing is sent.
+        BucketNotFoundError: no such bucket.
+        InvalidStreamConfigError: the server refused the change (e.g. storage type).
+    """
+    current = await bucket_info(js, bucket)
+    merged = _merge(config or bucket_config_from_stream(current.config), options)
+    atomic = current.config.allow_atomic or await js.supports(Feature.ATOMIC_BATCH)
+    ours = stream_config_for_bucket(bucket, merged, allow_atomic=atomic)
+    ours_fields = {f: getattr(ours, f) for f in _BUCKET_STREAM_FIELDS}
+    updated = msgspec.structs.replace(current.config, **ours_fields)
+    updated = msgspec.structs.replace(updated, metadata=ours.metadata)
+    info = await js.update_stream(updated)
+    return Bucket(js, bucket, bucket_config_from_stream(info.config))
+
+
+_BUCKET_STREAM_FIELDS = (
+    "description",
+    "max_msgs_per_subject",
+    "max_bytes",
+    "max_age",
+    "max_msg_size",
+    "storage",
+    "num_replicas",
+    "duplicate_window",
+    "compression",
+    "allow_msg_ttl",
+    "subject_delete_marker_ttl",
+    "allow_atomic",
+)
+
+
+async def delete_bucket(js: JetStream, bucket: str) -> None:
+    """Delete a bucket and all its keys.
+
+    Raises:
+        InvalidBucketNameError: bad name; nothing is sent.
+        BucketNotFoundError: no such bucket.
+    """
+    validate_bucket_name(bucket)
+    try:
+        await js.delete_stream(stream_name(bucket))
+    except StreamNotFoundError as exc:
+        raise BucketNotFoundError(f"bucket {bucket!r} not found", code=exc.code) from exc
+
+
+async def list_buckets(js: JetStream) -> AsyncIterator[str]:
+    """Iterate over the names of all KV buckets of the account.
+
+    Raises:
+        JetStreamError: the listing failed.
+    """
+    async for name in js.stream_names(subject="$KV.*.>"):
+        if name.startswith("KV_"):
+            yield name[3:]
+
+
+async def bucket_info(js: JetStream, bucket: str) -> StreamInfo:
+    """The stream info of a bucket, checked to be a KV bucket.
+
+    Raises:
+        InvalidBucketNameError: bad name.
+        BucketNotFoundError: no such stream.
+        JetStreamError: the stream is not a KV bucket.
+    """
+    validate_bucket_name(bucket)
+    try:
+        info = await js.stream_info(stream_name(bucket))
+    except StreamNotFoundError as exc:
+        raise BucketNotFoundError(f"bucket {bucket!r} not found", code=exc.code) from exc
+    expected_subject = f"{subject_prefix(bucket)}>"
+    if expected_subject not in info.config.subjects and info.config.mirror is None:
+        raise JetStreamError(f"stream {info.config.name!r} is not a KV bucket")
+    return info
+
+
+def _merge(config: BucketConfig, options: BucketOptions) -> BucketConfig:
+    return dataclasses.replace(config, **options) if options else config  # type: ignore[arg-type]

@@ -1,0 +1,244 @@
+"""KV models: operations, entries, bucket configuration and status, and the mapping between a
+bucket configuration and its ``KV_<bucket>`` stream (the NATS KV layout, so every NATS client
+can use the same bucket)."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from datetime import datetime, timedelta
+from typing import Final, Literal
+
+import msgspec
+
+from jetstream import InvalidBucketConfigError, StreamConfig, StreamInfo
+from jetstream import _headers as hdr
+
+from ._keys import validate_bucket_name
+
+__all__ = [
+    "MAX_HISTORY",
+    "BucketConfig",
+    "BucketStatus",
+    "Entry",
+    "Op",
+    "bucket_config_from_stream",
+    "op_from_headers",
+    "stream_config_for_bucket",
+    "stream_name",
+    "subject_prefix",
+]
+
+MAX_HISTORY: Final = 64
+_NS = 1_000_000_000
+_DEFAULT_DUPLICATE_WINDOW = timedelta(minutes=2)
+_SERVER_METADATA_PREFIX = "_nats."
+
+
+class Op(enum.Enum):
+    """What a KV entry records."""
+
+    PUT = "PUT"
+    """A value."""
+    DELETE = "DEL"
+    """A delete tombstone (``KV-Operation: DEL``); earlier revisions stay in the history."""
+    PURGE = "PURGE"
+    """A purge tombstone (``KV-Operation: PURGE``); earlier revisions were removed."""
+    EXPIRED = "EXPIRED"
+    """A server marker (``Nats-Marker-Reason: MaxAge``): the value's TTL or the bucket's
+    max_age removed it. Other clients show this as a purge; we keep it distinct."""
+
+
+def op_from_headers(headers: dict[str, str] | None) -> Op:
+    """The operation a stored message represents. ``KV-Operation`` wins over a marker reason;
+    ``Remove``/``Purge`` marker reasons (defined by ADR-43, not yet sent by servers) map like
+    nats.go does."""
+    if not headers:
+        return Op.PUT
+    operation = headers.get(hdr.KV_OPERATION)
+    if operation == hdr.KV_OPERATION_DELETE:
+        return Op.DELETE
+    if operation == hdr.KV_OPERATION_PURGE:
+        return Op.PURGE
+    reason = headers.get(hdr.MARKER_REASON)
+    if reason == "MaxAge":
+        return Op.EXPIRED
+    if reason == "Purge":
+        return Op.PURGE
+    if reason == "Remove":
+        return Op.DELETE
+    return Op.PUT
+
+
+class Entry(msgspec.Struct, frozen=True):
+    """One revision of a key.
+
+    ``revision`` is the stream sequence, ``created`` the server's time of the write (UTC),
+    ``delta`` how many newer revisions follow when known (watchers), ``ttl`` the revision's
+    ``Nats-TTL`` in seconds (``-1`` = never) when it has one.
+    """
+
+    bucket: str
+    key: str
+    value: bytes
+    revision: int
+    created: datetime
+    op: Op = Op.PUT
+    delta: int | None = None
+    ttl: int | None = None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class BucketConfig:
+    """Configuration of a KV bucket; every field has the NATS KV default.
+
+    Raises ``InvalidBucketConfigError`` (a ``ValueError``) on construction when a value is out
+    of range.
+    """
+
+    history: int = 1
+    """Revisions kept per key, 1..64."""
+    max_age: timedelta | None = None
+    """Bucket-wide lifetime of every revision (None = forever)."""
+    marker_ttl: timedelta | None = None
+    """When set, the server leaves a marker (seen as ``Op.EXPIRED``) when a key expires, for
+    this long (>= 1 s). Without it expiry is silent: the key just disappears."""
+    max_value_size: int = -1
+    """Largest value in bytes (-1 = the server's max payload)."""
+    max_bytes: int = -1
+    """Largest bucket size in bytes (-1 = unlimited); writes beyond it are refused."""
+    storage: Literal["file", "memory"] = "file"
+    replicas: int = 1
+    """Stream replicas, 1..5 (a cluster is needed above 1)."""
+    compression: bool = False
+    """S2-compress the stored messages."""
+    description: str = ""
+    metadata: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.history, bool) or not isinstance(self.history, int):
+            raise InvalidBucketConfigError(f"history must be an int, not {self.history!r}")
+        if not 1 <= self.history <= MAX_HISTORY:
+            raise InvalidBucketConfigError(f"history must be 1..{MAX_HISTORY}: {self.history}")
+        _check_duration("max_age", self.max_age, minimum=timedelta(0))
+        _check_duration("marker_ttl", self.marker_ttl, minimum=timedelta(seconds=1))
+        for name in ("max_value_size", "max_bytes"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value == 0 or value < -1:
+                raise InvalidBucketConfigError(f"{name} must be -1 or a positive int: {value!r}")
+        if self.storage not in ("file", "memory"):
+            raise InvalidBucketConfigError(f"storage must be 'file' or 'memory': {self.storage!r}")
+        if isinstance(self.replicas, bool) or self.replicas not in range(1, 6):
+            raise InvalidBucketConfigError(f"replicas must be 1..5: {self.replicas!r}")
+        if any(key.startswith(_SERVER_METADATA_PREFIX) for key in self.metadata):
+            raise InvalidBucketConfigError("metadata keys starting with '_nats.' are the server's")
+
+
+def _check_duration(name: str, value: timedelta | None, *, minimum: timedelta) -> None:
+    if value is None:
+        return
+    if not isinstance(value, timedelta):
+        raise InvalidBucketConfigError(f"{name} must be a timedelta or None, not {value!r}")
+    if value < minimum:
+        raise InvalidBucketConfigError(f"{name} must be at least {minimum}: {value}")
+    if minimum and value % timedelta(seconds=1):
+        raise InvalidBucketConfigError(f"{name} must be whole seconds: {value}")
+
+
+@dataclasses.dataclass(frozen=True)
+class BucketStatus:
+    """A bucket's configuration and current size."""
+
+    bucket: str
+    values: int
+    """Stored messages: live values, history, tombstones and markers."""
+    bytes: int
+    config: BucketConfig
+    stream_info: StreamInfo
+
+    @property
+    def history(self) -> int:
+        return self.config.history
+
+    @property
+    def max_age(self) -> timedelta | None:
+        return self.config.max_age
+
+    @property
+    def marker_ttl(self) -> timedelta | None:
+        return self.config.marker_ttl
+
+
+def stream_name(bucket: str) -> str:
+    """``KV_<bucket>``."""
+    return f"KV_{bucket}"
+
+
+def subject_prefix(bucket: str) -> str:
+    """``$KV.<bucket>.``: a key's subject is this plus the key."""
+    return f"$KV.{bucket}."
+
+
+def _ns(value: timedelta | None) -> int:
+    return 0 if value is None else value // timedelta(microseconds=1) * 1_000
+
+
+def stream_config_for_bucket(
+    bucket: str, config: BucketConfig, *, allow_atomic: bool
+) -> StreamConfig:
+    """The stream behind a bucket: the usual NATS KV shape plus per-message TTL and atomic
+    batches.
+
+    Raises:
+        InvalidBucketNameError: the bucket name breaks the naming rules.
+    """
+    validate_bucket_name(bucket)
+    duplicate_window = _DEFAULT_DUPLICATE_WINDOW
+    if config.max_age is not None and timedelta(0) < config.max_age < duplicate_window:
+        duplicate_window = config.max_age  # the server refuses a window longer than max_age
+    return StreamConfig(
+        name=stream_name(bucket),
+        description=config.description,
+        subjects=[f"{subject_prefix(bucket)}>"],
+        max_msgs_per_subject=config.history,
+        max_bytes=config.max_bytes,
+        max_age=_ns(config.max_age),
+        max_msg_size=config.max_value_size,
+        storage=config.storage,
+        num_replicas=config.replicas,
+        discard="new",
+        duplicate_window=_ns(duplicate_window),
+        allow_rollup_hdrs=True,
+        deny_delete=True,
+        allow_direct=True,
+        compression="s2" if config.compression else "none",
+        metadata=dict(config.metadata) or None,
+        allow_msg_ttl=True,
+        subject_delete_marker_ttl=_ns(config.marker_ttl),
+        allow_atomic=allow_atomic,
+    )
+
+
+def bucket_config_from_stream(config: StreamConfig) -> BucketConfig:
+    """Read a bucket configuration back from its stream (server metadata keys dropped)."""
+    metadata = {
+        k: v
+        for k, v in (config.metadata or {}).items()
+        if not k.startswith(_SERVER_METADATA_PREFIX)
+    }
+    return BucketConfig(
+        history=max(1, min(MAX_HISTORY, config.max_msgs_per_subject)),
+        max_age=timedelta(microseconds=config.max_age // 1_000) if config.max_age else None,
+        marker_ttl=(
+            timedelta(seconds=config.subject_delete_marker_ttl // _NS)
+            if config.subject_delete_marker_ttl
+            else None
+        ),
+        max_value_size=config.max_msg_size if config.max_msg_size > 0 else -1,
+        max_bytes=config.max_bytes if config.max_bytes > 0 else -1,
+        storage=config.storage,
+        replicas=max(1, config.num_replicas),
+        compression=config.compression == "s2",
+        description=config.description,
+        metadata=metadata,
+    )
