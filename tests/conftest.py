@@ -1,0 +1,72 @@
+"""Fixture chain: one real nats-server per test session -> a JetStream context per test ->
+buckets with unique names, deleted after the test. No server mocks anywhere."""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import Any
+
+import pytest
+
+import jetstream
+import kvstore
+
+_counter = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def nats_server() -> Iterator[jetstream.EmbeddedServer]:
+    """A nats-server with JetStream on a free loopback port and a temp store, for the session."""
+    with jetstream.EmbeddedServer() as server:
+        yield server
+
+
+@pytest.fixture
+async def js(nats_server: jetstream.EmbeddedServer) -> AsyncIterator[jetstream.JetStream]:
+    async with await jetstream.connect(nats_server.url) as context:
+        yield context
+
+
+@pytest.fixture
+def unique_name(request: pytest.FixtureRequest) -> Callable[[str], str]:
+    """Names unique per test, readable in server logs: ``<prefix>_<test>_<n>_<pid>``."""
+
+    def make(prefix: str = "b") -> str:
+        test = "".join(c if c.isalnum() else "_" for c in request.node.name)[:40]
+        return f"{prefix}_{test}_{next(_counter)}_{os.getpid()}"
+
+    return make
+
+
+BucketFactory = Callable[..., Awaitable[kvstore.Bucket]]
+
+
+@pytest.fixture
+async def make_bucket(
+    js: jetstream.JetStream, unique_name: Callable[[str], str]
+) -> AsyncIterator[BucketFactory]:
+    """Create buckets with unique names; all are deleted when the test ends."""
+    created: list[str] = []
+
+    async def make(**options: Any) -> kvstore.Bucket:
+        name = unique_name("kv")
+        bucket = await kvstore.create_bucket(js, name, **options)
+        created.append(name)
+        return bucket
+
+    yield make
+    for name in created:
+        try:
+            await kvstore.delete_bucket(js, name)
+        except kvstore.BucketNotFoundError:
+            pass
+
+
+@pytest.fixture
+async def bucket(make_bucket: BucketFactory) -> kvstore.Bucket:
+    """A bucket keeping 5 revisions per key, with 1 s expiry markers."""
+    from datetime import timedelta
+
+    return await make_bucket(history=5, marker_ttl=timedelta(seconds=1))

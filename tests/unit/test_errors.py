@@ -1,0 +1,71 @@
+"""The error tree and the err_code registry."""
+
+from __future__ import annotations
+
+import pytest
+
+import jetstream
+import kvstore
+from jetstream._errors import error_from_api
+
+
+@pytest.mark.parametrize(
+    ("err_code", "cls"),
+    [
+        (10059, jetstream.StreamNotFoundError),
+        (10058, jetstream.StreamExistsError),
+        (10037, jetstream.MessageNotFoundError),
+        (10071, jetstream.WrongLastSequenceError),
+        (10164, jetstream.WrongLastSequenceError),
+        (10054, jetstream.MessageTooLargeError),
+        (10165, jetstream.InvalidTTLError),
+        (10166, jetstream.MessageTTLDisabledError),
+        (10185, jetstream.UnsupportedServerFeatureError),
+        (10052, jetstream.InvalidStreamConfigError),
+        (10025, jetstream.InvalidStreamConfigError),
+        (10077, jetstream.StorageLimitError),
+        (99999, jetstream.ServerError),
+    ],
+)
+def test_registry_maps_err_codes(err_code: int, cls: type[Exception]) -> None:
+    error = error_from_api(400, err_code, "text")
+    assert type(error) is cls
+    assert isinstance(error, jetstream.JetStreamError)
+    assert (error.code, error.err_code, error.description) == (400, err_code, "text")
+    assert "err_code=" in str(error)
+
+
+def test_wrong_last_sequence_reports_the_actual_sequence() -> None:
+    assert error_from_api(400, 10071, "wrong last sequence: 19").last_sequence == 19  # type: ignore[attr-defined]
+    assert error_from_api(400, 10164, "wrong last sequence").last_sequence is None  # type: ignore[attr-defined]
+
+
+def test_client_errors_are_value_errors_and_kv_errors_are_catchable_by_name() -> None:
+    for cls in (
+        kvstore.InvalidKeyError,
+        kvstore.InvalidTTLError,
+        kvstore.InvalidBucketNameError,
+        kvstore.InvalidBucketConfigError,
+        kvstore.ValueTooLargeError,
+    ):
+        assert issubclass(cls, ValueError)
+        assert issubclass(cls, jetstream.JetStreamError)
+    assert issubclass(kvstore.KeyNotFoundError, jetstream.MessageNotFoundError)
+    assert issubclass(kvstore.WrongRevisionError, jetstream.WrongLastSequenceError)
+    assert issubclass(kvstore.KeyExistsError, jetstream.WrongLastSequenceError)
+    assert issubclass(kvstore.BucketNotFoundError, jetstream.StreamNotFoundError)
+    assert issubclass(jetstream.RequestTimeoutError, TimeoutError)
+
+
+def test_kv_errors_name_the_key() -> None:
+    error = kvstore.WrongRevisionError("a.b", 3, 5, err_code=10071)
+    assert (error.key, error.expected, error.current) == ("a.b", 3, 5)
+    assert "'a.b'" in str(error) and "expected 3" in str(error)
+    assert kvstore.KeyNotFoundError("zip").key == "zip"
+
+
+def test_unsupported_feature_names_the_feature() -> None:
+    error = jetstream.UnsupportedServerFeatureError(
+        feature="atomic batch publish", required_level=2, server_level=1
+    )
+    assert "atomic batch publish" in str(error) and "level 2" in str(error)

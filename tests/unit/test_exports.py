@@ -1,0 +1,30 @@
+"""The public surface: __all__ lists exactly the public names, and optional extras stay out."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import jetstream
+import kvstore
+import objstore
+
+
+@pytest.mark.parametrize("module", [jetstream, kvstore, objstore])
+def test_all_lists_the_public_names(module: object) -> None:
+    public = {n for n in vars(module) if not n.startswith("_")} - {"annotations"}
+    public = {n for n in public if not isinstance(getattr(module, n), type(sys))}
+    assert set(module.__all__) == public  # type: ignore[attr-defined]
+
+
+def test_reprs_show_the_public_module() -> None:
+    assert kvstore.Bucket.__module__ == "kvstore"
+    assert repr(kvstore.Op.EXPIRED) == "<Op.EXPIRED: 'EXPIRED'>"
+
+
+def test_importing_the_packages_does_not_import_pyspark() -> None:
+    code = "import jetstream, kvstore, objstore, sys; print('pyspark' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

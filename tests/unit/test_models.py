@@ -1,0 +1,118 @@
+"""Wire models and their mapping to KV buckets: pure logic, no server."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import msgspec
+import pytest
+
+import jetstream
+from jetstream._message import parse_ack_reply, parse_timestamp
+from kvstore import BucketConfig, InvalidBucketConfigError, Op
+from kvstore._models import bucket_config_from_stream, op_from_headers, stream_config_for_bucket
+
+
+def test_stream_config_sends_only_non_defaults() -> None:
+    encoded = msgspec.json.decode(msgspec.json.encode(jetstream.StreamConfig(name="S")))
+    assert encoded == {"name": "S"}
+
+
+def test_unknown_response_fields_are_ignored() -> None:
+    raw = b'{"config":{"name":"S","brand_new":1},"state":{"messages":3},"future":true}'
+    info = msgspec.json.decode(raw, type=jetstream.StreamInfo)
+    assert info.config.name == "S" and info.state.messages == 3
+
+
+def test_bucket_stream_has_the_nats_kv_shape_plus_ttl_and_atomic() -> None:
+    config = BucketConfig(history=5, max_age=timedelta(minutes=1), marker_ttl=timedelta(seconds=30))
+    stream = stream_config_for_bucket("profiles", config, allow_atomic=True)
+    wire = msgspec.json.decode(msgspec.json.encode(stream))
+    assert wire == {
+        "name": "KV_profiles",
+        "subjects": ["$KV.profiles.>"],
+        "max_msgs_per_subject": 5,
+        "max_age": 60_000_000_000,
+        "discard": "new",
+        "duplicate_window": 60_000_000_000,  # never longer than max_age
+        "allow_rollup_hdrs": True,
+        "deny_delete": True,
+        "allow_direct": True,
+        "allow_msg_ttl": True,
+        "subject_delete_marker_ttl": 30_000_000_000,
+        "allow_atomic": True,
+    }
+
+
+def test_bucket_config_round_trips_through_the_stream() -> None:
+    config = BucketConfig(
+        history=7,
+        max_age=timedelta(hours=1),
+        marker_ttl=timedelta(seconds=5),
+        max_value_size=1024,
+        max_bytes=1 << 20,
+        storage="memory",
+        compression=True,
+        description="d",
+        metadata={"team": "x"},
+    )
+    stream = stream_config_for_bucket("b", config, allow_atomic=False)
+    stream.metadata = {**(stream.metadata or {}), "_nats.level": "5"}  # added by the server
+    assert bucket_config_from_stream(stream) == config
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"history": 0},
+        {"history": 65},
+        {"history": True},
+        {"max_age": timedelta(seconds=-1)},
+        {"max_age": 60},
+        {"marker_ttl": timedelta(milliseconds=500)},
+        {"marker_ttl": timedelta(seconds=1.5)},
+        {"max_value_size": 0},
+        {"max_bytes": -2},
+        {"storage": "disk"},
+        {"replicas": 0},
+        {"replicas": 6},
+        {"metadata": {"_nats.level": "1"}},
+    ],
+)
+def test_bad_bucket_configs_are_refused(options: dict[str, object]) -> None:
+    with pytest.raises(InvalidBucketConfigError):
+        BucketConfig(**options)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("headers", "op"),
+    [
+        (None, Op.PUT),
+        ({}, Op.PUT),
+        ({"Nats-TTL": "5"}, Op.PUT),
+        ({"KV-Operation": "DEL"}, Op.DELETE),
+        ({"KV-Operation": "PURGE", "Nats-Rollup": "sub"}, Op.PURGE),
+        ({"Nats-Marker-Reason": "MaxAge", "Nats-TTL": "2s", "Nats-Rollup": "sub"}, Op.EXPIRED),
+        ({"Nats-Marker-Reason": "Purge"}, Op.PURGE),
+        ({"Nats-Marker-Reason": "Remove"}, Op.DELETE),
+        ({"KV-Operation": "DEL", "Nats-Marker-Reason": "MaxAge"}, Op.DELETE),
+    ],
+)
+def test_operation_from_headers(headers: dict[str, str] | None, op: Op) -> None:
+    assert op_from_headers(headers) is op
+
+
+def test_timestamps_keep_microseconds_and_utc() -> None:
+    parsed = parse_timestamp("2026-11-22T01:56:26.344916173Z")
+    assert parsed == datetime(2026, 11, 22, 1, 56, 26, 344916, tzinfo=UTC)
+    assert parse_timestamp("2026-11-22T01:56:26Z").microsecond == 0
+
+
+def test_ack_reply_subjects_in_both_forms() -> None:
+    short = parse_ack_reply("$JS.ACK.PC.C.1.7.3.1795312495381810599.4")
+    assert (short.stream, short.consumer, short.stream_seq, short.consumer_seq) == ("PC", "C", 7, 3)
+    assert short.pending == 4 and short.time.year == 2026
+    long = parse_ack_reply("$JS.ACK.dom.HASH.PC.C.1.7.3.1795312495381810599.4.rnd")
+    assert (long.stream, long.stream_seq, long.pending) == ("PC", 7, 4)
+    with pytest.raises(ValueError):
+        parse_ack_reply("_INBOX.x")
