@@ -67,6 +67,9 @@ class ApiSubjects:
     def consumer_next(self, stream: str, name: str) -> str:
         return f"{self.prefix}.CONSUMER.MSG.NEXT.{stream}.{name}"
 
+    def msg_get(self, stream: str) -> str:
+        return f"{self.prefix}.STREAM.MSG.GET.{stream}"
+
     def direct_get(self, stream: str, subject: str | None = None) -> str:
         """``DIRECT.GET.<stream>`` (JSON body) or ``DIRECT.GET.<stream>.<subject>`` (empty body,
         last message of that subject)."""

@@ -14,9 +14,10 @@ from nats.aio.client import Client
 from . import _headers as hdr
 from ._api import DEFAULT_API_PREFIX, ApiSubjects, decode_reply, request, send
 from ._errors import MessageNotFoundError, UnsupportedServerFeatureError
-from ._message import StoredMessage
+from ._message import StoredMessage, parse_header_block
 from ._models import (
     AccountInfo,
+    MsgGetResponse,
     PubAck,
     PurgeResponse,
     StreamConfig,
@@ -258,26 +259,48 @@ class JetStream:
         )
         return decode_reply(msg.data, PubAck, subject=subject)
 
-    async def get_last_message(self, stream: str, subject: str) -> StoredMessage:
-        """Direct get of the last message stored on ``subject`` (stream needs ``allow_direct``).
+    async def get_last_message(
+        self, stream: str, subject: str, *, direct: bool = True
+    ) -> StoredMessage:
+        """The last message stored on ``subject``: a direct get (any replica answers), or with
+        ``direct=False`` the leader's ``STREAM.MSG.GET`` (for streams without ``allow_direct``).
 
         Raises:
             MessageNotFoundError: nothing stored on that subject.
             NoRespondersError: no such stream, or direct get is off.
         """
+        if not direct:
+            return await self._msg_get(stream, {"last_by_subj": subject})
         msg = await send(self._nc, self._api.direct_get(stream, subject), b"", timeout=self.timeout)
         return _stored_or_raise(msg.headers, msg.data, what=subject)
 
-    async def get_message(self, stream: str, seq: int) -> StoredMessage:
-        """Direct get of the message with stream sequence ``seq``.
+    async def get_message(self, stream: str, seq: int, *, direct: bool = True) -> StoredMessage:
+        """Get the message with stream sequence ``seq`` (direct get unless ``direct=False``).
 
         Raises:
             MessageNotFoundError: no message with that sequence.
             NoRespondersError: no such stream, or direct get is off.
         """
+        if not direct:
+            return await self._msg_get(stream, {"seq": seq})
         body = _encode({"seq": seq})
         msg = await send(self._nc, self._api.direct_get(stream), body, timeout=self.timeout)
         return _stored_or_raise(msg.headers, msg.data, what=f"sequence {seq}")
+
+    async def _msg_get(self, stream: str, body: dict[str, Any]) -> StoredMessage:
+        """The leader-answered ``STREAM.MSG.GET``, for streams without ``allow_direct``."""
+        subject = self._api.msg_get(stream)
+        reply = await request(
+            self._nc, subject, _encode(body), MsgGetResponse, timeout=self.timeout
+        )
+        raw = reply.message
+        return StoredMessage(
+            subject=raw.subject,
+            seq=raw.seq,
+            time=raw.time,
+            headers=parse_header_block(raw.hdrs),
+            data=raw.data,
+        )
 
 
 def _stored_or_raise(headers: dict[str, str] | None, data: bytes, *, what: str) -> StoredMessage:

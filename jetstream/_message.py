@@ -10,7 +10,13 @@ import msgspec
 from . import _headers as hdr
 from ._errors import JetStreamError
 
-__all__ = ["AckReply", "StoredMessage", "parse_ack_reply", "parse_timestamp"]
+__all__ = [
+    "AckReply",
+    "StoredMessage",
+    "parse_ack_reply",
+    "parse_header_block",
+    "parse_timestamp",
+]
 
 _FRACTION = re.compile(r"\.\d+")
 
@@ -48,6 +54,27 @@ class StoredMessage(msgspec.Struct, frozen=True):
             raise JetStreamError(f"malformed direct get reply headers: {headers!r}") from exc
         own = {k: v for k, v in headers.items() if k not in _DIRECT_GET_HEADERS}
         return cls(subject=subject, seq=seq, time=time, headers=own, data=data)
+
+
+def parse_header_block(block: bytes) -> dict[str, str]:
+    """Parse a ``NATS/1.0\\r\\nName: value\\r\\n...`` header block (as stored in streams).
+
+    A repeated name keeps its last value, as nats-py does.
+
+    Raises:
+        ValueError: the block does not start with ``NATS/1.0``.
+    """
+    if not block:
+        return {}
+    lines = block.decode().split("\r\n")
+    if not lines[0].startswith("NATS/1.0"):
+        raise ValueError(f"not a NATS header block: {block[:40]!r}")
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        name, sep, value = line.partition(":")
+        if sep and name:
+            headers[name.strip()] = value.strip()
+    return headers
 
 
 def parse_timestamp(text: str) -> datetime:

@@ -19,8 +19,10 @@ __all__ = [
     "ApiError",
     "ApiStats",
     "ConsumerInfo",
+    "MsgGetResponse",
     "PubAck",
     "PurgeResponse",
+    "RawStoredMessage",
     "StreamConfig",
     "StreamInfo",
     "StreamNamesResponse",
@@ -159,6 +161,22 @@ class ConsumerInfo(msgspec.Struct, frozen=True):
     num_ack_pending: int = 0
     num_waiting: int = 0
     config: dict[str, Any] | None = None
+
+
+class RawStoredMessage(msgspec.Struct, frozen=True):
+    """A message in ``STREAM.MSG.GET`` replies: headers and data are base64 on the wire."""
+
+    subject: str
+    seq: int
+    time: datetime
+    hdrs: bytes = b""
+    data: bytes = b""
+
+
+class MsgGetResponse(msgspec.Struct, frozen=True):
+    """Reply of ``STREAM.MSG.GET`` (the non-direct get, for streams without allow_direct)."""
+
+    message: RawStoredMessage
 
 
 class StreamNamesResponse(msgspec.Struct, frozen=True):

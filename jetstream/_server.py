@@ -161,7 +161,11 @@ class EmbeddedServer:
             cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
         )
         self._port = port
-        self._wait_ready(log)
+        try:
+            self._wait_ready(log)
+        except BaseException:
+            self._signal_and_wait(signal.SIGKILL, 10.0)
+            raise
         return self
 
     def _wait_ready(self, log: Path) -> None:
@@ -180,7 +184,6 @@ class EmbeddedServer:
             if _READY in text and _LISTEN.search(text):
                 return
             time.sleep(0.02)
-        self.kill()
         raise JetStreamError(
             f"nats-server not ready within {self._startup_timeout:g}s; log:\n"
             f"{log.read_text(errors='replace')[-2000:]}"

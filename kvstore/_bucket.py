@@ -60,8 +60,11 @@ class Bucket:
     ``"never"`` exempts a value from the bucket's ``max_age``.
     """
 
-    def __init__(self, js: JetStream, name: str, config: BucketConfig) -> None:
+    def __init__(
+        self, js: JetStream, name: str, config: BucketConfig, *, direct: bool = True
+    ) -> None:
         self._js = js
+        self._direct = direct  # buckets made by nats-py lack allow_direct
         self._name = name
         self._config = config
         self._stream = stream_name(name)
@@ -295,12 +298,13 @@ class Bucket:
             return 0
 
     async def _last_message(self, key: str) -> StoredMessage:
-        return await self._js.get_last_message(self._stream, self._subject(key))
+        subject = self._subject(key)
+        return await self._js.get_last_message(self._stream, subject, direct=self._direct)
 
     async def _message_at(self, key: str, revision: int) -> StoredMessage:
         subject = self._subject(key)
         try:
-            message = await self._js.get_message(self._stream, revision)
+            message = await self._js.get_message(self._stream, revision, direct=self._direct)
         except MessageNotFoundError as exc:
             raise KeyNotFoundError(key, f"key {key!r} has no revision {revision}") from exc
         if message.subject != subject:

@@ -87,7 +87,7 @@ async def create_bucket(
             code=exc.code,
             err_code=exc.err_code,
         ) from exc
-    return Bucket(js, bucket, bucket_config_from_stream(info.config))
+    return _bound(js, bucket, info)
 
 
 async def open_bucket(js: JetStream, bucket: str) -> Bucket:
@@ -99,7 +99,7 @@ async def open_bucket(js: JetStream, bucket: str) -> Bucket:
         JetStreamError: the stream exists but is not a KV bucket.
     """
     info = await bucket_info(js, bucket)
-    return Bucket(js, bucket, bucket_config_from_stream(info.config))
+    return _bound(js, bucket, info)
 
 
 async def update_bucket(
@@ -125,7 +125,7 @@ async def update_bucket(
     updated = msgspec.structs.replace(current.config, **ours_fields)
     updated = msgspec.structs.replace(updated, metadata=ours.metadata)
     info = await js.update_stream(updated)
-    return Bucket(js, bucket, bucket_config_from_stream(info.config))
+    return _bound(js, bucket, info)
 
 
 _BUCKET_STREAM_FIELDS = (
@@ -186,6 +186,11 @@ async def bucket_info(js: JetStream, bucket: str) -> StreamInfo:
     if expected_subject not in info.config.subjects and info.config.mirror is None:
         raise JetStreamError(f"stream {info.config.name!r} is not a KV bucket")
     return info
+
+
+def _bound(js: JetStream, bucket: str, info: StreamInfo) -> Bucket:
+    config = bucket_config_from_stream(info.config)
+    return Bucket(js, bucket, config, direct=info.config.allow_direct)
 
 
 def _merge(config: BucketConfig, options: BucketOptions) -> BucketConfig:

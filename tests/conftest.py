@@ -3,6 +3,7 @@ buckets with unique names, deleted after the test. No server mocks anywhere."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -58,10 +59,8 @@ async def make_bucket(
 
     yield make
     for name in created:
-        try:
+        with contextlib.suppress(kvstore.BucketNotFoundError):
             await kvstore.delete_bucket(js, name)
-        except kvstore.BucketNotFoundError:
-            pass
 
 
 @pytest.fixture

@@ -1,0 +1,107 @@
+"""The JetStream context against a real server: API calls, publish acks, direct get, errors."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+import jetstream
+from jetstream import JetStream, StreamConfig
+
+
+async def test_account_info_reports_the_api_level(js: JetStream) -> None:
+    info = await js.account_info()
+    assert info.api.level >= 4  # nats-server 2.14+: TTL, atomic and fast ingest
+    for feature in jetstream.Feature:
+        assert await js.supports(feature)
+        await js.require(feature)
+
+
+async def test_require_names_the_missing_feature(js: JetStream) -> None:
+    level = await js.api_level()
+    js._account_info = jetstream.AccountInfo(api=jetstream.ApiStats(level=1))  # an old server
+    with pytest.raises(jetstream.UnsupportedServerFeatureError, match="atomic batch publish"):
+        await js.require(jetstream.Feature.ATOMIC_BATCH)
+    assert level >= 2
+
+
+async def test_stream_lifecycle(js: JetStream, unique_name: Callable[[str], str]) -> None:
+    name = unique_name("S")
+    config = StreamConfig(name=name, subjects=[f"{name}.>"], allow_direct=True, allow_msg_ttl=True)
+    info = await js.add_stream(config)
+    assert info.config.allow_msg_ttl and info.config.allow_direct
+    assert (await js.add_stream(config)).config.name == name, "identical create is idempotent"
+    with pytest.raises(jetstream.StreamExistsError):
+        await js.add_stream(StreamConfig(name=name, subjects=[f"{name}.other"]))
+
+    info.config.description = "changed"
+    assert (await js.update_stream(info.config)).config.description == "changed"
+    assert name in [n async for n in js.stream_names()]
+
+    for i in range(3):
+        await js.publish(f"{name}.a", str(i).encode())
+    await js.publish(f"{name}.b", b"b")
+    assert (await js.get_last_message(name, f"{name}.a")).data == b"2"
+    first = await js.get_message(name, 1)
+    assert (first.subject, first.data) == (f"{name}.a", b"0")
+
+    await js.delete_message(name, 1)
+    with pytest.raises(jetstream.MessageNotFoundError):
+        await js.get_message(name, 1)
+    assert await js.purge_stream(name, subject=f"{name}.a", keep=1) == 1
+    assert await js.purge_stream(name) == 2
+    await js.delete_stream(name)
+    with pytest.raises(jetstream.StreamNotFoundError):
+        await js.stream_info(name)
+    with pytest.raises(jetstream.StreamNotFoundError):
+        await js.delete_stream(name)
+
+
+async def test_server_errors_map_to_typed_exceptions(
+    js: JetStream, unique_name: Callable[[str], str]
+) -> None:
+    name = unique_name("E")
+    await js.add_stream(StreamConfig(name=name, subjects=[f"{name}.>"], max_msg_size=100))
+    with pytest.raises(jetstream.MessageTTLDisabledError) as disabled:
+        await js.publish(f"{name}.x", b"v", headers={"Nats-TTL": "5"})
+    assert disabled.value.err_code == 10166
+    with pytest.raises(jetstream.InvalidTTLError):
+        await js.publish(f"{name}.x", b"v", headers={"Nats-TTL": "0"})
+    with pytest.raises(jetstream.MessageTooLargeError):
+        await js.publish(f"{name}.x", b"v" * 101)
+    await js.publish(f"{name}.x", b"v")
+    with pytest.raises(jetstream.WrongLastSequenceError) as wrong:
+        await js.publish(f"{name}.x", b"v", headers={"Nats-Expected-Last-Subject-Sequence": "7"})
+    assert wrong.value.last_sequence == 1
+    with pytest.raises(jetstream.InvalidStreamConfigError):
+        await js.add_stream(
+            StreamConfig(name=unique_name("E"), subjects=["bad.>"], subject_delete_marker_ttl=1)
+        )
+    await js.delete_stream(name)
+
+
+async def test_no_stream_and_no_direct_get_are_no_responders(
+    js: JetStream, unique_name: Callable[[str], str]
+) -> None:
+    with pytest.raises(jetstream.NoRespondersError):
+        await js.publish("nobody.listens.here", b"x")
+    name = unique_name("ND")
+    await js.add_stream(StreamConfig(name=name, subjects=[f"{name}.>"]))
+    with pytest.raises(jetstream.NoRespondersError):
+        await js.get_last_message(name, f"{name}.a")
+    await js.delete_stream(name)
+
+
+async def test_scan_sees_the_last_message_of_every_subject(
+    js: JetStream, unique_name: Callable[[str], str]
+) -> None:
+    name = unique_name("SC")
+    await js.add_stream(StreamConfig(name=name, subjects=[f"{name}.>"]))
+    for i in range(2500):  # more than direct get's 1024-subject limit and than one pull
+        await js.nc.publish(f"{name}.k{i}", b"old")
+    await js.publish(f"{name}.k0", b"new")
+    seen = {m.subject: m.data async for m in jetstream.scan_stream(js, name, [f"{name}.>"])}
+    assert len(seen) == 2500
+    assert seen[f"{name}.k0"] == b"new"
+    await js.delete_stream(name)
