@@ -55,9 +55,10 @@ class Bucket:
     ``Op.EXPIRED`` (if the bucket has ``marker_ttl``). On a bucket keeping history (> 1) the
     server would otherwise expire only the newest revision and silently bring the previous
     value back, so a write with a TTL also rolls the key up (``Nats-Rollup: sub``): it removes
-    the key's earlier revisions and starts its history afresh. On buckets with ``marker_ttl``
-    and history > 1 the server raises a TTL shorter than ``marker_ttl`` to ``marker_ttl``.
-    ``"never"`` exempts a value from the bucket's ``max_age``.
+    the key's earlier revisions and starts its history afresh. ``"never"`` exempts a value
+    from the bucket's ``max_age``. On buckets with ``marker_ttl`` and history > 1 the server
+    would silently raise a TTL shorter than ``marker_ttl`` to ``marker_ttl``; we refuse such a
+    TTL with :class:`InvalidTTLError` instead, so a key never lives longer than asked.
     """
 
     def __init__(
@@ -95,6 +96,7 @@ class Bucket:
 
         Raises:
             InvalidKeyError, InvalidTTLError, ValueTooLargeError: bad input; nothing is sent.
+                A TTL below the bucket's ``marker_ttl`` is refused when history > 1.
             TypeError: ``value`` is not bytes-like.
             StorageLimitError: the bucket is full (``max_bytes``).
             JetStreamError: any other server error.
@@ -170,7 +172,7 @@ class Bucket:
         """
         headers = {hdr.KV_OPERATION: hdr.KV_OPERATION_PURGE, hdr.ROLLUP: hdr.ROLLUP_SUBJECT}
         if ttl is not None:
-            headers[hdr.TTL] = format_ttl(parse_ttl(ttl))
+            headers[hdr.TTL] = format_ttl(self._checked_ttl(ttl))
         if revision is None:
             return await self._write(key, b"", headers)
         _check_revision(revision, allow_zero=True)
@@ -254,11 +256,22 @@ class Bucket:
     def _ttl_headers(self, ttl: TTLValue | None) -> dict[str, str]:
         if ttl is None:
             return {}
-        seconds = parse_ttl(ttl)
+        seconds = self._checked_ttl(ttl)
         headers = {hdr.TTL: format_ttl(seconds)}
         if self._config.history > 1 and seconds != NEVER:
             headers[hdr.ROLLUP] = hdr.ROLLUP_SUBJECT  # a key TTL, not a revision TTL
         return headers
+
+    def _checked_ttl(self, ttl: TTLValue) -> int:
+        seconds = parse_ttl(ttl)
+        floor = self._config.marker_ttl
+        if floor is not None and self._config.history > 1 and seconds != NEVER:
+            if seconds < floor.total_seconds():
+                raise InvalidTTLError(
+                    f"TTL of {seconds}s is below this bucket's marker_ttl ({floor}); the server "
+                    f"would stretch it to marker_ttl: use at least {floor.total_seconds():g}s"
+                )
+        return seconds
 
     def _payload(self, value: BytesLike) -> bytes:
         if not isinstance(value, bytes | bytearray | memoryview):

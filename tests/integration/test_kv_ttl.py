@@ -80,6 +80,23 @@ async def test_ttl_with_history_expires_the_key_not_just_a_revision(bucket: Buck
         await bucket.get("k")
 
 
+async def test_ttl_below_marker_ttl_is_refused_when_keeping_history(
+    make_bucket: BucketFactory,
+) -> None:
+    """The server would stretch it to marker_ttl (protocol.md 1.3); we refuse it instead."""
+    bucket = await make_bucket(history=3, marker_ttl=timedelta(seconds=5))
+    with pytest.raises(kvstore.InvalidTTLError, match="marker_ttl"):
+        await bucket.put("k", b"v", ttl=2)
+    with pytest.raises(kvstore.InvalidTTLError, match="marker_ttl"):
+        await bucket.purge("k", ttl=4)
+    await bucket.put("k", b"v", ttl=5)
+    await bucket.put("k", b"v", ttl="never")
+    single = await make_bucket(history=1, marker_ttl=timedelta(seconds=5))
+    await single.put("k", b"v", ttl=1)  # no floor with one revision per key
+    assert (await single.get("k")).ttl == 1
+    await _wait_until_gone(single, "k", within=5)
+
+
 async def test_update_with_ttl(bucket: Bucket) -> None:
     rev = await bucket.put("k", b"1")
     await bucket.update("k", b"2", rev, ttl=1)

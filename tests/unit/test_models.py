@@ -116,3 +116,13 @@ def test_ack_reply_subjects_in_both_forms() -> None:
     assert (long.stream, long.stream_seq, long.pending) == ("PC", 7, 4)
     with pytest.raises(ValueError):
         parse_ack_reply("_INBOX.x")
+
+
+def test_stored_header_blocks_parse_like_nats_py() -> None:
+    from jetstream._message import parse_header_block
+
+    block = b"NATS/1.0\r\nKV-Operation: DEL\r\nNats-TTL:  5s \r\n\r\n"
+    assert parse_header_block(block) == {"KV-Operation": "DEL", "Nats-TTL": "5s"}
+    assert parse_header_block(b"") == {}
+    with pytest.raises(ValueError):
+        parse_header_block(b"HTTP/1.1 200 OK\r\n\r\n")

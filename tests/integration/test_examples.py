@@ -1,0 +1,36 @@
+"""Every example runs, with an embedded server when NATS_URL is unset and against NATS_URL
+when it is set."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import jetstream
+
+EXAMPLES = sorted((Path(__file__).parents[2] / "examples").glob("*.py"))
+
+
+def _run(script: Path, env: dict[str, str]) -> str:
+    result = subprocess.run(
+        [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+@pytest.mark.parametrize("script", EXAMPLES, ids=lambda p: p.name)
+def test_example_runs_with_an_embedded_server(script: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "NATS_URL"}
+    out = _run(script, env)
+    assert "embedded nats-server at nats://127.0.0.1:" in out
+
+
+def test_quickstart_uses_nats_url_when_set(nats_server: jetstream.EmbeddedServer) -> None:
+    out = _run(EXAMPLES[0].with_name("quickstart.py"), {**os.environ, "NATS_URL": nats_server.url})
+    assert f"using the NATS server at {nats_server.url}" in out
+    assert "stale update refused" in out and "after its TTL" in out
