@@ -265,12 +265,13 @@ class Bucket:
     def _checked_ttl(self, ttl: TTLValue) -> int:
         seconds = parse_ttl(ttl)
         floor = self._config.marker_ttl
-        if floor is not None and self._config.history > 1 and seconds != NEVER:
-            if seconds < floor.total_seconds():
-                raise InvalidTTLError(
-                    f"TTL of {seconds}s is below this bucket's marker_ttl ({floor}); the server "
-                    f"would stretch it to marker_ttl: use at least {floor.total_seconds():g}s"
-                )
+        if floor is None or self._config.history == 1 or seconds == NEVER:
+            return seconds  # no floor applies
+        if seconds < floor.total_seconds():
+            raise InvalidTTLError(
+                f"TTL of {seconds}s is below this bucket's marker_ttl ({floor}); the server "
+                f"would stretch it to marker_ttl: use at least {floor.total_seconds():g}s"
+            )
         return seconds
 
     def _payload(self, value: BytesLike) -> bytes:
