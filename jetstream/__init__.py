@@ -8,6 +8,7 @@ It is the only package that knows subjects, headers and the JSON API. ``kvstore`
             info = await js.account_info()
 """
 
+from . import headers
 from ._api import DEFAULT_API_PREFIX, ApiSubjects
 from ._context import DEFAULT_TIMEOUT, Feature, JetStream, connect
 from ._errors import (
@@ -101,6 +102,7 @@ __all__ = [
     "connect",
     "find_server_binary",
     "format_ttl",
+    "headers",
     "parse_ack_reply",
     "parse_ttl",
     "parse_ttl_header",

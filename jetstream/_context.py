@@ -11,9 +11,9 @@ import msgspec
 import nats
 from nats.aio.client import Client
 
-from . import _headers as hdr
+from . import headers as hdr
 from ._api import DEFAULT_API_PREFIX, ApiSubjects, decode_reply, request, send
-from ._errors import MessageNotFoundError, UnsupportedServerFeatureError
+from ._errors import MessageNotFoundError, ServerError, UnsupportedServerFeatureError
 from ._message import StoredMessage, parse_header_block
 from ._models import (
     AccountInfo,
@@ -304,13 +304,18 @@ class JetStream:
 
 
 def _stored_or_raise(headers: dict[str, str] | None, data: bytes, *, what: str) -> StoredMessage:
-    status = (headers or {}).get(hdr.STATUS)
-    if status is not None:
-        description = str((headers or {}).get("Description", "")).strip()
-        raise MessageNotFoundError(
-            f"{what}: {description or 'message not found'}", code=int(status)
-        )
-    return StoredMessage.from_direct_get(headers or {}, data)
+    """A direct-get reply is the message, or a status line: 404 not found, 412 API level too
+    low, 408 a request the server could not parse."""
+    headers = headers or {}
+    status = headers.get(hdr.STATUS)
+    if status is None:
+        return StoredMessage.from_direct_get(headers, data)
+    description = f"{what}: {status} {str(headers.get('Description', '')).strip()}"
+    if status == "404":
+        raise MessageNotFoundError(description, code=404)
+    if status == "412":
+        raise UnsupportedServerFeatureError(description, code=412)
+    raise ServerError(description, code=int(status))
 
 
 async def connect(

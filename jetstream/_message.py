@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import msgspec
 
-from . import _headers as hdr
+from . import headers as hdr
 from ._errors import JetStreamError
 
 __all__ = [

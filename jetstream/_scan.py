@@ -17,7 +17,7 @@ import nats.errors
 from nats.aio.msg import Msg
 from nats.nuid import NUID
 
-from . import _headers as hdr
+from . import headers as hdr
 from ._api import request
 from ._context import JetStream
 from ._errors import JetStreamError, RequestTimeoutError

@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 from jetstream import (
     NEVER,
+    BucketNotFoundError,
     ClientValidationError,
     InvalidTTLError,
     JetStream,
@@ -13,6 +14,7 @@ from jetstream import (
     KeyNotFoundError,
     MessageNotFoundError,
     StoredMessage,
+    StreamNotFoundError,
     TTLValue,
     ValueTooLargeError,
     WrongLastSequenceError,
@@ -22,7 +24,7 @@ from jetstream import (
     parse_ttl_header,
     scan_stream,
 )
-from jetstream import _headers as hdr
+from jetstream import headers as hdr
 
 from ._keys import validate_key
 from ._models import (
@@ -236,9 +238,10 @@ class Bucket:
         Raises:
             BucketNotFoundError: the bucket was deleted.
         """
-        from ._manage import bucket_info  # circular at import time only
-
-        info = await bucket_info(self._js, self._name)
+        try:
+            info = await self._js.stream_info(self._stream)
+        except StreamNotFoundError as exc:
+            raise BucketNotFoundError(f"bucket {self._name!r} not found", code=exc.code) from exc
         return BucketStatus(
             bucket=self._name,
             values=info.state.messages,

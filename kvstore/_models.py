@@ -12,7 +12,7 @@ from typing import Final, Literal
 import msgspec
 
 from jetstream import InvalidBucketConfigError, StreamConfig, StreamInfo
-from jetstream import _headers as hdr
+from jetstream import headers as hdr
 
 from ._keys import validate_bucket_name
 

@@ -126,3 +126,12 @@ def test_stored_header_blocks_parse_like_nats_py() -> None:
     assert parse_header_block(b"") == {}
     with pytest.raises(ValueError):
         parse_header_block(b"HTTP/1.1 200 OK\r\n\r\n")
+
+
+def test_header_validation_refuses_what_would_break_the_header_block() -> None:
+    from jetstream.headers import validate_headers
+
+    validate_headers({"App-Id": "x y z", "Empty": ""})
+    for bad in ({"": "v"}, {"A B": "v"}, {"A:B": "v"}, {"A": "v\r\nInjected: 1"}, {"A": 1}):
+        with pytest.raises(jetstream.InvalidHeaderError):
+            validate_headers(bad)  # type: ignore[arg-type]

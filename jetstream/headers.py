@@ -1,4 +1,4 @@
-"""Header names the library sends or reads, each documented once.
+"""Header names the library sends or reads, each documented once (public: ``jetstream.headers``).
 
 Values are the exact wire spellings used by nats-server 2.15 (see shared protocol notes).
 """
