@@ -56,13 +56,15 @@ def test_bad_arguments_report_the_server_output() -> None:
 
 
 async def test_a_paused_server_times_out_requests_and_recovers_on_resume() -> None:
-    async with jetstream.EmbeddedServer() as server:
-        async with await jetstream.connect(server.url, timeout=0.5) as js:
-            await js.account_info()
-            server.pause()
-            try:
-                with pytest.raises(jetstream.RequestTimeoutError):
-                    await js.account_info()
-            finally:
-                server.resume()
-            assert (await js.account_info()).api.level >= 1
+    async with (
+        jetstream.EmbeddedServer() as server,
+        await jetstream.connect(server.url, timeout=0.5) as js,
+    ):
+        await js.account_info()
+        server.pause()
+        try:
+            with pytest.raises(jetstream.RequestTimeoutError):
+                await js.account_info()
+        finally:
+            server.resume()
+        assert (await js.account_info()).api.level >= 1
