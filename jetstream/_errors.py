@@ -17,14 +17,24 @@
     │   ├── MessageTTLDisabledError        10166
     │   ├── InvalidStreamConfigError       10052, 10025
     │   ├── StorageLimitError              10077, 10047, 10028, 10023 (stream or account full)
-    │   └── UnsupportedServerFeatureError  10185, and client-side capability checks
+    │   ├── UnsupportedServerFeatureError  10185, and client-side capability checks
+    │   ├── BatchPublishDisabledError      10174 (no allow_atomic), 10205 (no allow_batched)
+    │   ├── BatchAbandonedError            10176 (gap, idle timeout, leader change: nothing stored)
+    │   ├── BatchProtocolError             10175 10179 10200 10206 10207 10208
+    │   ├── BatchUnsupportedHeaderError    10177 (Nats-Expected-Last-Msg-Id in a batch)
+    │   ├── DuplicateMessageIdError        10201 (Nats-Msg-Id seen in batch or window)
+    │   ├── RollupError                    10111
+    │   └── TooManyInflightBatchesError    10210, 10211 (429: too many open batches)
     ├── ClientValidationError (ValueError) bad input caught before anything is sent
     │   ├── InvalidKeyError
     │   ├── InvalidBucketNameError
     │   ├── InvalidBucketConfigError       (history outside 1..64, negative sizes, ...)
     │   ├── InvalidTTLError                (also raised for the server's 10165)
     │   ├── InvalidHeaderError
-    │   └── ValueTooLargeError             (value over max_value_size or the server's max payload)
+    │   ├── ValueTooLargeError             (value over max_value_size or the server's max payload)
+    │   └── BatchTooLargeError             over the batch limit (and the server's 10199)
+    ├── BatchClosedError (RuntimeError)    a batch used after commit or abandon
+    ├── CommitUnknownError                 outcome not learned before the deadline
     ├── NoRespondersError                  503: no stream / leader answering (yet)
     ├── RequestTimeoutError (TimeoutError) no reply within the deadline
     └── ServerNotFoundError                EmbeddedServer: the nats-server binary is missing
@@ -39,9 +49,17 @@ from __future__ import annotations
 from typing import ClassVar
 
 __all__ = [
+    "BatchAbandonedError",
+    "BatchClosedError",
+    "BatchProtocolError",
+    "BatchPublishDisabledError",
+    "BatchTooLargeError",
+    "BatchUnsupportedHeaderError",
     "BucketExistsError",
     "BucketNotFoundError",
     "ClientValidationError",
+    "CommitUnknownError",
+    "DuplicateMessageIdError",
     "InvalidBucketConfigError",
     "InvalidBucketNameError",
     "InvalidHeaderError",
@@ -56,11 +74,13 @@ __all__ = [
     "MessageTooLargeError",
     "NoRespondersError",
     "RequestTimeoutError",
+    "RollupError",
     "ServerError",
     "ServerNotFoundError",
     "StorageLimitError",
     "StreamExistsError",
     "StreamNotFoundError",
+    "TooManyInflightBatchesError",
     "UnsupportedServerFeatureError",
     "ValueTooLargeError",
     "WrongLastSequenceError",
@@ -223,6 +243,66 @@ class UnsupportedServerFeatureError(ServerError):
         self.server_level = server_level
 
 
+class BatchPublishDisabledError(ServerError):
+    """The stream does not allow this kind of batch (10174 atomic, 10205 fast ingest)."""
+
+    err_codes = (10174, 10205)
+
+
+class BatchAbandonedError(ServerError):
+    """The server dropped the batch before it committed (10176): a gap, the 10 s idle timeout
+    or a leader change. Nothing of it was stored."""
+
+    err_codes = (10176,)
+
+
+class BatchProtocolError(ServerError):
+    """The server refused the batch framing itself (a client/server mismatch)."""
+
+    err_codes = (10175, 10179, 10200, 10206, 10207, 10208)
+
+
+class BatchUnsupportedHeaderError(ServerError):
+    """A header atomic batches do not support (``Nats-Expected-Last-Msg-Id``, 10177)."""
+
+    err_codes = (10177,)
+
+
+class DuplicateMessageIdError(ServerError):
+    """A ``Nats-Msg-Id`` repeats inside the batch or is in the stream's dedupe window (10201)."""
+
+    err_codes = (10201,)
+
+
+class RollupError(ServerError):
+    """A rollup header the stream or the batch does not allow (10111)."""
+
+    err_codes = (10111,)
+
+
+class TooManyInflightBatchesError(ServerError):
+    """The server has too many open batches (429: 10210 atomic, 10211 fast ingest)."""
+
+    err_codes = (10210, 10211)
+
+
+class BatchClosedError(JetStreamError, RuntimeError):
+    """The batch was already committed or abandoned; it cannot be used again."""
+
+
+class CommitUnknownError(JetStreamError):
+    """A batch commit's outcome could not be learned before the caller's deadline.
+
+    Raised only when the server stayed unreachable; ``batch_id`` and ``msg_ids`` identify the
+    batch so its presence can be checked later (its messages keep their ``Nats-Msg-Id``).
+    """
+
+    def __init__(self, description: str, *, batch_id: str, msg_ids: list[str]) -> None:
+        super().__init__(description)
+        self.batch_id = batch_id
+        self.msg_ids = msg_ids
+
+
 class ClientValidationError(JetStreamError, ValueError):
     """Bad input detected before anything was sent to the server."""
 
@@ -251,6 +331,12 @@ class InvalidHeaderError(ClientValidationError):
 
 class ValueTooLargeError(ClientValidationError):
     """A value exceeds the bucket's ``max_value_size`` or the server's max payload."""
+
+
+class BatchTooLargeError(ClientValidationError):
+    """More messages than the batch limit (client-side, or the server's 10199)."""
+
+    err_codes = (10199,)
 
 
 class NoRespondersError(JetStreamError):
