@@ -10,6 +10,7 @@ It is the only package that knows subjects, headers and the JSON API. ``kvstore`
 
 from . import headers
 from ._api import DEFAULT_API_PREFIX, ApiSubjects
+from ._batch import DEFAULT_COMMIT_DEADLINE, DEFAULT_MAX_BATCH, AtomicBatch, BatchAck
 from ._context import DEFAULT_TIMEOUT, Feature, JetStream, connect
 from ._errors import (
     BatchAbandonedError,
@@ -66,6 +67,8 @@ from ._ttl import NEVER, TTLValue, format_ttl, parse_ttl, parse_ttl_header
 
 __all__ = [
     "DEFAULT_API_PREFIX",
+    "DEFAULT_COMMIT_DEADLINE",
+    "DEFAULT_MAX_BATCH",
     "DEFAULT_TIMEOUT",
     "NEVER",
     "AccountInfo",
@@ -73,7 +76,9 @@ __all__ = [
     "ApiError",
     "ApiStats",
     "ApiSubjects",
+    "AtomicBatch",
     "BatchAbandonedError",
+    "BatchAck",
     "BatchClosedError",
     "BatchProtocolError",
     "BatchPublishDisabledError",

@@ -9,11 +9,18 @@ from typing import Any, Self
 
 import msgspec
 import nats
+import nats.errors
 from nats.aio.client import Client
 
 from . import headers as hdr
 from ._api import DEFAULT_API_PREFIX, ApiSubjects, decode_reply, request, send
-from ._errors import MessageNotFoundError, ServerError, UnsupportedServerFeatureError
+from ._errors import (
+    MessageNotFoundError,
+    NoRespondersError,
+    RequestTimeoutError,
+    ServerError,
+    UnsupportedServerFeatureError,
+)
 from ._message import StoredMessage, parse_header_block
 from ._models import (
     AccountInfo,
@@ -40,6 +47,7 @@ class Feature(enum.Enum):
     MESSAGE_TTL = ("per-message TTL", 1)
     ATOMIC_BATCH = ("atomic batch publish", 2)
     FAST_INGEST = ("fast-ingest batch publish", 4)
+    BATCH_EOB = ("atomic batch commit by end-of-batch message", 4)  # server 2.14
 
     def __init__(self, label: str, api_level: int) -> None:
         self.label = label
@@ -260,32 +268,92 @@ class JetStream:
         return decode_reply(msg.data, PubAck, subject=subject)
 
     async def get_last_message(
-        self, stream: str, subject: str, *, direct: bool = True
+        self, stream: str, subject: str, *, direct: bool | None = True
     ) -> StoredMessage:
         """The last message stored on ``subject``: a direct get (any replica answers), or with
-        ``direct=False`` the leader's ``STREAM.MSG.GET`` (for streams without ``allow_direct``).
+        ``direct=False`` the leader's ``STREAM.MSG.GET`` (for streams without ``allow_direct``);
+        ``direct=None`` tries the first and falls back to the second.
 
         Raises:
             MessageNotFoundError: nothing stored on that subject.
             NoRespondersError: no such stream, or direct get is off.
         """
+        if direct is None:
+            try:
+                return await self.get_last_message(stream, subject, direct=True)
+            except NoRespondersError:
+                return await self.get_last_message(stream, subject, direct=False)
         if not direct:
             return await self._msg_get(stream, {"last_by_subj": subject})
         msg = await send(self._nc, self._api.direct_get(stream, subject), b"", timeout=self.timeout)
         return _stored_or_raise(msg.headers, msg.data, what=subject)
 
-    async def get_message(self, stream: str, seq: int, *, direct: bool = True) -> StoredMessage:
-        """Get the message with stream sequence ``seq`` (direct get unless ``direct=False``).
+    async def get_message(
+        self, stream: str, seq: int, *, direct: bool | None = True
+    ) -> StoredMessage:
+        """Get the message with stream sequence ``seq`` (``direct`` as in
+        :meth:`get_last_message`).
 
         Raises:
             MessageNotFoundError: no message with that sequence.
             NoRespondersError: no such stream, or direct get is off.
         """
+        if direct is None:
+            try:
+                return await self.get_message(stream, seq, direct=True)
+            except NoRespondersError:
+                return await self.get_message(stream, seq, direct=False)
         if not direct:
             return await self._msg_get(stream, {"seq": seq})
         body = _encode({"seq": seq})
         msg = await send(self._nc, self._api.direct_get(stream), body, timeout=self.timeout)
         return _stored_or_raise(msg.headers, msg.data, what=f"sequence {seq}")
+
+    async def get_last_messages(
+        self, stream: str, subjects: list[str], *, up_to_seq: int | None = None
+    ) -> tuple[list[StoredMessage], int | None]:
+        """One batched direct get (``multi_last``): the last message of each subject (wildcards
+        allowed) as of stream sequence ``up_to_seq`` (the stream's last when None), in stream
+        order. Returns the messages and the sequence they are consistent as of (None when
+        nothing matched and ``up_to_seq`` was not given).
+
+        The server answers at most 1024 messages per request (413 Too Many Results beyond).
+
+        Raises:
+            NoRespondersError: no such stream, or direct get is off.
+            ServerError: the server refused the request (e.g. 413).
+            RequestTimeoutError: the answer did not complete within the timeout.
+        """
+        body: dict[str, Any] = {"multi_last": subjects}
+        if up_to_seq is not None:
+            body["up_to_seq"] = up_to_seq
+        inbox = self._nc.new_inbox()
+        sub = await self._nc.subscribe(inbox)
+        messages: list[StoredMessage] = []
+        try:
+            await self._nc.publish(self._api.direct_get(stream), _encode(body), reply=inbox)
+            while True:
+                try:
+                    msg = await sub.next_msg(timeout=self.timeout)
+                except nats.errors.TimeoutError as exc:
+                    raise RequestTimeoutError(f"batched direct get on {stream} timed out") from exc
+                headers = msg.headers or {}
+                status = headers.get(hdr.STATUS)
+                if status is None:
+                    messages.append(StoredMessage.from_direct_get(headers, msg.data))
+                elif status == "204":  # end of batch
+                    return messages, int(headers.get(hdr.UPTO_SEQUENCE, up_to_seq or 0))
+                elif status == "404":  # nothing matched
+                    return messages, up_to_seq
+                elif status == "503":
+                    raise NoRespondersError(f"no direct get responders for {stream}", code=503)
+                else:
+                    description = str(headers.get("Description", "")).strip()
+                    raise ServerError(
+                        f"batched direct get on {stream}: {status} {description}", code=int(status)
+                    )
+        finally:
+            await sub.unsubscribe()
 
     async def _msg_get(self, stream: str, body: dict[str, Any]) -> StoredMessage:
         """The leader-answered ``STREAM.MSG.GET``, for streams without ``allow_direct``."""

@@ -10,6 +10,10 @@ from typing import Final
 from ._errors import InvalidHeaderError
 
 __all__ = [
+    "BATCH_COMMIT",
+    "BATCH_ID",
+    "BATCH_SEQUENCE",
+    "EXPECTED_LAST_MSG_ID",
     "EXPECTED_LAST_SEQUENCE",
     "EXPECTED_LAST_SUBJECT_SEQUENCE",
     "EXPECTED_STREAM",
@@ -50,6 +54,16 @@ EXPECTED_STREAM: Final = "Nats-Expected-Stream"
 EXPECTED_LAST_SEQUENCE: Final = "Nats-Expected-Last-Sequence"
 EXPECTED_LAST_SUBJECT_SEQUENCE: Final = "Nats-Expected-Last-Subject-Sequence"
 """CAS on one subject: write only if the subject's last sequence equals this (0 = none)."""
+
+EXPECTED_LAST_MSG_ID: Final = "Nats-Expected-Last-Msg-Id"
+"""Refused inside atomic batches (10177)."""
+
+BATCH_ID: Final = "Nats-Batch-Id"
+"""Atomic batch id (ADR-50), at most 64 characters; stored messages keep it."""
+BATCH_SEQUENCE: Final = "Nats-Batch-Sequence"
+"""1-based position in the atomic batch; a gap abandons the batch."""
+BATCH_COMMIT: Final = "Nats-Batch-Commit"
+"""``1``: store this message and commit; ``eob``: commit without storing this one."""
 
 KV_OPERATION: Final = "KV-Operation"
 """KV tombstones: ``DEL`` keeps history, ``PURGE`` (with a ``sub`` rollup) drops it."""

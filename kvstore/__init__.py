@@ -9,8 +9,11 @@ Buckets use the NATS KV layout (stream ``KV_<bucket>``, subjects ``$KV.<bucket>.
 """
 
 from jetstream import (
+    BatchClosedError,
+    BatchTooLargeError,
     BucketExistsError,
     BucketNotFoundError,
+    CommitUnknownError,
     InvalidBucketConfigError,
     InvalidBucketNameError,
     InvalidKeyError,
@@ -21,6 +24,7 @@ from jetstream import (
     WrongRevisionError,
 )
 
+from ._batch import KeyBatch
 from ._bucket import Bucket
 from ._keys import validate_bucket_name, validate_filter, validate_key
 from ._manage import (
@@ -32,23 +36,29 @@ from ._manage import (
     update_bucket,
 )
 from ._models import MAX_HISTORY, BucketConfig, BucketStatus, Entry, Op
+from ._snapshot import Snapshot
 
 __all__ = [
     "MAX_HISTORY",
+    "BatchClosedError",
+    "BatchTooLargeError",
     "Bucket",
     "BucketConfig",
     "BucketExistsError",
     "BucketNotFoundError",
     "BucketOptions",
     "BucketStatus",
+    "CommitUnknownError",
     "Entry",
     "InvalidBucketConfigError",
     "InvalidBucketNameError",
     "InvalidKeyError",
     "InvalidTTLError",
+    "KeyBatch",
     "KeyExistsError",
     "KeyNotFoundError",
     "Op",
+    "Snapshot",
     "ValueTooLargeError",
     "WrongRevisionError",
     "create_bucket",
@@ -61,6 +71,6 @@ __all__ = [
     "validate_key",
 ]
 
-for _name in ("Bucket", "BucketConfig", "BucketStatus", "Entry", "Op"):
+for _name in ("Bucket", "BucketConfig", "BucketStatus", "Entry", "KeyBatch", "Op", "Snapshot"):
     globals()[_name].__module__ = __name__
 del _name

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 
 from jetstream import (
+    DEFAULT_COMMIT_DEADLINE,
+    DEFAULT_MAX_BATCH,
     NEVER,
     BucketNotFoundError,
-    ClientValidationError,
+    InvalidKeyError,
     InvalidTTLError,
     JetStream,
     KeyExistsError,
@@ -26,7 +29,8 @@ from jetstream import (
 )
 from jetstream import headers as hdr
 
-from ._keys import validate_key
+from ._batch import KeyBatch
+from ._keys import validate_key, validate_revision
 from ._models import (
     BucketConfig,
     BucketStatus,
@@ -37,6 +41,7 @@ from ._models import (
     stream_name,
     subject_prefix,
 )
+from ._snapshot import Snapshot, read_snapshot
 
 __all__ = ["Bucket", "BytesLike"]
 
@@ -142,7 +147,7 @@ class Bucket:
             InvalidKeyError, InvalidTTLError, ValueTooLargeError, TypeError: bad input.
             ClientValidationError: ``revision`` is not a positive int.
         """
-        _check_revision(revision, allow_zero=False)
+        validate_revision(revision, allow_zero=False)
         return await self._write_expecting(key, value, self._ttl_headers(ttl), revision)
 
     async def delete(self, key: str, *, revision: int | None = None) -> int:
@@ -154,10 +159,10 @@ class Bucket:
             WrongRevisionError: ``revision`` was given and is not the latest.
             InvalidKeyError: bad key.
         """
-        headers = {hdr.KV_OPERATION: hdr.KV_OPERATION_DELETE}
+        headers = self._delete_headers()
         if revision is None:
             return await self._write(key, b"", headers)
-        _check_revision(revision, allow_zero=True)
+        validate_revision(revision, allow_zero=True)
         return await self._write_expecting(key, b"", headers, revision)
 
     async def purge(
@@ -172,12 +177,10 @@ class Bucket:
             WrongRevisionError: ``revision`` was given and is not the latest.
             InvalidKeyError, InvalidTTLError: bad input.
         """
-        headers = {hdr.KV_OPERATION: hdr.KV_OPERATION_PURGE, hdr.ROLLUP: hdr.ROLLUP_SUBJECT}
-        if ttl is not None:
-            headers[hdr.TTL] = format_ttl(self._checked_ttl(ttl))
+        headers = self._purge_headers(ttl)
         if revision is None:
             return await self._write(key, b"", headers)
-        _check_revision(revision, allow_zero=True)
+        validate_revision(revision, allow_zero=True)
         return await self._write_expecting(key, b"", headers, revision)
 
     async def purge_deletes(
@@ -205,6 +208,85 @@ class Bucket:
             removed += old
         return removed
 
+    # -- atomic multi-key writes --------------------------------------------------------------
+
+    def batch(
+        self,
+        *,
+        max_keys: int = DEFAULT_MAX_BATCH,
+        timeout: float | None = None,
+        deadline: float = DEFAULT_COMMIT_DEADLINE,
+    ) -> KeyBatch:
+        """An atomic multi-key write, as an async context manager::
+
+            async with bucket.batch() as b:
+                b.put("alice.city", b"Paris")
+                b.update("alice.zip", b"75001", revision=7)
+                b.delete("alice.phone")
+            print(b.revisions)
+
+        Commits on normal exit (all writes stored or none), abandons on an exception.
+        ``max_keys`` follows the server's ``max_batch_size`` (1000 by default); ``deadline`` is
+        how long a commit whose reply was lost is resolved before :class:`CommitUnknownError`.
+        See :class:`KeyBatch`.
+        """
+        return KeyBatch(self, max_keys=max_keys, timeout=timeout, deadline=deadline)
+
+    async def put_many(
+        self,
+        items: Mapping[str, BytesLike] | Iterable[tuple[str, BytesLike]],
+        *,
+        expect: Mapping[str, int] | None = None,
+        ttl: TTLValue | Mapping[str, TTLValue] | None = None,
+        max_keys: int = DEFAULT_MAX_BATCH,
+        deadline: float = DEFAULT_COMMIT_DEADLINE,
+    ) -> dict[str, int]:
+        """Store several keys atomically: all of them or none. Returns ``{key: revision}``.
+
+            ``expect`` maps keys to the revision they must have (0 = no live value, as
+            :meth:`create`); ``ttl`` is one TTL for every key or a mapping of per-key TTLs. A key may
+            appear once. Everything is validated before anything is sent.
+
+            Raises:
+                InvalidKeyError: a bad key, a repeated key, or an ``expect``/``ttl`` key not written.
+                InvalidKeyError,
+        InvalidTTLError, ValueTooLargeError, TypeError: bad TTLs or values.
+                BatchTooLargeError: more than ``max_keys`` keys.
+                WrongRevisionError, KeyExistsError: an ``expect`` condition failed; names the key.
+                CommitUnknownError: the outcome could not be learned before the deadline.
+        """
+        pairs = list(items.items() if isinstance(items, Mapping) else items)
+        expect = dict(expect or {})
+        ttls = dict(ttl) if isinstance(ttl, Mapping) else {key: ttl for key, _ in pairs}
+        written = {key for key, _ in pairs}
+        strays = (set(expect) | set(ttls)) - written
+        if strays:
+            raise InvalidKeyError(f"expect/ttl name keys that are not written: {sorted(strays)}")
+        batch = self.batch(max_keys=max_keys, deadline=deadline)
+        for key, value in pairs:
+            key_ttl = ttls.get(key)
+            revision = expect.get(key)
+            if revision is None:
+                batch.put(key, value, ttl=key_ttl)
+            elif revision == 0:
+                batch.create(key, value, ttl=key_ttl)
+            else:
+                batch.update(key, value, revision, ttl=key_ttl)
+        return await batch.commit()
+
+    async def get_many(self, keys: Iterable[str]) -> Snapshot:
+        """Read several keys as of one point in time: never half of a ``put_many``.
+
+        Returns a :class:`Snapshot` (a mapping of key to live :class:`Entry`) with ``.missing``
+        (keys without a live value) and ``.revision`` (the stream sequence it reflects). Any
+        number of keys: beyond 1000 the reads are split but share one ``up_to_seq``.
+
+        Raises:
+            InvalidKeyError: a bad key; nothing is sent.
+            JetStreamError: the bucket lacks direct get, or a request failed.
+        """
+        return await read_snapshot(self, keys)
+
     # -- reads --------------------------------------------------------------------------------
 
     async def get(self, key: str, *, revision: int | None = None) -> Entry:
@@ -223,7 +305,7 @@ class Bucket:
             except MessageNotFoundError as exc:
                 raise KeyNotFoundError(key) from exc
         else:
-            _check_revision(revision, allow_zero=False)
+            validate_revision(revision, allow_zero=False)
             message = await self._message_at(key, revision)
         entry = self._entry(message)
         if entry.op is not Op.PUT:
@@ -263,6 +345,15 @@ class Bucket:
         headers = {hdr.TTL: format_ttl(seconds)}
         if self._config.history > 1 and seconds != NEVER:
             headers[hdr.ROLLUP] = hdr.ROLLUP_SUBJECT  # a key TTL, not a revision TTL
+        return headers
+
+    def _delete_headers(self) -> dict[str, str]:
+        return {hdr.KV_OPERATION: hdr.KV_OPERATION_DELETE}
+
+    def _purge_headers(self, ttl: TTLValue | None) -> dict[str, str]:
+        headers = {hdr.KV_OPERATION: hdr.KV_OPERATION_PURGE, hdr.ROLLUP: hdr.ROLLUP_SUBJECT}
+        if ttl is not None:
+            headers[hdr.TTL] = format_ttl(self._checked_ttl(ttl))
         return headers
 
     def _checked_ttl(self, ttl: TTLValue) -> int:
@@ -342,12 +433,6 @@ class Bucket:
 
 def _expect(headers: dict[str, str], revision: int) -> dict[str, str]:
     return {**headers, hdr.EXPECTED_LAST_SUBJECT_SEQUENCE: str(revision)}
-
-
-def _check_revision(revision: int, *, allow_zero: bool) -> None:
-    lowest = 0 if allow_zero else 1
-    if isinstance(revision, bool) or not isinstance(revision, int) or revision < lowest:
-        raise ClientValidationError(f"revision must be an int >= {lowest}: {revision!r}")
 
 
 def _stored_ttl(headers: dict[str, str]) -> int | None:

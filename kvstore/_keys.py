@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from jetstream import InvalidBucketNameError, InvalidKeyError
+from jetstream import ClientValidationError, InvalidBucketNameError, InvalidKeyError
 
-__all__ = ["validate_bucket_name", "validate_filter", "validate_key"]
+__all__ = ["validate_bucket_name", "validate_filter", "validate_key", "validate_revision"]
 
 _KEY: Final = re.compile(r"[-/_=.a-zA-Z0-9]+")
 _FILTER_TOKEN: Final = re.compile(r"[-/_=a-zA-Z0-9]+|\*|>")
@@ -59,3 +59,14 @@ def validate_bucket_name(name: str) -> None:
         )
     if len(name) > MAX_BUCKET_NAME:
         raise InvalidBucketNameError(f"bucket name longer than {MAX_BUCKET_NAME} characters")
+
+
+def validate_revision(revision: int, *, allow_zero: bool) -> None:
+    """Check a revision argument: an int >= 1 (>= 0 where "no value yet" is meaningful).
+
+    Raises:
+        ClientValidationError: not an int (bools included) or out of range.
+    """
+    lowest = 0 if allow_zero else 1
+    if isinstance(revision, bool) or not isinstance(revision, int) or revision < lowest:
+        raise ClientValidationError(f"revision must be an int >= {lowest}: {revision!r}")

@@ -141,6 +141,7 @@ _BUCKET_STREAM_FIELDS = (
     "allow_msg_ttl",
     "subject_delete_marker_ttl",
     "allow_atomic",
+    "allow_direct",
 )
 
 

@@ -1,0 +1,429 @@
+"""AtomicBatch: ADR-50 atomic batch publish, with every outcome resolved (never "maybe").
+
+Messages are collected and validated locally, then sent in one go at commit: the first as a
+request (so a stream without ``allow_atomic`` fails fast), the middle ones without a reply
+(or with one every ``ack_every`` messages), the last with ``Nats-Batch-Commit: 1`` (or an extra
+``eob`` message) as a request whose reply is the pub ack.
+
+**In-doubt commits.** Every message carries a ``Nats-Msg-Id`` derived from the batch id. If the
+commit's reply is lost (timeout, disconnect, leader election), the whole batch is sent again
+under a *new* batch id with the *same* message ids, until it gets a definite answer or the
+deadline passes. The resend is a fence: if the first attempt committed, the resend is refused as
+a duplicate (10201) or fails its expected-sequence checks, and a lookup by message id finds the
+stored batch and its sequences; if it did not, the resend itself commits. Only when the server
+stays unreachable until the deadline does the caller get :class:`CommitUnknownError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import re
+from types import TracebackType
+from typing import Literal, Self
+
+import msgspec
+import nats.errors
+from nats.nuid import NUID
+
+from . import headers as hdr
+from ._api import decode_reply, send
+from ._context import Feature, JetStream
+from ._errors import (
+    BatchAbandonedError,
+    BatchClosedError,
+    BatchProtocolError,
+    BatchTooLargeError,
+    CommitUnknownError,
+    DuplicateMessageIdError,
+    InvalidHeaderError,
+    JetStreamError,
+    MessageNotFoundError,
+    NoRespondersError,
+    RequestTimeoutError,
+    ServerError,
+    TooManyInflightBatchesError,
+    ValueTooLargeError,
+)
+from ._message import StoredMessage
+from ._models import PubAck
+from ._scan import scan_stream
+
+__all__ = ["DEFAULT_COMMIT_DEADLINE", "DEFAULT_MAX_BATCH", "AtomicBatch", "BatchAck"]
+
+DEFAULT_MAX_BATCH = 1000
+"""The server's default ``max_batch_size``; configurable per batch for servers set otherwise."""
+
+DEFAULT_COMMIT_DEADLINE = 30.0
+"""Seconds to keep resolving a commit (a leader election takes 4-12 s)."""
+
+_MAX_ID_LENGTH = 64
+_SUBJECT = re.compile(r"[^\s*>.]+(\.[^\s*>.]+)*")
+_RESERVED = frozenset({hdr.BATCH_ID, hdr.BATCH_SEQUENCE, hdr.BATCH_COMMIT})
+# Transient: the batch surely did not commit in this attempt, or we cannot tell yet.
+_RETRYABLE = (
+    NoRespondersError,
+    RequestTimeoutError,
+    BatchAbandonedError,
+    TooManyInflightBatchesError,
+    nats.errors.ConnectionReconnectingError,
+    nats.errors.OutboundBufferLimitError,
+)
+
+
+class BatchAck(msgspec.Struct, frozen=True):
+    """A committed batch: its stream sequences are ``first_seq`` .. ``last_seq``, in the order
+    the messages were added. ``resolved`` is True when the outcome had to be resolved after a
+    lost commit reply (``batch_id`` is then the id under which it was stored)."""
+
+    stream: str
+    batch_id: str
+    first_seq: int
+    last_seq: int
+    count: int
+    resolved: bool = False
+
+    @property
+    def sequences(self) -> list[int]:
+        """The stream sequence of each message, in the order they were added."""
+        return list(range(self.first_seq, self.last_seq + 1))
+
+
+class _State(enum.Enum):
+    OPEN = "open"
+    COMMITTING = "committing"
+    COMMITTED = "committed"
+    ABANDONED = "abandoned"
+    FAILED = "failed"
+
+
+class _Message(msgspec.Struct, frozen=True):
+    subject: str
+    data: bytes
+    headers: dict[str, str]
+    msg_id: str
+
+
+class AtomicBatch:
+    """An all-or-nothing group of messages to one stream (ADR-50 atomic batch publish).
+
+    ::
+
+        async with AtomicBatch(js, stream="ORDERS") as batch:
+            batch.add("orders.1", b"...")
+            batch.add("orders.2", b"...", headers={"Nats-Expected-Last-Subject-Sequence": "0"})
+        print(batch.ack.sequences)
+
+    Exiting the block normally commits; an exception abandons (nothing is sent). ``commit()``
+    may also be awaited directly. ``stream`` is needed only to resolve a lost commit reply and is
+    looked up from the first subject when not given.
+
+    Options: ``max_messages`` (client-side limit, default 1000 like the server's
+    ``max_batch_size``), ``ack_every`` (ask for a reply every N messages, for flow control on
+    big batches), ``commit_with`` (``"last"``: the last message carries the commit; ``"eob"``:
+    an extra empty end-of-batch message, server 2.14+), ``timeout`` (per request, default the
+    context's), ``deadline`` (seconds to keep resolving an in-doubt commit, default 30).
+    """
+
+    def __init__(
+        self,
+        js: JetStream,
+        *,
+        stream: str | None = None,
+        max_messages: int = DEFAULT_MAX_BATCH,
+        ack_every: int | None = None,
+        commit_with: Literal["last", "eob"] = "last",
+        timeout: float | None = None,
+        deadline: float = DEFAULT_COMMIT_DEADLINE,
+    ) -> None:
+        if max_messages < 1 or (ack_every is not None and ack_every < 1):
+            raise ValueError("max_messages and ack_every must be positive")
+        if commit_with not in ("last", "eob"):
+            raise ValueError(f"commit_with must be 'last' or 'eob': {commit_with!r}")
+        self._js = js
+        self._stream = stream
+        self._max_messages = max_messages
+        self._ack_every = ack_every
+        self._commit_with = commit_with
+        self._timeout = timeout or js.timeout
+        self._deadline = deadline
+        self._id = _new_batch_id()
+        self._messages: list[_Message] = []
+        self._msg_ids: set[str] = set()
+        self._state = _State.OPEN
+        self._commit_sent = False
+        self.ack: BatchAck | None = None
+        """The commit's result, once committed."""
+
+    @property
+    def batch_id(self) -> str:
+        """The id of the first attempt (a resolved commit may be stored under another)."""
+        return self._id
+
+    def __len__(self) -> int:
+        return len(self._messages)
+
+    def __repr__(self) -> str:
+        return f"<AtomicBatch {self._id} {len(self)} messages {self._state.value}>"
+
+    # -- building -----------------------------------------------------------------------------
+
+    def add(self, subject: str, data: bytes = b"", headers: dict[str, str] | None = None) -> int:
+        """Queue one message; return its position (0-based). Nothing is sent until commit.
+
+        Raises:
+            BatchClosedError: the batch was committed or abandoned.
+            BatchTooLargeError: more than ``max_messages`` messages.
+            InvalidHeaderError: batch headers set by hand, ``Nats-Expected-Last-Msg-Id``,
+                ``Nats-Expected-Last-Sequence`` after the first message, a repeated
+                ``Nats-Msg-Id``, or a header that would break the header block.
+            ValueTooLargeError: the message exceeds the server's max payload.
+            ValueError: an invalid subject; TypeError: data is not bytes-like.
+        """
+        self._check_open("add")
+        if len(self._messages) >= self._max_messages:
+            raise BatchTooLargeError(
+                f"a batch holds at most {self._max_messages} messages (max_messages)"
+            )
+        if not isinstance(subject, str) or not _SUBJECT.fullmatch(subject):
+            raise ValueError(f"invalid subject for a batch message: {subject!r}")
+        if not isinstance(data, bytes | bytearray | memoryview):
+            raise TypeError(f"data must be bytes-like, not {type(data).__name__}")
+        own = dict(headers or {})
+        hdr.validate_headers(own)
+        self._check_batch_headers(own)
+        payload = bytes(data)
+        max_payload = self._js.nc.max_payload
+        if max_payload and len(payload) > max_payload:
+            raise ValueTooLargeError(
+                f"message of {len(payload)} bytes exceeds the server's max payload {max_payload}"
+            )
+        msg_id = own.setdefault(hdr.MSG_ID, f"{self._id}-{len(self._messages) + 1}")
+        if msg_id in self._msg_ids:
+            raise InvalidHeaderError(f"Nats-Msg-Id {msg_id!r} is used twice in the batch")
+        self._msg_ids.add(msg_id)
+        self._messages.append(_Message(subject, payload, own, msg_id))
+        return len(self._messages) - 1
+
+    def _check_batch_headers(self, headers: dict[str, str]) -> None:
+        reserved = _RESERVED.intersection(headers)
+        if reserved:
+            raise InvalidHeaderError(f"batch headers are set by the batch: {sorted(reserved)}")
+        if hdr.EXPECTED_LAST_MSG_ID in headers:
+            raise InvalidHeaderError("atomic batches do not support Nats-Expected-Last-Msg-Id")
+        if self._messages and hdr.EXPECTED_LAST_SEQUENCE in headers:
+            raise InvalidHeaderError(
+                "only the first message of a batch may carry Nats-Expected-Last-Sequence"
+            )
+
+    def abandon(self) -> None:
+        """Drop the batch without sending anything (if it was not committed yet)."""
+        if self._state is _State.OPEN:
+            self._state = _State.ABANDONED
+
+    def _check_open(self, action: str) -> None:
+        if self._state is not _State.OPEN:
+            raise BatchClosedError(f"cannot {action}: the batch is {self._state.value}")
+
+    # -- context manager ----------------------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        self._check_open("enter")
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is not None:
+            self.abandon()
+        elif self._state is _State.OPEN:
+            await self.commit()
+
+    # -- commit -------------------------------------------------------------------------------
+
+    async def commit(self) -> BatchAck:
+        """Send and commit the batch; return where it was stored.
+
+        An empty batch commits nothing and returns a zero-count ack.
+
+        Raises:
+            BatchClosedError: already committed or abandoned.
+            BatchPublishDisabledError: the stream lacks ``allow_atomic``.
+            WrongLastSequenceError: an expected-sequence check failed (nothing stored).
+            UnsupportedServerFeatureError: ``commit_with="eob"`` on a server before 2.14.
+            CommitUnknownError: the outcome could not be learned before the deadline.
+            JetStreamError: any other definite rejection (nothing stored).
+        """
+        self._check_open("commit")
+        self._state = _State.COMMITTING
+        try:
+            if self._commit_with == "eob":
+                await self._js.require(Feature.BATCH_EOB)
+            self.ack = await self._commit_resolving()
+        except BaseException:
+            self._state = _State.FAILED
+            raise
+        self._state = _State.COMMITTED
+        return self.ack
+
+    async def _commit_resolving(self) -> BatchAck:
+        if not self._messages:
+            return BatchAck(
+                stream=self._stream or "", batch_id=self._id, first_seq=0, last_seq=-1, count=0
+            )
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._deadline
+        batch_id, in_doubt, attempt = self._id, False, 0
+        while True:
+            try:
+                ack = await self._send(batch_id)
+                return self._checked(ack, batch_id, resolved=in_doubt)
+            except DuplicateMessageIdError:
+                if not in_doubt:
+                    raise
+                return await self._committed_earlier(deadline)
+            except _RETRYABLE as exc:
+                in_doubt = in_doubt or self._commit_sent
+                if loop.time() >= deadline:
+                    if in_doubt:
+                        raise self._unknown(
+                            f"no definite answer before the deadline: {exc}"
+                        ) from exc
+                    raise
+            except ServerError:
+                if in_doubt:  # the earlier attempt may be what made this one fail
+                    found = await self._find_stored(deadline)
+                    if found is not None:
+                        return found
+                raise
+            attempt += 1
+            await asyncio.sleep(min(0.1 * 2**attempt, 2.0, max(0.0, deadline - loop.time())))
+            batch_id = _new_batch_id()
+
+    async def _send(self, batch_id: str) -> PubAck:
+        """One attempt: the messages under ``batch_id``; return the commit's pub ack."""
+        self._commit_sent = False
+        last = len(self._messages)
+        eob = self._commit_with == "eob"
+        for seq, message in enumerate(self._messages, start=1):
+            headers = {**message.headers, hdr.BATCH_ID: batch_id, hdr.BATCH_SEQUENCE: str(seq)}
+            if seq == last and not eob:
+                headers[hdr.BATCH_COMMIT] = "1"
+                return await self._request_commit(message.subject, message.data, headers)
+            if seq == 1 or (self._ack_every and seq % self._ack_every == 0):
+                await self._request_zero_ack(message.subject, message.data, headers)
+            else:
+                await self._js.nc.publish(message.subject, message.data, headers=headers)
+        commit = {
+            hdr.BATCH_ID: batch_id,
+            hdr.BATCH_SEQUENCE: str(last + 1),
+            hdr.BATCH_COMMIT: "eob",
+        }
+        return await self._request_commit(self._messages[-1].subject, b"", commit)
+
+    async def _request_zero_ack(self, subject: str, data: bytes, headers: dict[str, str]) -> None:
+        reply = await send(self._js.nc, subject, data, timeout=self._timeout, headers=headers)
+        if reply.data:  # a zero-byte reply means "staged"; anything else is an error ack
+            decode_reply(reply.data, PubAck, subject=subject)
+            raise BatchProtocolError(f"unexpected reply to a batch message: {reply.data[:200]!r}")
+
+    async def _request_commit(self, subject: str, data: bytes, headers: dict[str, str]) -> PubAck:
+        self._commit_sent = True
+        reply = await send(self._js.nc, subject, data, timeout=self._timeout, headers=headers)
+        return decode_reply(reply.data, PubAck, subject=subject)
+
+    def _checked(self, ack: PubAck, batch_id: str, *, resolved: bool) -> BatchAck:
+        count = len(self._messages)
+        if ack.batch != batch_id or ack.count != count:
+            raise BatchProtocolError(
+                f"commit ack for batch {ack.batch!r} counts {ack.count} messages; "
+                f"expected {batch_id!r} with {count}"
+            )
+        self._stream = ack.stream
+        return BatchAck(
+            stream=ack.stream,
+            batch_id=batch_id,
+            first_seq=ack.seq - count + 1,
+            last_seq=ack.seq,
+            count=count,
+            resolved=resolved,
+        )
+
+    # -- resolution ---------------------------------------------------------------------------
+
+    def _unknown(self, why: str) -> CommitUnknownError:
+        return CommitUnknownError(
+            f"batch {self._id}: commit outcome unknown ({why})",
+            batch_id=self._id,
+            msg_ids=[m.msg_id for m in self._messages],
+        )
+
+    async def _committed_earlier(self, deadline: float) -> BatchAck:
+        """The server refused a resend as a duplicate: an earlier attempt committed."""
+        found = await self._find_stored(deadline)
+        if found is None:  # the server said "duplicate", yet the messages are gone (purged)
+            raise self._unknown("committed, but its messages are no longer stored")
+        return found
+
+    async def _find_stored(self, deadline: float) -> BatchAck | None:
+        """Look the batch up by message id, retrying while the server is unreachable."""
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                return await self._lookup()
+            except _RETRYABLE as exc:
+                if loop.time() >= deadline:
+                    raise self._unknown(f"lookup failed: {exc}") from exc
+                await asyncio.sleep(0.2)
+
+    async def _lookup(self) -> BatchAck | None:
+        """Where the batch is stored, found through its last message's id; None if absent.
+
+        A committed batch is stored contiguously (the server commits it under one lock), which
+        the first message's id confirms.
+        """
+        stream = self._stream or await self._stream_for(self._messages[0].subject)
+        last, first = self._messages[-1], self._messages[0]
+        stored = await self._find_by_msg_id(stream, last)
+        if stored is None:
+            return None
+        count = len(self._messages)
+        first_seq = stored.seq - count + 1
+        head = await self._get(stream, first_seq)
+        if head is not None and head.headers.get(hdr.MSG_ID) != first.msg_id:
+            raise JetStreamError(f"batch {self._id}: stored messages are not contiguous")
+        batch_id = stored.headers.get(hdr.BATCH_ID, self._id)
+        return BatchAck(stream, batch_id, first_seq, stored.seq, count, resolved=True)
+
+    async def _find_by_msg_id(self, stream: str, message: _Message) -> StoredMessage | None:
+        try:
+            latest = await self._js.get_last_message(stream, message.subject, direct=None)
+        except MessageNotFoundError:
+            return None
+        if latest.headers.get(hdr.MSG_ID) == message.msg_id:
+            return latest
+        async for stored in scan_stream(
+            self._js, stream, [message.subject], last_per_subject=False, headers_only=True
+        ):  # overwritten since: search the subject's history
+            if stored.headers.get(hdr.MSG_ID) == message.msg_id:
+                return stored
+        return None
+
+    async def _get(self, stream: str, seq: int) -> StoredMessage | None:
+        try:
+            return await self._js.get_message(stream, seq, direct=None)
+        except MessageNotFoundError:
+            return None
+
+    async def _stream_for(self, subject: str) -> str:
+        async for name in self._js.stream_names(subject=subject):
+            self._stream = name
+            return name
+        raise NoRespondersError(f"no stream listens on {subject}")
+
+
+def _new_batch_id() -> str:
+    return NUID().next().decode()

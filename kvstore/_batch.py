@@ -1,0 +1,210 @@
+"""KeyBatch: atomic multi-key writes to one bucket (``Bucket.batch()`` and ``put_many``)."""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import TYPE_CHECKING, Self
+
+import msgspec
+
+from jetstream import (
+    DEFAULT_COMMIT_DEADLINE,
+    DEFAULT_MAX_BATCH,
+    AtomicBatch,
+    BatchClosedError,
+    BatchTooLargeError,
+    InvalidKeyError,
+    KeyExistsError,
+    MessageNotFoundError,
+    TTLValue,
+    WrongLastSequenceError,
+    WrongRevisionError,
+)
+from jetstream import headers as hdr
+
+from ._keys import validate_revision
+from ._models import Op, op_from_headers
+
+if TYPE_CHECKING:
+    from ._bucket import Bucket, BytesLike
+
+__all__ = ["KeyBatch"]
+
+
+class _Write(msgspec.Struct, frozen=True):
+    key: str
+    data: bytes
+    headers: dict[str, str]
+    expect: int | None
+    """Revision the key must have at commit (0: none); None: no condition."""
+    create: bool = False
+    """``create`` semantics: no live value, tombstones and expiry markers allowed."""
+
+
+class KeyBatch:
+    """Writes to several keys of one bucket that are stored all together or not at all.
+
+    Get one from :meth:`Bucket.batch`. Each method validates its input at once (a bad key, TTL
+    or value raises before anything is sent) and queues the write; nothing is sent before the
+    commit, which happens when the ``async with`` block exits normally. An exception in the block
+    abandons the batch. After commit, :attr:`revisions` maps each key to its new revision.
+
+    A key may be written once per batch. Conditions (``create``, ``update``, ``revision=``) are
+    checked by the server at commit against the bucket as it was before the batch; if one fails
+    nothing is stored and :class:`WrongRevisionError` (or :class:`KeyExistsError`) names the key.
+    """
+
+    def __init__(
+        self,
+        bucket: Bucket,
+        *,
+        max_keys: int = DEFAULT_MAX_BATCH,
+        timeout: float | None = None,
+        deadline: float = DEFAULT_COMMIT_DEADLINE,
+    ) -> None:
+        self._bucket = bucket
+        self._max_keys = max_keys
+        self._timeout = timeout
+        self._deadline = deadline
+        self._writes: dict[str, _Write] = {}
+        self._closed = False
+        self.revisions: dict[str, int] | None = None
+        """Each key's new revision, once committed."""
+
+    def __len__(self) -> int:
+        return len(self._writes)
+
+    # -- queueing -----------------------------------------------------------------------------
+
+    def put(self, key: str, value: BytesLike, *, ttl: TTLValue | None = None) -> None:
+        """Queue a value for ``key`` (see :meth:`Bucket.put`)."""
+        self._queue(key, value, self._bucket._ttl_headers(ttl), expect=None)
+
+    def create(self, key: str, value: BytesLike, *, ttl: TTLValue | None = None) -> None:
+        """Queue a value stored only if ``key`` has no live value (see :meth:`Bucket.create`)."""
+        self._queue(key, value, self._bucket._ttl_headers(ttl), expect=0, create=True)
+
+    def update(
+        self, key: str, value: BytesLike, revision: int, *, ttl: TTLValue | None = None
+    ) -> None:
+        """Queue a value stored only if ``key`` is at ``revision`` (see :meth:`Bucket.update`)."""
+        validate_revision(revision, allow_zero=False)
+        self._queue(key, value, self._bucket._ttl_headers(ttl), expect=revision)
+
+    def delete(self, key: str, *, revision: int | None = None) -> None:
+        """Queue a delete tombstone (see :meth:`Bucket.delete`)."""
+        if revision is not None:
+            validate_revision(revision, allow_zero=True)
+        self._queue(key, b"", self._bucket._delete_headers(), expect=revision)
+
+    def purge(self, key: str, *, ttl: TTLValue | None = None, revision: int | None = None) -> None:
+        """Queue a purge (see :meth:`Bucket.purge`)."""
+        if revision is not None:
+            validate_revision(revision, allow_zero=True)
+        self._queue(key, b"", self._bucket._purge_headers(ttl), expect=revision)
+
+    def _queue(
+        self,
+        key: str,
+        value: BytesLike,
+        headers: dict[str, str],
+        *,
+        expect: int | None,
+        create: bool = False,
+    ) -> None:
+        """Validate and queue one write.
+
+        Raises:
+            BatchClosedError: the batch was committed or abandoned.
+            InvalidKeyError: a bad key, or a key already in the batch.
+            BatchTooLargeError: more than ``max_keys`` keys.
+            ValueTooLargeError, TypeError: a bad value.
+        """
+        if self._closed:
+            raise BatchClosedError("the batch was already committed or abandoned")
+        self._bucket._subject(key)
+        if key in self._writes:
+            raise InvalidKeyError(f"key {key!r} appears twice in the batch; write it once")
+        if len(self._writes) >= self._max_keys:
+            raise BatchTooLargeError(f"a batch holds at most {self._max_keys} keys")
+        data = self._bucket._payload(value)
+        self._writes[key] = _Write(key, data, headers, expect, create)
+
+    # -- commit -------------------------------------------------------------------------------
+
+    def abandon(self) -> None:
+        """Drop every queued write; nothing is sent."""
+        self._closed = True
+
+    async def __aenter__(self) -> Self:
+        if self._closed:
+            raise BatchClosedError("the batch was already committed or abandoned")
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is not None:
+            self.abandon()
+        elif not self._closed:
+            await self.commit()
+
+    async def commit(self) -> dict[str, int]:
+        """Store every queued write atomically; return each key's new revision.
+
+        Raises:
+            BatchClosedError: already committed or abandoned.
+            KeyExistsError: a ``create`` found a live value (nothing stored).
+            WrongRevisionError: a revision condition failed; names the key (nothing stored).
+            CommitUnknownError: the outcome could not be learned before the deadline.
+            JetStreamError: any other definite rejection (nothing stored).
+        """
+        if self._closed:
+            raise BatchClosedError("the batch was already committed or abandoned")
+        self._closed = True
+        writes = [await self._resolve_create(w) if w.create else w for w in self._writes.values()]
+        batch = AtomicBatch(
+            self._bucket._js,
+            stream=self._bucket.stream,
+            max_messages=max(self._max_keys, 1),
+            timeout=self._timeout,
+            deadline=self._deadline,
+        )
+        for write in writes:
+            headers = dict(write.headers)
+            if write.expect is not None:
+                headers[hdr.EXPECTED_LAST_SUBJECT_SEQUENCE] = str(write.expect)
+            batch.add(self._bucket._prefix + write.key, write.data, headers)
+        try:
+            ack = await batch.commit()
+        except WrongLastSequenceError as exc:
+            raise await self._conflict(writes, exc) from exc
+        self.revisions = {w.key: seq for w, seq in zip(writes, ack.sequences, strict=True)}
+        return self.revisions
+
+    async def _resolve_create(self, write: _Write) -> _Write:
+        """``create`` may overwrite a tombstone or an expiry marker: expect its revision."""
+        try:
+            last = await self._bucket._last_message(write.key)
+        except MessageNotFoundError:
+            return write
+        if op_from_headers(last.headers) is Op.PUT:
+            raise KeyExistsError(write.key, last.seq, err_code=0)
+        return msgspec.structs.replace(write, expect=last.seq)
+
+    async def _conflict(
+        self, writes: list[_Write], exc: WrongLastSequenceError
+    ) -> WrongLastSequenceError:
+        """Name the key whose condition failed (the server's error does not say)."""
+        for write in writes:
+            if write.expect is None:
+                continue
+            current = await self._bucket._latest_revision(write.key)
+            if current != write.expect:
+                if write.create:
+                    return KeyExistsError(write.key, current, err_code=exc.err_code)
+                return WrongRevisionError(write.key, write.expect, current, err_code=exc.err_code)
+        return exc  # every condition holds again: a concurrent writer came and went
