@@ -286,7 +286,9 @@ class AtomicBatch:
                     raise
                 return await self._committed_earlier(deadline)
             except _RETRYABLE as exc:
-                in_doubt = in_doubt or self._commit_sent
+                # Only silence after the commit left is ambiguous: a 503 or 10176 is a definite
+                # "not stored" for this attempt.
+                in_doubt = in_doubt or (self._commit_sent and isinstance(exc, RequestTimeoutError))
                 if loop.time() >= deadline:
                     if in_doubt:
                         raise self._unknown(
