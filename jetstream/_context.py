@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import logging
 from collections.abc import AsyncIterator
 from types import TracebackType
 from typing import Any, Self
@@ -39,6 +40,7 @@ DEFAULT_TIMEOUT = 5.0
 """Seconds to wait for an API reply or a publish ack (nats.go's default)."""
 
 _encode = msgspec.json.encode
+_log = logging.getLogger("jetstream")
 
 
 class Feature(enum.Enum):
@@ -371,6 +373,10 @@ class JetStream:
         )
 
 
+async def _log_connection_error(error: Exception) -> None:
+    _log.warning("nats connection: %s: %s", type(error).__name__, error)
+
+
 def _stored_or_raise(headers: dict[str, str] | None, data: bytes, *, what: str) -> StoredMessage:
     """A direct-get reply is the message, or a status line: 404 not found, 412 API level too
     low, 408 a request the server could not parse."""
@@ -396,10 +402,13 @@ async def connect(
     """Connect to NATS and return a :class:`JetStream` context that owns the connection.
 
     ``nats_options`` go to :func:`nats.connect` unchanged (user, password, token, tls,
-    nkeys_seed, user_credentials, inbox_prefix, reconnect settings, callbacks, ...).
+    nkeys_seed, user_credentials, inbox_prefix, reconnect settings, callbacks, ...). Unless an
+    ``error_cb`` is given, connection errors (each failed reconnect attempt, for instance) are
+    logged as one warning line on the ``jetstream`` logger instead of nats-py's tracebacks.
 
     Raises:
         nats.errors.NoServersError: no server could be reached (nats-py's error, unchanged).
     """
+    nats_options.setdefault("error_cb", _log_connection_error)
     nc = await nats.connect(servers, **nats_options)
     return JetStream(nc, api_prefix=api_prefix, timeout=timeout, owns_connection=True)

@@ -104,7 +104,9 @@ class BucketConfig:
     """When set, the server leaves a marker (seen as ``Op.EXPIRED``) when a key expires, for
     this long (>= 1 s). Without it expiry is silent: the key just disappears."""
     max_value_size: int = -1
-    """Largest value in bytes (-1 = the server's max payload)."""
+    """Largest value in bytes (-1 = the server's max payload). As in every NATS client this is
+    the stream's ``max_msg_size``, which the server applies to headers plus value: leave about
+    200 bytes of headroom for TTL, CAS and batch headers."""
     max_bytes: int = -1
     """Largest bucket size in bytes (-1 = unlimited); writes beyond it are refused."""
     storage: Literal["file", "memory"] = "file"

@@ -54,9 +54,9 @@ class TcpProxy:
     ) -> None:
         try:
             while chunk := await reader.read(65536):
-                if to_server and self.on_client_bytes is not None:
-                    if not self.on_client_bytes(chunk):
-                        continue
+                hook = self.on_client_bytes if to_server else None
+                if hook is not None and not hook(chunk):
+                    continue
                 if self.drop_to_server if to_server else self.drop_to_client:
                     continue
                 writer.write(chunk)
