@@ -5,13 +5,19 @@ request (so a stream without ``allow_atomic`` fails fast), the middle ones witho
 (or with one every ``ack_every`` messages), the last with ``Nats-Batch-Commit: 1`` (or an extra
 ``eob`` message) as a request whose reply is the pub ack.
 
-**In-doubt commits.** Every message carries a ``Nats-Msg-Id`` derived from the batch id. If the
-commit's reply is lost (timeout, disconnect, leader election), the whole batch is sent again
-under a *new* batch id with the *same* message ids, until it gets a definite answer or the
-deadline passes. The resend is a fence: if the first attempt committed, the resend is refused as
-a duplicate (10201) or fails its expected-sequence checks, and a lookup by message id finds the
-stored batch and its sequences; if it did not, the resend itself commits. Only when the server
-stays unreachable until the deadline does the caller get :class:`CommitUnknownError`.
+**In-doubt commits.** The last message carries a ``Nats-Msg-Id`` derived from the batch id. If
+the commit's reply is lost (a timeout after the commit left), the whole batch is sent again
+under a *new* batch id with the *same* message id, until it gets a definite answer or the
+deadline passes. The resend is a fence: the server checks message ids for the whole batch at
+commit, so if the first attempt committed, the resend is refused as a duplicate (10201) or fails
+its expected-sequence checks, and a lookup by that message id finds the stored batch (stored
+messages keep ``Nats-Batch-Id``/``-Sequence``, which confirm it is contiguous); if it did not,
+the resend itself commits and the first can no longer commit after it. Only when the server stays
+unreachable until the deadline does the caller get :class:`CommitUnknownError`.
+
+One id per batch suffices for the fence; an id on every message would cost the server a dedupe
+entry per message (about 20% of a 1000-message commit). The fence holds for the stream's
+duplicate window (2 min by default; KV buckets with a shorter ``max_age`` use that).
 """
 
 from __future__ import annotations
@@ -180,11 +186,7 @@ class AtomicBatch:
             ValueTooLargeError: the message exceeds the server's max payload.
             ValueError: an invalid subject; TypeError: data is not bytes-like.
         """
-        self._check_open("add")
-        if len(self._messages) >= self._max_messages:
-            raise BatchTooLargeError(
-                f"a batch holds at most {self._max_messages} messages (max_messages)"
-            )
+        self._check_room()
         if not isinstance(subject, str) or not _SUBJECT.fullmatch(subject):
             raise ValueError(f"invalid subject for a batch message: {subject!r}")
         if not isinstance(data, bytes | bytearray | memoryview):
@@ -198,12 +200,25 @@ class AtomicBatch:
             raise ValueTooLargeError(
                 f"message of {len(payload)} bytes exceeds the server's max payload {max_payload}"
             )
-        msg_id = own.setdefault(hdr.MSG_ID, f"{self._id}-{len(self._messages) + 1}")
-        if msg_id in self._msg_ids:
-            raise InvalidHeaderError(f"Nats-Msg-Id {msg_id!r} is used twice in the batch")
-        self._msg_ids.add(msg_id)
-        self._messages.append(_Message(subject, payload, own, msg_id))
+        msg_id = own.get(hdr.MSG_ID, "")
+        if msg_id:
+            if msg_id in self._msg_ids:
+                raise InvalidHeaderError(f"Nats-Msg-Id {msg_id!r} is used twice in the batch")
+            self._msg_ids.add(msg_id)
+        return self._append(subject, payload, own)
+
+    def _append(self, subject: str, data: bytes, headers: dict[str, str]) -> int:
+        """Queue a message validated by the caller (``add``, or kvstore's KeyBatch)."""
+        self._check_room()
+        self._messages.append(_Message(subject, data, headers, headers.get(hdr.MSG_ID, "")))
         return len(self._messages) - 1
+
+    def _check_room(self) -> None:
+        self._check_open("add")
+        if len(self._messages) >= self._max_messages:
+            raise BatchTooLargeError(
+                f"a batch holds at most {self._max_messages} messages (max_messages)"
+            )
 
     def _check_batch_headers(self, headers: dict[str, str]) -> None:
         reserved = _RESERVED.intersection(headers)
@@ -270,6 +285,10 @@ class AtomicBatch:
         return self.ack
 
     async def _commit_resolving(self) -> BatchAck:
+        if self._messages and not self._messages[-1].msg_id:  # the fence for resends
+            last = self._messages[-1]
+            fenced = {**last.headers, hdr.MSG_ID: f"{self._id}-{len(self._messages)}"}
+            self._messages[-1] = _Message(last.subject, last.data, fenced, fenced[hdr.MSG_ID])
         if not self._messages:
             return BatchAck(
                 stream=self._stream or "", batch_id=self._id, first_seq=0, last_seq=-1, count=0
@@ -360,7 +379,7 @@ class AtomicBatch:
         return CommitUnknownError(
             f"batch {self._id}: commit outcome unknown ({why})",
             batch_id=self._id,
-            msg_ids=[m.msg_id for m in self._messages],
+            msg_ids=[m.msg_id for m in self._messages if m.msg_id],
         )
 
     async def _committed_earlier(self, deadline: float) -> BatchAck:
@@ -388,16 +407,18 @@ class AtomicBatch:
         the first message's id confirms.
         """
         stream = self._stream or await self._stream_for(self._messages[0].subject)
-        last, first = self._messages[-1], self._messages[0]
-        stored = await self._find_by_msg_id(stream, last)
+        stored = await self._find_by_msg_id(stream, self._messages[-1])
         if stored is None:
             return None
         count = len(self._messages)
         first_seq = stored.seq - count + 1
-        head = await self._get(stream, first_seq)
-        if head is not None and head.headers.get(hdr.MSG_ID) != first.msg_id:
-            raise JetStreamError(f"batch {self._id}: stored messages are not contiguous")
         batch_id = stored.headers.get(hdr.BATCH_ID, self._id)
+        head = await self._get(stream, first_seq)
+        if head is not None and (
+            head.headers.get(hdr.BATCH_ID) != batch_id
+            or head.headers.get(hdr.BATCH_SEQUENCE) != "1"
+        ):
+            raise JetStreamError(f"batch {batch_id}: stored messages are not contiguous")
         return BatchAck(stream, batch_id, first_seq, stored.seq, count, resolved=True)
 
     async def _find_by_msg_id(self, stream: str, message: _Message) -> StoredMessage | None:

@@ -177,7 +177,8 @@ class KeyBatch:
             headers = dict(write.headers)
             if write.expect is not None:
                 headers[hdr.EXPECTED_LAST_SUBJECT_SEQUENCE] = str(write.expect)
-            batch.add(self._bucket._prefix + write.key, write.data, headers)
+            # Keys, values and headers were validated when queued; skip AtomicBatch.add's checks.
+            batch._append(self._bucket._prefix + write.key, write.data, headers)
         try:
             ack = await batch.commit()
         except WrongLastSequenceError as exc:

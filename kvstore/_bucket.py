@@ -243,17 +243,16 @@ class Bucket:
     ) -> dict[str, int]:
         """Store several keys atomically: all of them or none. Returns ``{key: revision}``.
 
-            ``expect`` maps keys to the revision they must have (0 = no live value, as
-            :meth:`create`); ``ttl`` is one TTL for every key or a mapping of per-key TTLs. A key may
-            appear once. Everything is validated before anything is sent.
+        ``expect`` maps keys to the revision they must have (0 = no live value, as
+        :meth:`create`); ``ttl`` is one TTL for every key or a mapping of per-key TTLs. A key
+        may appear once. Everything is validated before anything is sent.
 
-            Raises:
-                InvalidKeyError: a bad key, a repeated key, or an ``expect``/``ttl`` key not written.
-                InvalidKeyError,
-        InvalidTTLError, ValueTooLargeError, TypeError: bad TTLs or values.
-                BatchTooLargeError: more than ``max_keys`` keys.
-                WrongRevisionError, KeyExistsError: an ``expect`` condition failed; names the key.
-                CommitUnknownError: the outcome could not be learned before the deadline.
+        Raises:
+            InvalidKeyError: a bad key, a repeated key, or an ``expect``/``ttl`` key not written.
+            InvalidTTLError, ValueTooLargeError, TypeError: bad TTLs or values.
+            BatchTooLargeError: more than ``max_keys`` keys.
+            WrongRevisionError, KeyExistsError: an ``expect`` condition failed; names the key.
+            CommitUnknownError: the outcome could not be learned before the deadline.
         """
         pairs = list(items.items() if isinstance(items, Mapping) else items)
         expect = dict(expect or {})

@@ -1,0 +1,52 @@
+"""Run the benchmarks against an embedded nats-server and print (or write) the result table.
+
+python -m benchmarks                     # all scenarios, 15 rounds
+python -m benchmarks --rounds 3 --sizes 10 100
+python -m benchmarks --write benchmarks/RESULTS.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+import jetstream
+
+from . import kv_atomic
+from ._harness import Scenario, machine, table
+
+
+async def measure(url: str, sizes: list[int], get_size: int, rounds: int) -> list[Scenario]:
+    async with kv_atomic.clients(url) as c:
+        scenarios = [kv_atomic.put_many_scenario(c, n) for n in sizes]
+        await c.bucket.put_many({f"rec.k{i}": kv_atomic.VALUE for i in range(get_size)})
+        scenarios.append(kv_atomic.get_many_scenario(c, get_size))
+        for scenario in scenarios:
+            await scenario.run(rounds)
+    return scenarios
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 1000])
+    parser.add_argument("--get-size", type=int, default=100)
+    parser.add_argument("--write", type=Path, help="also write a markdown report here")
+    args = parser.parse_args()
+    with jetstream.EmbeddedServer() as server:
+        scenarios = asyncio.run(measure(server.url, args.sizes, args.get_size, args.rounds))
+    command = "python -m benchmarks " + " ".join(sys.argv[1:])
+    report = (
+        f"Command: `{command.strip()}`  \nMachine: {machine()}  \n"
+        f"Medians of {args.rounds} interleaved rounds after one warm-up; values of 100 bytes.\n\n"
+        f"{table(scenarios)}\n"
+    )
+    print(report)
+    if args.write:
+        args.write.write_text(report)
+
+
+if __name__ == "__main__":
+    main()

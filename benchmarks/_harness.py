@@ -1,0 +1,79 @@
+"""Timing and reporting: interleaved rounds, medians, ratios, a markdown table."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import platform
+import statistics
+import subprocess
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+import jetstream
+
+Variant = Callable[[], Awaitable[None]]
+
+
+@dataclass
+class Scenario:
+    """One comparison: variants doing the same work (``items`` keys each round)."""
+
+    name: str
+    items: int
+    variants: dict[str, Variant]
+    baseline: str
+    """The variant the others are compared with (ours)."""
+    timings: dict[str, list[float]] = field(default_factory=dict)
+
+    async def run(self, rounds: int) -> None:
+        """Run every variant once per round, in rotating order, after one warm-up round."""
+        names = list(self.variants)
+        for round_no in range(rounds + 1):
+            order = names[round_no % len(names) :] + names[: round_no % len(names)]
+            for name in order:
+                start = time.perf_counter()
+                await self.variants[name]()
+                elapsed = time.perf_counter() - start
+                if round_no:  # round 0 warms up connections, buckets and caches
+                    self.timings.setdefault(name, []).append(elapsed)
+
+    def rows(self) -> list[tuple[str, str, float, float, float]]:
+        """(scenario, variant, median ms, items/s, baseline speed / variant speed)."""
+        medians = {name: statistics.median(times) for name, times in self.timings.items()}
+        ours = medians[self.baseline]
+        return [
+            (self.name, name, median * 1e3, self.items / median, median / ours)
+            for name, median in medians.items()
+        ]
+
+
+def table(scenarios: list[Scenario]) -> str:
+    lines = [
+        "| scenario | variant | median ms | keys/s | ours is N x faster |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for scenario in scenarios:
+        for name, variant, ms, rate, ratio in scenario.rows():
+            mark = "(ours)" if variant == scenario.baseline else f"{ratio:.2f}x"
+            lines.append(f"| {name} | {variant} | {ms:.2f} | {rate:,.0f} | {mark} |")
+    return "\n".join(lines)
+
+
+def machine() -> str:
+    server = subprocess.run(
+        [str(jetstream.find_server_binary()), "--version"], capture_output=True, text=True
+    ).stdout.strip()
+    return (
+        f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}, {server}, file storage, R1, loopback"
+    )
+
+
+def run_all(scenarios: list[Scenario], rounds: int) -> None:
+    async def main() -> None:
+        for scenario in scenarios:
+            await scenario.run(rounds)
+
+    asyncio.run(main())
