@@ -54,6 +54,7 @@ from ._errors import (
 from ._message import StoredMessage
 from ._models import PubAck
 from ._scan import scan_stream
+from ._wire import publish_frames
 
 __all__ = ["DEFAULT_COMMIT_DEADLINE", "DEFAULT_MAX_BATCH", "AtomicBatch", "BatchAck"]
 
@@ -329,15 +330,20 @@ class AtomicBatch:
         self._commit_sent = False
         last = len(self._messages)
         eob = self._commit_with == "eob"
+        run: list[tuple[str, dict[str, str], bytes]] = []  # messages without a reply
         for seq, message in enumerate(self._messages, start=1):
             headers = {**message.headers, hdr.BATCH_ID: batch_id, hdr.BATCH_SEQUENCE: str(seq)}
             if seq == last and not eob:
+                await publish_frames(self._js.nc, run)
                 headers[hdr.BATCH_COMMIT] = "1"
                 return await self._request_commit(message.subject, message.data, headers)
             if seq == 1 or (self._ack_every and seq % self._ack_every == 0):
+                await publish_frames(self._js.nc, run)
+                run = []
                 await self._request_zero_ack(message.subject, message.data, headers)
             else:
-                await self._js.nc.publish(message.subject, message.data, headers=headers)
+                run.append((message.subject, headers, message.data))
+        await publish_frames(self._js.nc, run)
         commit = {
             hdr.BATCH_ID: batch_id,
             hdr.BATCH_SEQUENCE: str(last + 1),

@@ -1,0 +1,23 @@
+"""The benchmark runner works end to end (a smoke run; timings are not asserted)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).parents[2]
+
+
+def test_benchmark_runner_prints_a_table(tmp_path: Path) -> None:
+    report = tmp_path / "report.md"
+    result = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--rounds", "1", "--sizes", "10", "--get-size",
+         "10", "--write", str(report)],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    text = report.read_text()
+    for variant in ("kvstore put_many", "nats-py kv.put sequential", "hand-written", "get_many"):
+        assert variant in text
+    assert "Machine:" in text and "nats-server" in text
