@@ -285,15 +285,19 @@ class AtomicBatch:
         self._state = _State.COMMITTED
         return self.ack
 
+    def _fence(self) -> None:
+        """Give the last message a ``Nats-Msg-Id`` (unless it has one): the resend fence."""
+        last = self._messages[-1]
+        if not last.msg_id:
+            msg_id = f"{self._id}-{len(self._messages)}"
+            headers = {**last.headers, hdr.MSG_ID: msg_id}
+            self._messages[-1] = _Message(last.subject, last.data, headers, msg_id)
+
     async def _commit_resolving(self) -> BatchAck:
-        if self._messages and not self._messages[-1].msg_id:  # the fence for resends
-            last = self._messages[-1]
-            fenced = {**last.headers, hdr.MSG_ID: f"{self._id}-{len(self._messages)}"}
-            self._messages[-1] = _Message(last.subject, last.data, fenced, fenced[hdr.MSG_ID])
+        """Send until a definite answer; resend behind the fence while in doubt."""
         if not self._messages:
-            return BatchAck(
-                stream=self._stream or "", batch_id=self._id, first_seq=0, last_seq=-1, count=0
-            )
+            return BatchAck(self._stream or "", self._id, first_seq=0, last_seq=-1, count=0)
+        self._fence()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._deadline
         batch_id, in_doubt, attempt = self._id, False, 0
