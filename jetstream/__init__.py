@@ -11,6 +11,7 @@ It is the only package that knows subjects, headers and the JSON API. ``kvstore`
 from . import headers
 from ._api import DEFAULT_API_PREFIX, ApiSubjects
 from ._batch import DEFAULT_COMMIT_DEADLINE, DEFAULT_MAX_BATCH, AtomicBatch, BatchAck
+from ._consumer import Consumer, MessageStream, OrderedConsumer
 from ._context import DEFAULT_TIMEOUT, Feature, JetStream, connect
 from ._errors import (
     BatchAbandonedError,
@@ -23,7 +24,11 @@ from ._errors import (
     BucketNotFoundError,
     ClientValidationError,
     CommitUnknownError,
+    ConsumerDeletedError,
+    ConsumerExistsError,
+    ConsumerNotFoundError,
     DuplicateMessageIdError,
+    HeartbeatMissedError,
     InvalidBucketConfigError,
     InvalidBucketNameError,
     InvalidHeaderError,
@@ -37,6 +42,7 @@ from ._errors import (
     MessageTooLargeError,
     MessageTTLDisabledError,
     NoRespondersError,
+    PullRequestError,
     RequestTimeoutError,
     RollupError,
     ServerError,
@@ -55,12 +61,14 @@ from ._models import (
     AccountInfo,
     ApiError,
     ApiStats,
+    ConsumerConfig,
     ConsumerInfo,
     PubAck,
     StreamConfig,
     StreamInfo,
     StreamState,
 )
+from ._pull import PullMessage
 from ._scan import scan_stream
 from ._server import EmbeddedServer, find_server_binary
 from ._ttl import NEVER, TTLValue, format_ttl, parse_ttl, parse_ttl_header
@@ -88,10 +96,16 @@ __all__ = [
     "BucketNotFoundError",
     "ClientValidationError",
     "CommitUnknownError",
+    "Consumer",
+    "ConsumerConfig",
+    "ConsumerDeletedError",
+    "ConsumerExistsError",
     "ConsumerInfo",
+    "ConsumerNotFoundError",
     "DuplicateMessageIdError",
     "EmbeddedServer",
     "Feature",
+    "HeartbeatMissedError",
     "InvalidBucketConfigError",
     "InvalidBucketNameError",
     "InvalidHeaderError",
@@ -103,10 +117,14 @@ __all__ = [
     "KeyExistsError",
     "KeyNotFoundError",
     "MessageNotFoundError",
+    "MessageStream",
     "MessageTTLDisabledError",
     "MessageTooLargeError",
     "NoRespondersError",
+    "OrderedConsumer",
     "PubAck",
+    "PullMessage",
+    "PullRequestError",
     "RequestTimeoutError",
     "RollupError",
     "ServerError",

@@ -58,8 +58,17 @@ class ApiSubjects:
     def msg_delete(self, stream: str) -> str:
         return f"{self.prefix}.STREAM.MSG.DELETE.{stream}"
 
-    def consumer_create(self, stream: str, name: str) -> str:
-        return f"{self.prefix}.CONSUMER.CREATE.{stream}.{name}"
+    def consumer_create(self, stream: str, name: str, filter_subject: str = "") -> str:
+        """``CONSUMER.CREATE.<stream>.<name>[.<filter>]``; the filter form needs exactly one
+        ``filter_subject`` in the config."""
+        base = f"{self.prefix}.CONSUMER.CREATE.{stream}.{name}"
+        return f"{base}.{filter_subject}" if filter_subject else base
+
+    def consumer_info(self, stream: str, name: str) -> str:
+        return f"{self.prefix}.CONSUMER.INFO.{stream}.{name}"
+
+    def consumer_names(self, stream: str) -> str:
+        return f"{self.prefix}.CONSUMER.NAMES.{stream}"
 
     def consumer_delete(self, stream: str, name: str) -> str:
         return f"{self.prefix}.CONSUMER.DELETE.{stream}.{name}"

@@ -6,15 +6,17 @@ import enum
 import logging
 from collections.abc import AsyncIterator
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 import msgspec
 import nats
 import nats.errors
 from nats.aio.client import Client
+from nats.nuid import NUID
 
 from . import headers as hdr
 from ._api import DEFAULT_API_PREFIX, ApiSubjects, decode_reply, request, send
+from ._consumer import Consumer
 from ._errors import (
     MessageNotFoundError,
     NoRespondersError,
@@ -25,6 +27,9 @@ from ._errors import (
 from ._message import StoredMessage, parse_header_block
 from ._models import (
     AccountInfo,
+    ConsumerConfig,
+    ConsumerInfo,
+    ConsumerNamesResponse,
     MsgGetResponse,
     PubAck,
     PurgeResponse,
@@ -246,6 +251,106 @@ class JetStream:
         body = _encode({"seq": seq} if erase else {"seq": seq, "no_erase": True})
         subject = self._api.msg_delete(stream)
         await request(self._nc, subject, body, SuccessResponse, timeout=self.timeout)
+
+    # -- consumers ----------------------------------------------------------------------------
+
+    async def create_consumer_info(
+        self,
+        stream: str,
+        config: ConsumerConfig,
+        *,
+        action: Literal["create", "update", ""] = "create",
+    ) -> ConsumerInfo:
+        """Create (or with ``action`` update / create-or-update) a consumer; return its info.
+
+        A config without ``name`` or ``durable_name`` gets a generated name (ephemeral). With
+        exactly one ``filter_subject`` the filtered create subject is used, so permissions can be
+        granted per filter.
+
+        Raises:
+            StreamNotFoundError: no such stream.
+            ConsumerExistsError: ``create`` of an existing consumer with another configuration.
+            ConsumerNotFoundError: ``update`` of a missing consumer.
+            JetStreamError: the server refused the configuration.
+        """
+        name = config.name or config.durable_name
+        if not name:
+            name = NUID().next().decode()
+            config = msgspec.structs.replace(config, name=name)
+        filter_token = config.filter_subject if not config.filter_subjects else ""
+        subject = self._api.consumer_create(stream, name, filter_token)
+        body = _encode({"stream_name": stream, "config": config, "action": action})
+        return await request(self._nc, subject, body, ConsumerInfo, timeout=self.timeout)
+
+    async def create_consumer(self, stream: str, config: ConsumerConfig) -> Consumer:
+        """Create a consumer and return it (see :meth:`create_consumer_info`)."""
+        return Consumer(self, stream, await self.create_consumer_info(stream, config))
+
+    async def update_consumer(self, stream: str, config: ConsumerConfig) -> Consumer:
+        """Update an existing consumer.
+
+        Raises:
+            ConsumerNotFoundError: no such consumer.
+        """
+        info = await self.create_consumer_info(stream, config, action="update")
+        return Consumer(self, stream, info)
+
+    async def create_or_update_consumer(self, stream: str, config: ConsumerConfig) -> Consumer:
+        """Create a consumer, or update it if it exists.
+
+        Raises:
+            StreamNotFoundError: no such stream.
+        """
+        info = await self.create_consumer_info(stream, config, action="")
+        return Consumer(self, stream, info)
+
+    async def consumer(self, stream: str, name: str) -> Consumer:
+        """Bind to an existing consumer.
+
+        Raises:
+            ConsumerNotFoundError: no such consumer.
+        """
+        return Consumer(self, stream, await self.consumer_info(stream, name))
+
+    async def consumer_info(self, stream: str, name: str) -> ConsumerInfo:
+        """A consumer's configuration and state.
+
+        Raises:
+            ConsumerNotFoundError: no such consumer.
+        """
+        subject = self._api.consumer_info(stream, name)
+        return await request(self._nc, subject, b"", ConsumerInfo, timeout=self.timeout)
+
+    async def delete_consumer(self, stream: str, name: str) -> None:
+        """Delete a consumer.
+
+        Raises:
+            ConsumerNotFoundError: no such consumer.
+        """
+        subject = self._api.consumer_delete(stream, name)
+        await request(self._nc, subject, b"", SuccessResponse, timeout=self.timeout)
+
+    async def consumer_names(self, stream: str) -> AsyncIterator[str]:
+        """Iterate over the names of a stream's consumers.
+
+        Raises:
+            StreamNotFoundError: no such stream.
+        """
+        offset = 0
+        while True:
+            page = await request(
+                self._nc,
+                self._api.consumer_names(stream),
+                _encode({"offset": offset}),
+                ConsumerNamesResponse,
+                timeout=self.timeout,
+            )
+            names = page.consumers or []
+            for name in names:
+                yield name
+            offset += len(names)
+            if not names or offset >= page.total:
+                return
 
     # -- publish and direct get ---------------------------------------------------------------
 

@@ -24,7 +24,11 @@
     │   ├── BatchUnsupportedHeaderError    10177 (Nats-Expected-Last-Msg-Id in a batch)
     │   ├── DuplicateMessageIdError        10201 (Nats-Msg-Id seen in batch or window)
     │   ├── RollupError                    10111
-    │   └── TooManyInflightBatchesError    10210, 10211 (429: too many open batches)
+    │   ├── TooManyInflightBatchesError    10210, 10211 (429: too many open batches)
+    │   ├── ConsumerNotFoundError          10014, 10149
+    │   ├── ConsumerExistsError            10148, 10013
+    │   ├── ConsumerDeletedError           409 Consumer Deleted during a pull (ends consume)
+    │   └── PullRequestError               a pull refused: 400, 409 push based / Exceeded ...
     ├── ClientValidationError (ValueError) bad input caught before anything is sent
     │   ├── InvalidKeyError
     │   ├── InvalidBucketNameError
@@ -35,6 +39,7 @@
     │   └── BatchTooLargeError             over the batch limit (and the server's 10199)
     ├── BatchClosedError (RuntimeError)    a batch used after commit or abandon
     ├── CommitUnknownError                 outcome not learned before the deadline
+    ├── HeartbeatMissedError               a warning (error callback), never raised by consume
     ├── NoRespondersError                  503: no stream / leader answering (yet)
     ├── RequestTimeoutError (TimeoutError) no reply within the deadline
     └── ServerNotFoundError                EmbeddedServer: the nats-server binary is missing
@@ -59,7 +64,11 @@ __all__ = [
     "BucketNotFoundError",
     "ClientValidationError",
     "CommitUnknownError",
+    "ConsumerDeletedError",
+    "ConsumerExistsError",
+    "ConsumerNotFoundError",
     "DuplicateMessageIdError",
+    "HeartbeatMissedError",
     "InvalidBucketConfigError",
     "InvalidBucketNameError",
     "InvalidHeaderError",
@@ -73,6 +82,7 @@ __all__ = [
     "MessageTTLDisabledError",
     "MessageTooLargeError",
     "NoRespondersError",
+    "PullRequestError",
     "RequestTimeoutError",
     "RollupError",
     "ServerError",
@@ -284,6 +294,31 @@ class TooManyInflightBatchesError(ServerError):
     """The server has too many open batches (429: 10210 atomic, 10211 fast ingest)."""
 
     err_codes = (10210, 10211)
+
+
+class ConsumerNotFoundError(ServerError):
+    """The consumer does not exist (10014; 10149 when updating)."""
+
+    err_codes = (10014, 10149)
+
+
+class ConsumerExistsError(ServerError):
+    """A consumer of that name exists with another configuration (10148, 10013)."""
+
+    err_codes = (10148, 10013)
+
+
+class ConsumerDeletedError(ServerError):
+    """The consumer was deleted while pulling (``409 Consumer Deleted``); consume ends."""
+
+
+class PullRequestError(ServerError):
+    """The server refused a pull: bad request (400), push consumer, limits exceeded (409)."""
+
+
+class HeartbeatMissedError(JetStreamError):
+    """No message or idle heartbeat for two heartbeat intervals. A warning given to the error
+    callback; consume keeps going (it re-pulls, or an ordered consumer is recreated)."""
 
 
 class BatchClosedError(JetStreamError, RuntimeError):

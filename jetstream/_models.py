@@ -18,11 +18,14 @@ __all__ = [
     "AccountInfo",
     "ApiError",
     "ApiStats",
+    "ConsumerConfig",
     "ConsumerInfo",
+    "ConsumerNamesResponse",
     "MsgGetResponse",
     "PubAck",
     "PurgeResponse",
     "RawStoredMessage",
+    "SequenceInfo",
     "StreamConfig",
     "StreamInfo",
     "StreamNamesResponse",
@@ -34,6 +37,10 @@ Retention = Literal["limits", "interest", "workqueue"]
 Storage = Literal["file", "memory"]
 Discard = Literal["old", "new"]
 Compression = Literal["none", "s2"]
+DeliverPolicy = Literal[
+    "all", "last", "new", "by_start_sequence", "by_start_time", "last_per_subject"
+]
+AckPolicy = Literal["none", "all", "explicit"]
 
 
 class ApiError(msgspec.Struct, frozen=True):
@@ -152,15 +159,70 @@ class PubAck(msgspec.Struct, frozen=True):
     error: ApiError | None = None
 
 
+class ConsumerConfig(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Consumer configuration (``ConsumerConfig`` in the server's ``consumer.go``).
+
+    Defaults are the server's zero values, so an omitted field means the same to both sides:
+    note that this makes ``ack_policy`` default to ``"none"`` on the wire; :class:`Consumer`
+    helpers pass ``"explicit"`` where acknowledgements are wanted. Durations are nanoseconds.
+    """
+
+    name: str = ""
+    durable_name: str = ""
+    description: str = ""
+    deliver_policy: DeliverPolicy = "all"
+    opt_start_seq: int = 0
+    opt_start_time: datetime | None = None
+    ack_policy: AckPolicy = "none"
+    ack_wait: int = 0
+    max_deliver: int = 0
+    backoff: list[int] | None = None
+    filter_subject: str = ""
+    filter_subjects: list[str] | None = None
+    replay_policy: Literal["instant", "original"] = "instant"
+    sample_freq: str = ""
+    max_waiting: int = 0
+    max_ack_pending: int = 0
+    headers_only: bool = False
+    max_batch: int = 0
+    max_expires: int = 0
+    max_bytes: int = 0
+    inactive_threshold: int = 0
+    num_replicas: int = 0
+    mem_storage: bool = False
+    metadata: dict[str, str] | None = None
+    deliver_subject: str = ""
+    """Push consumers only; this library pulls."""
+
+
+class SequenceInfo(msgspec.Struct, frozen=True):
+    consumer_seq: int = 0
+    stream_seq: int = 0
+
+
 class ConsumerInfo(msgspec.Struct, frozen=True):
-    """Reply of ``CONSUMER.CREATE`` and ``CONSUMER.INFO`` (the fields the library reads)."""
+    """Reply of ``CONSUMER.CREATE`` and ``CONSUMER.INFO``."""
 
     stream_name: str = ""
     name: str = ""
+    config: ConsumerConfig | None = None
+    created: datetime | None = None
+    delivered: SequenceInfo = SequenceInfo()
+    ack_floor: SequenceInfo = SequenceInfo()
     num_pending: int = 0
     num_ack_pending: int = 0
+    num_redelivered: int = 0
     num_waiting: int = 0
-    config: dict[str, Any] | None = None
+    push_bound: bool = False
+
+
+class ConsumerNamesResponse(msgspec.Struct, frozen=True):
+    """One page of ``CONSUMER.NAMES``."""
+
+    total: int = 0
+    offset: int = 0
+    limit: int = 0
+    consumers: list[str] | None = None
 
 
 class RawStoredMessage(msgspec.Struct, frozen=True):

@@ -25,6 +25,8 @@ __all__ = [
     "MSG_ID",
     "MSG_SIZE",
     "NUM_PENDING",
+    "PENDING_BYTES",
+    "PENDING_MESSAGES",
     "ROLLUP",
     "ROLLUP_SUBJECT",
     "SEQUENCE",
@@ -78,6 +80,10 @@ TIME_STAMP: Final = "Nats-Time-Stamp"
 NUM_PENDING: Final = "Nats-Num-Pending"
 LAST_SEQUENCE: Final = "Nats-Last-Sequence"
 UPTO_SEQUENCE: Final = "Nats-UpTo-Sequence"
+PENDING_MESSAGES: Final = "Nats-Pending-Messages"
+"""On 408/409 pull statuses: messages the ended pull did not deliver."""
+PENDING_BYTES: Final = "Nats-Pending-Bytes"
+"""On 408/409 pull statuses: bytes of the ended pull's budget left unused."""
 MSG_SIZE: Final = "Nats-Msg-Size"
 """Payload length, sent instead of the payload by ``headers_only`` consumers."""
 

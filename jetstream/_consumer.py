@@ -1,0 +1,486 @@
+"""Pull consumers (ADR-37): ``Consumer`` with consume / fetch / next, and ``OrderedConsumer``.
+
+::
+
+    config = ConsumerConfig(durable_name="c", ack_policy="explicit")
+    consumer = await js.create_consumer("ORDERS", config)
+    async with consumer.consume(max_messages=500) as messages:   # or consume(callback)
+        async for msg in messages:
+            await msg.ack()
+
+    async for msg in consumer.fetch(max_messages=10, expires=5): ...
+    msg = await consumer.next(timeout=5)
+
+Defaults (nats.go's): 500 messages buffered, 30 s pulls, heartbeats every 15 s (warned about
+after 30 s of silence, never fatal), re-pull at half the buffer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Self
+
+import msgspec
+import nats.errors
+from nats.nuid import NUID
+
+from . import headers as hdr
+from ._errors import (
+    ClientValidationError,
+    ConsumerDeletedError,
+    ConsumerNotFoundError,
+    JetStreamError,
+    NoRespondersError,
+    PullRequestError,
+    RequestTimeoutError,
+    StreamNotFoundError,
+    UnsupportedServerFeatureError,
+)
+from ._models import ConsumerConfig, ConsumerInfo
+from ._pull import (
+    DEFAULT_EXPIRES,
+    Item,
+    Puller,
+    PullMessage,
+    ResetSignal,
+    message_size,
+    pull_options,
+)
+
+if TYPE_CHECKING:
+    from ._context import JetStream
+
+__all__ = ["Consumer", "MessageStream", "OrderedConsumer"]
+
+ErrorCallback = Callable[[JetStreamError], None]
+MessageCallback = Callable[[PullMessage], Awaitable[None] | None]
+
+
+class MessageStream:
+    """Messages of a running :meth:`Consumer.consume`: an async iterator and context manager.
+
+    ``stop()`` ends it at once; ``drain()`` stops pulling and ends once what was requested has
+    arrived. A terminal condition (consumer deleted, pull refused) is raised from the iterator
+    (or, with a callback, passed to the error callback) and ends it.
+    """
+
+    def __init__(
+        self, puller: Puller, callback: MessageCallback | None, on_error: ErrorCallback | None
+    ) -> None:
+        self._puller = puller
+        self._callback = callback
+        self._on_error = on_error
+        self._worker: asyncio.Task[None] | None = None
+        self._done = asyncio.Event()
+        self.error: BaseException | None = None
+        """The terminal error that ended the stream, if any."""
+
+    async def _start(self) -> Self:
+        await self._puller.start()
+        if self._callback is not None:
+            self._worker = asyncio.create_task(self._dispatch())
+        return self
+
+    async def _dispatch(self) -> None:
+        try:
+            async for message in self:
+                try:
+                    result = self._callback(message)  # type: ignore[misc]
+                    if inspect.isawaitable(result):
+                        await result
+                except Exception as exc:  # the handler's problem: report, keep consuming
+                    if self._on_error is not None:
+                        self._on_error(JetStreamError(f"message handler failed: {exc!r}"))
+        except JetStreamError as exc:
+            if self._on_error is not None:
+                self._on_error(exc)
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> PullMessage:
+        if self._done.is_set():
+            raise StopAsyncIteration
+        item = await self._puller.queue.get()
+        if isinstance(item, PullMessage):
+            self._puller.took(item)
+            return item
+        await self._finish()
+        if isinstance(item, BaseException):
+            self.error = item
+            raise item
+        raise StopAsyncIteration
+
+    async def _finish(self) -> None:
+        self._done.set()
+        await self._puller.stop()
+
+    async def stop(self) -> None:
+        """Stop now: no more pulls; buffered messages are dropped."""
+        await self._finish()
+        if self._worker is not None and self._worker is not asyncio.current_task():
+            self._worker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._worker
+
+    async def drain(self) -> None:
+        """Stop pulling and wait until the messages already requested were delivered."""
+        self._puller.drain()
+        if self._worker is not None:
+            await self._worker
+        await self.closed()
+
+    async def closed(self) -> None:
+        """Wait until the stream has ended."""
+        await self._done.wait()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+
+class _StartingStream:
+    """What ``consume()`` returns: await it, or use it with ``async with`` directly."""
+
+    def __init__(self, stream: MessageStream) -> None:
+        self._stream = stream
+
+    def __await__(self) -> Any:
+        return self._stream._start().__await__()
+
+    async def __aenter__(self) -> MessageStream:
+        return await self._stream._start()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self._stream.stop()
+
+
+class Consumer:
+    """A pull consumer on a stream. Get one from ``js.create_consumer`` / ``js.consumer``."""
+
+    def __init__(self, js: JetStream, stream: str, info: ConsumerInfo) -> None:
+        self._js = js
+        self.stream = stream
+        self.name = info.name
+        self.cached_info = info
+        """The info from when this object was made; :meth:`info` fetches a fresh one."""
+
+    def __repr__(self) -> str:
+        return f"<Consumer {self.stream}/{self.name}>"
+
+    async def info(self) -> ConsumerInfo:
+        """Fresh consumer info.
+
+        Raises:
+            ConsumerNotFoundError: the consumer is gone.
+        """
+        self.cached_info = await self._js.consumer_info(self.stream, self.name)
+        return self.cached_info
+
+    def consume(
+        self,
+        callback: MessageCallback | None = None,
+        *,
+        max_messages: int | None = None,
+        max_bytes: int | None = None,
+        expires: float = DEFAULT_EXPIRES,
+        heartbeat: float | None = None,
+        threshold_messages: int | None = None,
+        threshold_bytes: int | None = None,
+        error_callback: ErrorCallback | None = None,
+    ) -> _StartingStream:
+        """Receive messages continuously; ``await`` it or use ``async with`` to get a
+        :class:`MessageStream`. With ``callback`` each message is passed to it (sync or async)
+        and the stream is only a handle (``stop``, ``drain``, ``closed``).
+
+        Options as in ADR-37: ``max_messages`` (default 500) or ``max_bytes`` bounds what is
+        requested and buffered, ``expires`` is each pull's lifetime, ``heartbeat`` defaults to
+        ``expires / 2``; ``error_callback`` receives warnings such as :class:`HeartbeatMissedError`.
+
+        Raises:
+            ClientValidationError: conflicting or out-of-range options (at once).
+        """
+        options = pull_options(
+            max_messages=max_messages,
+            max_bytes=max_bytes,
+            expires=expires,
+            heartbeat=heartbeat,
+            threshold_messages=threshold_messages,
+            threshold_bytes=threshold_bytes,
+        )
+        puller = Puller(self._js, self.stream, self.name, options, on_error=error_callback)
+        return _StartingStream(MessageStream(puller, callback, error_callback))
+
+    async def fetch(
+        self,
+        max_messages: int | None = None,
+        *,
+        max_bytes: int | None = None,
+        expires: float = DEFAULT_EXPIRES,
+        heartbeat: float | None = None,
+    ) -> AsyncIterator[PullMessage]:
+        """One pull: yield up to ``max_messages`` (default 1) or ``max_bytes`` worth of
+        messages, ending when the pull is complete, expires, or no more messages will come.
+
+        Raises:
+            ClientValidationError: both limits, or bad values.
+            ConsumerDeletedError, PullRequestError: the server refused or ended the pull.
+            NoRespondersError: no such consumer.
+        """
+        if max_messages is not None and max_bytes is not None:
+            raise ClientValidationError("give max_messages or max_bytes, not both")
+        request: dict[str, int] = {"expires": int(expires * 1e9)}
+        if max_bytes is not None:
+            request.update(batch=1_000_000, max_bytes=max_bytes)
+        else:
+            request["batch"] = max_messages or 1
+        if heartbeat is not None:
+            request["idle_heartbeat"] = int(heartbeat * 1e9)
+        nc = self._js.nc
+        inbox = nc.new_inbox()
+        sub = await nc.subscribe(inbox)
+        wanted, received = request["batch"], 0
+        try:
+            subject = self._js.api.consumer_next(self.stream, self.name)
+            await nc.publish(subject, msgspec.json.encode(request), reply=inbox)
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + expires + self._js.timeout  # longer than the pull
+            while received < wanted:
+                try:
+                    msg = await sub.next_msg(timeout=max(0.0, deadline - loop.time()))
+                except nats.errors.TimeoutError:
+                    return
+                status = (msg.headers or {}).get(hdr.STATUS)
+                if status is None:
+                    received += 1
+                    yield PullMessage(msg, message_size(msg))
+                elif status == "100":
+                    continue
+                elif status in ("404", "408") or (
+                    status == "409" and hdr.PENDING_MESSAGES in (msg.headers or {})
+                ):
+                    return
+                else:
+                    raise _status_error(
+                        status, str((msg.headers or {}).get("Description", "")).strip()
+                    )
+        finally:
+            with contextlib.suppress(Exception):
+                await sub.unsubscribe()
+
+    async def next(self, timeout: float = 5.0) -> PullMessage:
+        """The next message.
+
+        Raises:
+            RequestTimeoutError: none arrived within ``timeout`` seconds.
+            ConsumerDeletedError, PullRequestError, NoRespondersError: as :meth:`fetch`.
+        """
+        async for message in self.fetch(1, expires=max(timeout, 1.0)):
+            return message
+        raise RequestTimeoutError(f"no message from {self.stream}/{self.name} within {timeout:g}s")
+
+
+def _status_error(status: str, description: str) -> JetStreamError:
+    if status == "409" and description == "Consumer Deleted":
+        return ConsumerDeletedError("consumer deleted")
+    if status == "503":
+        return NoRespondersError("no responders for the pull: consumer missing", code=503)
+    if status == "412":
+        return UnsupportedServerFeatureError(f"pull: {description}", code=412)
+    return PullRequestError(f"pull refused: {status} {description}", code=int(status))
+
+
+class OrderedConsumer:
+    """An ephemeral, in-order, gap-free view of a stream (ADR-37 ordered consumer).
+
+    A memory-storage, ack-none consumer is created and, whenever delivery could have skipped
+    something (a consumer sequence gap, missed heartbeats, the consumer deleted or missing, a
+    reconnect), recreated from the last delivered stream sequence + 1, with backoff, as often as
+    needed (``max_resets``, default unlimited). Iterate it with ``async for``; use it as an async
+    context manager to clean up.
+
+    ``until_caught_up`` ends the iteration once every message that existed at the start has been
+    delivered (for listings); otherwise it follows new messages forever.
+    """
+
+    def __init__(
+        self,
+        js: JetStream,
+        stream: str,
+        *,
+        filter_subjects: list[str] | None = None,
+        deliver_policy: str = "all",
+        opt_start_seq: int = 0,
+        headers_only: bool = False,
+        heartbeat: float = 5.0,
+        max_messages: int = 500,
+        until_caught_up: bool = False,
+        max_resets: int | None = None,
+        inactive_threshold: float = 300.0,
+        error_callback: ErrorCallback | None = None,
+    ) -> None:
+        self._js = js
+        self.stream = stream
+        self._filters = list(filter_subjects or [">"])
+        self._policy = deliver_policy
+        self._start_seq = opt_start_seq
+        self._headers_only = headers_only
+        self._options = pull_options(
+            max_messages=max_messages, expires=max(2 * heartbeat, 30.0), heartbeat=heartbeat
+        )
+        self._until_caught_up = until_caught_up
+        self._max_resets = max_resets
+        self._inactive_ns = int(inactive_threshold * 1e9)
+        self._on_error = error_callback
+        self._prefix = NUID().next().decode()
+        self._serial = 0
+        self._puller: Puller | None = None
+        self._name = ""
+        self._expected = 1  # next consumer sequence
+        self.last_stream_seq = 0
+        """Stream sequence of the last delivered message (0 before the first)."""
+        self.initial_pending: int | None = None
+        """Messages pending when the first consumer was created (the snapshot size)."""
+        self.resets = 0
+        self._caught_up = False
+        self._closed = False
+
+    # -- consumer (re)creation ----------------------------------------------------------------
+
+    def _config(self) -> ConsumerConfig:
+        self._serial += 1
+        resume = self.last_stream_seq > 0
+        return ConsumerConfig(
+            name=f"{self._prefix}_{self._serial}",
+            deliver_policy="by_start_sequence" if resume or self._start_seq else self._policy,  # type: ignore[arg-type]
+            opt_start_seq=self.last_stream_seq + 1 if resume else self._start_seq,
+            ack_policy="none",
+            filter_subjects=self._filters,
+            headers_only=self._headers_only,
+            mem_storage=True,
+            num_replicas=1,
+            inactive_threshold=self._inactive_ns,
+        )
+
+    async def _create(self) -> None:
+        info = await self._js.create_consumer_info(self.stream, self._config())
+        self._name = info.name
+        if self.initial_pending is None:
+            self.initial_pending = info.num_pending
+        if self._until_caught_up and info.num_pending == 0:
+            self._caught_up = True
+        self._expected = 1
+        self._puller = Puller(
+            self._js,
+            self.stream,
+            self._name,
+            self._options,
+            on_error=self._on_error,
+            signal_resets=True,
+        )
+        await self._puller.start()
+
+    async def _reset(self, why: str) -> None:
+        """Recreate the consumer after the last delivered message, retrying with backoff."""
+        old, old_name = self._puller, self._name
+        if old is not None:
+            await old.stop()
+        if old_name:
+            asyncio.get_running_loop().create_task(self._forget(old_name))
+        attempt = 0
+        while True:
+            if self._max_resets is not None and self.resets >= self._max_resets:
+                raise JetStreamError(f"ordered consumer gave up after {self.resets} resets ({why})")
+            self.resets += 1
+            try:
+                await self._create()
+                return
+            except StreamNotFoundError:
+                raise
+            except (JetStreamError, nats.errors.Error, OSError) as exc:
+                if self._on_error is not None:
+                    self._on_error(JetStreamError(f"ordered consumer reset ({why}) failed: {exc}"))
+            attempt += 1
+            await asyncio.sleep(min(0.25 * 2**attempt, 5.0))
+
+    async def _forget(self, name: str) -> None:
+        with contextlib.suppress(JetStreamError, nats.errors.Error, OSError):
+            await self._js.delete_consumer(self.stream, name)
+
+    # -- iteration ----------------------------------------------------------------------------
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> PullMessage:
+        if self._closed:
+            raise StopAsyncIteration
+        if self._puller is None:
+            await self._reset_first()
+        while True:
+            if self._caught_up:
+                await self.close()
+                raise StopAsyncIteration
+            assert self._puller is not None
+            item: Item = await self._puller.queue.get()
+            if isinstance(item, PullMessage):
+                self._puller.took(item)
+                meta = item.metadata
+                if meta.consumer_seq != self._expected:
+                    await self._reset(f"gap: got {meta.consumer_seq}, expected {self._expected}")
+                    continue
+                self._expected += 1
+                self.last_stream_seq = meta.stream_seq
+                if self._until_caught_up and meta.pending == 0:
+                    self._caught_up = True
+                return item
+            if isinstance(item, ResetSignal):
+                await self._reset(item.reason.value)
+                continue
+            if isinstance(item, BaseException):
+                await self.close()
+                raise item
+            raise StopAsyncIteration  # stopped
+
+    async def _reset_first(self) -> None:
+        try:
+            await self._create()
+        except (RequestTimeoutError, NoRespondersError, ConsumerNotFoundError):
+            await self._reset("initial create failed")
+
+    async def close(self) -> None:
+        """Stop pulling and delete the consumer (best effort)."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._puller is not None:
+            await self._puller.stop()
+        if self._name:
+            await self._forget(self._name)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()

@@ -1,0 +1,401 @@
+"""The pull engine under every consumer (ADR-37): one inbox for all pulls, pending accounting,
+status handling, idle heartbeats, and recovery across reconnects.
+
+:class:`Puller` keeps ``max_messages`` (or ``max_bytes``) requested-or-buffered: a message
+counts from the pull that asks for it until the caller takes it, so the buffer never holds more
+than one window whatever the caller's speed. When what is outstanding falls to the threshold
+(default half) it pulls the difference. ``Nats-Pending-Messages/Bytes`` on 408/409 statuses give
+back what an expired or completed pull did not deliver. It watches the connection itself (no
+callbacks needed): while disconnected the heartbeat clock is paused; after a reconnect pending
+is reset and a fresh pull goes out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import enum
+from typing import TYPE_CHECKING, Any, Final
+
+import msgspec
+from nats.aio.msg import Msg
+
+from . import headers as hdr
+from ._errors import (
+    ClientValidationError,
+    ConsumerDeletedError,
+    HeartbeatMissedError,
+    JetStreamError,
+    NoRespondersError,
+    PullRequestError,
+    UnsupportedServerFeatureError,
+)
+from ._message import AckReply, parse_ack_reply
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ._context import JetStream
+
+__all__ = ["PullMessage", "PullOptions", "Puller", "ResetSignal", "pull_options"]
+
+DEFAULT_MAX_MESSAGES: Final = 500
+DEFAULT_EXPIRES: Final = 30.0
+BYTES_MODE_BATCH: Final = 1_000_000
+_MIN_EXPIRES: Final = 1.0
+_MAX_HEARTBEAT: Final = 30.0
+_MIN_HEARTBEAT: Final = 0.5
+_NS: Final = 1_000_000_000
+
+
+class PullMessage:
+    """A message delivered by a consumer, with its acknowledgement methods."""
+
+    __slots__ = ("_meta", "_nc", "data", "headers", "reply", "size", "subject")
+
+    def __init__(self, msg: Msg, size: int) -> None:
+        self.subject: str = msg.subject
+        self.data: bytes = msg.data
+        self.headers: dict[str, str] = dict(msg.headers or {})
+        self.reply: str = msg.reply
+        self.size = size
+        self._nc = msg._client
+        self._meta: AckReply | None = None
+
+    @property
+    def metadata(self) -> AckReply:
+        """Stream and consumer sequences, delivery count, time and pending, from the reply."""
+        if self._meta is None:
+            self._meta = parse_ack_reply(self.reply)
+        return self._meta
+
+    async def ack(self) -> None:
+        """Acknowledge (consumers with ``ack_policy`` explicit or all)."""
+        await self._nc.publish(self.reply, b"+ACK")
+
+    async def nak(self, delay: float | None = None) -> None:
+        """Ask for redelivery, after ``delay`` seconds if given."""
+        body = b"-NAK" if delay is None else b'-NAK {"delay":%d}' % int(delay * _NS)
+        await self._nc.publish(self.reply, body)
+
+    async def in_progress(self) -> None:
+        """Reset the ack timer: still working on it."""
+        await self._nc.publish(self.reply, b"+WPI")
+
+    async def term(self) -> None:
+        """Never redeliver."""
+        await self._nc.publish(self.reply, b"+TERM")
+
+    def __repr__(self) -> str:
+        return f"<PullMessage {self.subject} {len(self.data)}B>"
+
+
+@dataclasses.dataclass(frozen=True)
+class PullOptions:
+    """Validated consume/fetch options (see :func:`pull_options`)."""
+
+    max_messages: int
+    max_bytes: int
+    expires: float
+    heartbeat: float
+    threshold_messages: int
+    threshold_bytes: int
+
+    @property
+    def bytes_mode(self) -> bool:
+        return self.max_bytes > 0
+
+
+def pull_options(
+    *,
+    max_messages: int | None = None,
+    max_bytes: int | None = None,
+    expires: float = DEFAULT_EXPIRES,
+    heartbeat: float | None = None,
+    threshold_messages: int | None = None,
+    threshold_bytes: int | None = None,
+) -> PullOptions:
+    """Check and complete consume options with ADR-37's defaults.
+
+    ``max_messages`` (default 500) **or** ``max_bytes`` bounds the buffer; ``expires`` (>= 1 s,
+    default 30 s) is each pull's lifetime; ``heartbeat`` defaults to ``expires / 2`` capped to
+    0.5..30 s and may not exceed ``expires / 2``; thresholds default to half the buffer.
+
+    Raises:
+        ClientValidationError: both limits, a non-positive limit, ``expires`` below 1 s, or a
+            heartbeat out of range.
+    """
+    if max_messages is not None and max_bytes is not None:
+        raise ClientValidationError("give max_messages or max_bytes, not both")
+    if max_bytes is not None and max_bytes < 1:
+        raise ClientValidationError(f"max_bytes must be positive: {max_bytes}")
+    if max_messages is not None and max_messages < 1:
+        raise ClientValidationError(f"max_messages must be positive: {max_messages}")
+    if expires < _MIN_EXPIRES:
+        raise ClientValidationError(f"expires must be at least {_MIN_EXPIRES:g}s: {expires}")
+    if heartbeat is None:
+        heartbeat = max(_MIN_HEARTBEAT, min(expires / 2, _MAX_HEARTBEAT))
+    if not _MIN_HEARTBEAT <= heartbeat <= expires / 2:
+        raise ClientValidationError(
+            f"heartbeat must be between {_MIN_HEARTBEAT:g}s and expires/2: {heartbeat}"
+        )
+    messages = max_messages if max_messages is not None else DEFAULT_MAX_MESSAGES
+    limit_bytes = max_bytes or 0
+    return PullOptions(
+        max_messages=BYTES_MODE_BATCH if limit_bytes else messages,
+        max_bytes=limit_bytes,
+        expires=expires,
+        heartbeat=heartbeat,
+        threshold_messages=threshold_messages if threshold_messages is not None else messages // 2,
+        threshold_bytes=threshold_bytes if threshold_bytes is not None else limit_bytes // 2,
+    )
+
+
+class ResetReason(enum.Enum):
+    HEARTBEAT = "missed heartbeats"
+    RECONNECT = "reconnected"
+    DELETED = "consumer deleted"
+    NO_RESPONDERS = "consumer not found"
+
+
+@dataclasses.dataclass(frozen=True)
+class ResetSignal:
+    """Put in the queue instead of a warning/error when the owner recreates consumers."""
+
+    reason: ResetReason
+
+
+Item = PullMessage | ResetSignal | BaseException | None
+"""What the queue yields: a message, a reset request, a terminal error, or None (stopped)."""
+
+
+def message_size(msg: Msg) -> int:
+    """A message's size as the server counts it: subject + reply + headers + payload."""
+    header_len = 0
+    if msg.headers:
+        header_len = 12 + sum(len(k) + len(v) + 4 for k, v in msg.headers.items())
+    return len(msg.subject) + len(msg.reply) + header_len + len(msg.data)
+
+
+class Puller:
+    """Keeps one consumer's messages flowing into a queue (see the module docstring).
+
+    ``on_error`` receives warnings (missed heartbeats, no responders) and is never fatal.
+    With ``signal_resets`` those conditions, a reconnect and a deleted consumer are put in the
+    queue as :class:`ResetSignal` instead, for an owner that recreates the consumer.
+    """
+
+    def __init__(
+        self,
+        js: JetStream,
+        stream: str,
+        consumer: str,
+        options: PullOptions,
+        *,
+        on_error: Callable[[JetStreamError], None] | None = None,
+        signal_resets: bool = False,
+    ) -> None:
+        self._js = js
+        self._next_subject = js.api.consumer_next(stream, consumer)
+        self._opts = options
+        self._on_error = on_error
+        self._signal_resets = signal_resets
+        self.queue: asyncio.Queue[Item] = asyncio.Queue()
+        self._pending_msgs = 0  # requested, not delivered
+        self._pending_bytes = 0
+        self._buffered_msgs = 0  # delivered, not taken
+        self._buffered_bytes = 0
+        self._sub: Any = None
+        self._monitor: asyncio.Task[None] | None = None
+        self._last_activity = 0.0
+        self._reconnects = 0
+        self._stopped = False
+        self._draining = False
+
+    # -- life cycle ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        nc = self._js.nc
+        inbox = nc.new_inbox()
+        self._sub = await nc.subscribe(inbox, cb=self._on_msg)
+        self._inbox = inbox
+        self._reconnects = nc.stats.get("reconnects", 0)
+        self._last_activity = asyncio.get_running_loop().time()
+        await self._pull_more()
+        self._monitor = asyncio.create_task(self._watch())
+
+    async def stop(self) -> None:
+        """Stop at once: no more pulls, the subscription goes, buffered messages are dropped."""
+        if self._stopped:
+            return
+        self._stopped = True
+        if self._monitor is not None:
+            self._monitor.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._monitor
+        if self._sub is not None:
+            with contextlib.suppress(Exception):
+                await self._sub.unsubscribe()
+        self.queue.put_nowait(None)
+
+    def drain(self) -> None:
+        """Stop pulling; the caller gets what is buffered and in flight, then the end."""
+        self._draining = True
+        if self._pending_msgs <= 0:
+            self.queue.put_nowait(None)
+
+    def took(self, message: PullMessage) -> None:
+        """The caller took ``message`` from the queue: free its room in the window."""
+        self._buffered_msgs -= 1
+        self._buffered_bytes -= message.size
+        self._schedule_pull()
+
+    # -- pulling ------------------------------------------------------------------------------
+
+    def _outstanding(self) -> tuple[int, int]:
+        return (
+            self._pending_msgs + self._buffered_msgs,
+            self._pending_bytes + self._buffered_bytes,
+        )
+
+    def _needs_pull(self) -> bool:
+        if self._stopped or self._draining:
+            return False
+        msgs, size = self._outstanding()
+        if self._opts.bytes_mode:
+            return size <= self._opts.threshold_bytes
+        return msgs <= self._opts.threshold_messages
+
+    def _schedule_pull(self) -> None:
+        if self._needs_pull():
+            asyncio.get_running_loop().create_task(self._pull_more())
+
+    async def _pull_more(self) -> None:
+        if not self._needs_pull() or not self._js.nc.is_connected:
+            return
+        msgs, size = self._outstanding()
+        request: dict[str, int] = {
+            "expires": int(self._opts.expires * _NS),
+            "idle_heartbeat": int(self._opts.heartbeat * _NS),
+        }
+        if self._opts.bytes_mode:
+            request["batch"] = BYTES_MODE_BATCH
+            request["max_bytes"] = self._opts.max_bytes - size
+            self._pending_bytes += request["max_bytes"]
+        else:
+            request["batch"] = self._opts.max_messages - msgs
+        self._pending_msgs += request["batch"]
+        try:
+            await self._js.nc.publish(
+                self._next_subject, msgspec.json.encode(request), reply=self._inbox
+            )
+        except Exception as exc:  # disconnected meanwhile: the watcher re-pulls on reconnect
+            self._warn(JetStreamError(f"pull request not sent: {exc}"))
+
+    def _reset_pending(self) -> None:
+        self._pending_msgs = 0
+        self._pending_bytes = 0
+
+    # -- incoming -----------------------------------------------------------------------------
+
+    async def _on_msg(self, msg: Msg) -> None:
+        self._last_activity = asyncio.get_running_loop().time()
+        headers = msg.headers or {}
+        status = headers.get(hdr.STATUS)
+        if status is None and msg.reply:
+            size = message_size(msg)
+            self._pending_msgs -= 1
+            self._pending_bytes -= size
+            self._buffered_msgs += 1
+            self._buffered_bytes += size
+            self.queue.put_nowait(PullMessage(msg, size))
+            if self._draining and self._pending_msgs <= 0:
+                self.queue.put_nowait(None)
+            return
+        if status is not None:
+            self._on_status(status, str(headers.get("Description", "")).strip(), headers)
+
+    def _on_status(self, status: str, description: str, headers: dict[str, str]) -> None:
+        if status == "100":
+            return  # idle heartbeat: activity already noted
+        if status in ("408", "409") and hdr.PENDING_MESSAGES in headers:
+            # An expired or completed pull gives back what it did not deliver.
+            self._pending_msgs -= int(headers.get(hdr.PENDING_MESSAGES, "0"))
+            self._pending_bytes -= int(headers.get(hdr.PENDING_BYTES, "0"))
+            if self._draining and self._pending_msgs <= 0:
+                self.queue.put_nowait(None)
+            self._schedule_pull()
+            return
+        if status == "404" or (status == "409" and description.startswith("Exceeded MaxWaiting")):
+            self._warn(PullRequestError(f"pull: {status} {description}", code=int(status)))
+            return
+        if status == "409" and description == "Consumer Deleted":
+            self._reset_or_fail(ResetReason.DELETED, ConsumerDeletedError("consumer deleted"))
+            return
+        if status == "503":
+            self._reset_pending()
+            self._reset_or_warn(ResetReason.NO_RESPONDERS, NoRespondersError(
+                "no responders for the pull: consumer missing or no leader", code=503
+            ))  # fmt: skip
+            return
+        error: JetStreamError
+        if status == "412":
+            error = UnsupportedServerFeatureError(f"pull: {description}", code=412)
+        else:
+            error = PullRequestError(f"pull refused: {status} {description}", code=int(status))
+        self._fail(error)
+
+    # -- outcomes -----------------------------------------------------------------------------
+
+    def _warn(self, error: JetStreamError) -> None:
+        if self._on_error is not None:
+            self._on_error(error)
+
+    def _fail(self, error: BaseException) -> None:
+        """A terminal condition: the caller gets the error; nothing more is pulled."""
+        self._stopped = True
+        self.queue.put_nowait(error)
+
+    def _reset_or_fail(self, reason: ResetReason, error: BaseException) -> None:
+        if self._signal_resets:
+            self._stopped = True
+            self.queue.put_nowait(ResetSignal(reason))
+        else:
+            self._fail(error)
+
+    def _reset_or_warn(self, reason: ResetReason, error: JetStreamError) -> None:
+        if self._signal_resets:
+            self._stopped = True
+            self.queue.put_nowait(ResetSignal(reason))
+        else:
+            self._warn(error)
+
+    # -- connection and heartbeat watch -------------------------------------------------------
+
+    async def _watch(self) -> None:
+        loop = asyncio.get_running_loop()
+        tick = min(0.1, self._opts.heartbeat / 4)
+        while not self._stopped:
+            await asyncio.sleep(tick)
+            nc = self._js.nc
+            if not nc.is_connected:
+                self._last_activity = loop.time()  # the heartbeat clock pauses while offline
+                continue
+            reconnects = nc.stats.get("reconnects", 0)
+            if reconnects != self._reconnects:
+                self._reconnects = reconnects
+                self._last_activity = loop.time()
+                self._reset_pending()
+                if self._signal_resets:
+                    self._reset_or_fail(ResetReason.RECONNECT, JetStreamError("reconnected"))
+                    return
+                await self._pull_more()
+                continue
+            silent = loop.time() - self._last_activity
+            if silent > 2 * self._opts.heartbeat and not self._draining:
+                self._last_activity = loop.time()
+                self._reset_pending()
+                missed = HeartbeatMissedError(f"no message or heartbeat for {silent:.1f}s")
+                self._reset_or_warn(ResetReason.HEARTBEAT, missed)
+                await self._pull_more()
