@@ -432,7 +432,7 @@ class OrderedConsumer:
         if self._closed:
             raise StopAsyncIteration
         if self._puller is None:
-            await self._reset_first()
+            await self.start()
         while True:
             if self._caught_up:
                 await self.close()
@@ -458,7 +458,15 @@ class OrderedConsumer:
                 raise item
             raise StopAsyncIteration  # stopped
 
-    async def _reset_first(self) -> None:
+    async def start(self) -> None:
+        """Create the first consumer now (iteration does it otherwise); afterwards
+        :attr:`initial_pending` is known.
+
+        Raises:
+            StreamNotFoundError: no such stream.
+        """
+        if self._puller is not None:
+            return
         try:
             await self._create()
         except (RequestTimeoutError, NoRespondersError, ConsumerNotFoundError):
@@ -475,6 +483,7 @@ class OrderedConsumer:
             await self._forget(self._name)
 
     async def __aenter__(self) -> Self:
+        await self.start()
         return self
 
     async def __aexit__(

@@ -37,6 +37,7 @@ from ._manage import (
 )
 from ._models import MAX_HISTORY, BucketConfig, BucketStatus, Entry, Op
 from ._snapshot import Snapshot
+from ._watch import KeyWatcher
 
 __all__ = [
     "MAX_HISTORY",
@@ -57,6 +58,7 @@ __all__ = [
     "KeyBatch",
     "KeyExistsError",
     "KeyNotFoundError",
+    "KeyWatcher",
     "Op",
     "Snapshot",
     "ValueTooLargeError",
@@ -71,6 +73,15 @@ __all__ = [
     "validate_key",
 ]
 
-for _name in ("Bucket", "BucketConfig", "BucketStatus", "Entry", "KeyBatch", "Op", "Snapshot"):
+for _name in (
+    "Bucket",
+    "BucketConfig",
+    "BucketStatus",
+    "Entry",
+    "KeyBatch",
+    "KeyWatcher",
+    "Op",
+    "Snapshot",
+):
     globals()[_name].__module__ = __name__
 del _name

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 
 from jetstream import (
@@ -42,6 +42,7 @@ from ._models import (
     subject_prefix,
 )
 from ._snapshot import Snapshot, read_snapshot
+from ._watch import KeyWatcher, iter_history, iter_keys
 
 __all__ = ["Bucket", "BytesLike"]
 
@@ -286,6 +287,57 @@ class Bucket:
         """
         return await read_snapshot(self, keys)
 
+    # -- watching and listing -----------------------------------------------------------------
+
+    def watch(
+        self,
+        keys: str | list[str] = ">",
+        *,
+        include_history: bool = False,
+        updates_only: bool = False,
+        ignore_deletes: bool = False,
+        meta_only: bool = False,
+        resume_from: int | None = None,
+    ) -> KeyWatcher:
+        """Watch keys matching ``keys`` (a filter such as ``"alice.>"`` or a list of them)::
+
+            async with bucket.watch("alice.>") as watcher:
+                async for entry in watcher:     # entry.op: PUT, DELETE, PURGE or EXPIRED
+                    ...
+
+        See :class:`KeyWatcher` for the options; ``resume_from`` starts at that revision.
+
+        Raises:
+            InvalidKeyError: a bad filter; ClientValidationError: conflicting options (both at
+                once, before anything is sent).
+        """
+        return KeyWatcher(
+            self,
+            keys,
+            include_history=include_history,
+            updates_only=updates_only,
+            ignore_deletes=ignore_deletes,
+            meta_only=meta_only,
+            resume_from=resume_from,
+        )
+
+    def keys(self, filters: str | list[str] = ">") -> AsyncIterator[str]:
+        """Keys that have a live value, optionally matching filters (filtered by the server).
+
+        Raises:
+            InvalidKeyError: a bad filter.
+        """
+        return iter_keys(self, filters)
+
+    def history(self, key: str) -> AsyncIterator[Entry]:
+        """Every stored revision of ``key``, oldest first (tombstones and markers included).
+
+        Raises:
+            InvalidKeyError: a bad key.
+            KeyNotFoundError: the key has no stored revision (raised at the end).
+        """
+        return iter_history(self, key)
+
     # -- reads --------------------------------------------------------------------------------
 
     async def get(self, key: str, *, revision: int | None = None) -> Entry:
@@ -367,6 +419,16 @@ class Bucket:
             )
         return seconds
 
+    @staticmethod
+    def _stored_ttl(headers: dict[str, str]) -> int | None:
+        text = headers.get(hdr.TTL)
+        if not text:
+            return None
+        try:
+            return parse_ttl_header(text)
+        except InvalidTTLError:
+            return None
+
     def _payload(self, value: BytesLike) -> bytes:
         if not isinstance(value, bytes | bytearray | memoryview):
             raise TypeError(f"value must be bytes-like, not {type(value).__name__}")
@@ -426,19 +488,9 @@ class Bucket:
             revision=message.seq,
             created=message.time,
             op=op_from_headers(message.headers),
-            ttl=_stored_ttl(message.headers),
+            ttl=self._stored_ttl(message.headers),
         )
 
 
 def _expect(headers: dict[str, str], revision: int) -> dict[str, str]:
     return {**headers, hdr.EXPECTED_LAST_SUBJECT_SEQUENCE: str(revision)}
-
-
-def _stored_ttl(headers: dict[str, str]) -> int | None:
-    text = headers.get(hdr.TTL)
-    if not text:
-        return None
-    try:
-        return parse_ttl_header(text)
-    except InvalidTTLError:
-        return None

@@ -1,0 +1,163 @@
+"""KeyWatcher: a bucket's changes as an async iterator of entries, on an ordered consumer that
+survives reconnects and server restarts, with expiry markers as their own ``Op.EXPIRED``."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from types import TracebackType
+from typing import TYPE_CHECKING, Self
+
+from jetstream import ClientValidationError, KeyNotFoundError, OrderedConsumer, PullMessage
+from jetstream import headers as hdr
+
+from ._keys import validate_filter, validate_key
+from ._models import Entry, Op, op_from_headers
+
+if TYPE_CHECKING:
+    from ._bucket import Bucket
+
+__all__ = ["KeyWatcher", "iter_history", "iter_keys"]
+
+
+def _filters(bucket: Bucket, keys: str | list[str]) -> list[str]:
+    patterns = [keys] if isinstance(keys, str) else list(keys)
+    if not patterns:
+        raise ClientValidationError("watch needs at least one key filter")
+    for pattern in patterns:
+        validate_filter(pattern)
+    return [bucket._prefix + pattern for pattern in patterns]
+
+
+def entry_from(bucket: Bucket, message: PullMessage) -> Entry:
+    meta = message.metadata
+    headers = message.headers
+    return Entry(
+        bucket=bucket.name,
+        key=message.subject[len(bucket._prefix) :],
+        value=message.data,
+        revision=meta.stream_seq,
+        created=meta.time,
+        op=op_from_headers(headers),
+        delta=meta.pending,
+        ttl=bucket._stored_ttl(headers) if hdr.TTL in headers else None,
+    )
+
+
+class KeyWatcher:
+    """Changes of the keys matching the filters, in revision order, each revision once.
+
+    First the current value of each key (or its whole history with ``include_history``, or
+    nothing with ``updates_only``), then every change as it happens. :attr:`initial_done` is set
+    once that first part has been delivered. Tombstones arrive as ``Op.DELETE``/``Op.PURGE`` and
+    server expiry markers as ``Op.EXPIRED``, unless ``ignore_deletes``. With ``meta_only`` the
+    values are left out. After a disconnect or a server restart the watch resumes after the last
+    revision it delivered.
+    """
+
+    def __init__(
+        self,
+        bucket: Bucket,
+        keys: str | list[str] = ">",
+        *,
+        include_history: bool = False,
+        updates_only: bool = False,
+        ignore_deletes: bool = False,
+        meta_only: bool = False,
+        resume_from: int | None = None,
+        heartbeat: float = 5.0,
+    ) -> None:
+        if include_history and updates_only:
+            raise ClientValidationError("include_history and updates_only exclude each other")
+        if resume_from is not None:
+            if updates_only:
+                raise ClientValidationError("resume_from and updates_only exclude each other")
+            if isinstance(resume_from, bool) or not isinstance(resume_from, int) or resume_from < 1:
+                raise ClientValidationError(f"resume_from must be a revision >= 1: {resume_from!r}")
+        self._bucket = bucket
+        self._ignore_deletes = ignore_deletes
+        self._updates_only = updates_only
+        policy = "all" if include_history else "new" if updates_only else "last_per_subject"
+        self._consumer = OrderedConsumer(
+            bucket._js,
+            bucket.stream,
+            filter_subjects=_filters(bucket, keys),
+            deliver_policy=policy,
+            opt_start_seq=resume_from or 0,
+            headers_only=meta_only,
+            heartbeat=heartbeat,
+        )
+        self.initial_done = asyncio.Event()
+        """Set once the initial values (or history) have been delivered."""
+        self._started = False
+
+    async def _start(self) -> None:
+        self._started = True
+        await self._consumer.start()
+        if self._updates_only or not self._consumer.initial_pending:
+            self.initial_done.set()
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> Entry:
+        if not self._started:
+            await self._start()
+        while True:
+            message = await self._consumer.__anext__()
+            entry = entry_from(self._bucket, message)
+            if entry.delta == 0:
+                self.initial_done.set()
+            if self._ignore_deletes and entry.op is not Op.PUT:
+                continue
+            return entry
+
+    async def stop(self) -> None:
+        """Stop watching and delete the consumer."""
+        await self._consumer.close()
+
+    async def __aenter__(self) -> Self:
+        if not self._started:
+            await self._start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+
+async def iter_keys(bucket: Bucket, keys: str | list[str]) -> AsyncIterator[str]:
+    """Keys with a live value matching the filters, filtered by the server."""
+    async with OrderedConsumer(
+        bucket._js,
+        bucket.stream,
+        filter_subjects=_filters(bucket, keys),
+        deliver_policy="last_per_subject",
+        headers_only=True,
+        until_caught_up=True,
+    ) as consumer:
+        async for message in consumer:
+            if op_from_headers(message.headers) is Op.PUT:
+                yield message.subject[len(bucket._prefix) :]
+
+
+async def iter_history(bucket: Bucket, key: str) -> AsyncIterator[Entry]:
+    """Every stored revision of ``key``, oldest first, tombstones and markers included."""
+    validate_key(key)
+    found = False
+    async with OrderedConsumer(
+        bucket._js,
+        bucket.stream,
+        filter_subjects=[bucket._prefix + key],
+        deliver_policy="all",
+        until_caught_up=True,
+    ) as consumer:
+        async for message in consumer:
+            found = True
+            yield entry_from(bucket, message)
+    if not found:
+        raise KeyNotFoundError(key, f"key {key!r} has no history")
