@@ -14,17 +14,21 @@ from pathlib import Path
 
 import jetstream
 
-from . import kv_atomic
+from . import kv_atomic, kv_watch
 from ._harness import Scenario, machine, table
 
 
-async def measure(url: str, sizes: list[int], get_size: int, rounds: int) -> list[Scenario]:
+async def measure(args: argparse.Namespace, url: str) -> list[Scenario]:
     async with kv_atomic.clients(url) as c:
-        scenarios = [kv_atomic.put_many_scenario(c, n) for n in sizes]
-        await c.bucket.put_many({f"rec.k{i}": kv_atomic.VALUE for i in range(get_size)})
-        scenarios.append(kv_atomic.get_many_scenario(c, get_size))
+        scenarios = [kv_atomic.put_many_scenario(c, n) for n in args.sizes]
+        await c.bucket.put_many({f"rec.k{i}": kv_atomic.VALUE for i in range(args.get_size)})
+        scenarios.append(kv_atomic.get_many_scenario(c, args.get_size))
         for scenario in scenarios:
-            await scenario.run(rounds)
+            await scenario.run(args.rounds)
+    async with kv_watch.watch_bucket(url, args.watch_keys) as (bucket, peer_kv):
+        watching = kv_watch.watch_scenario(bucket, peer_kv, args.watch_keys, args.watch_updates)
+        await watching.run(args.watch_rounds)
+        scenarios.append(watching)
     return scenarios
 
 
@@ -33,14 +37,18 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 1000])
     parser.add_argument("--get-size", type=int, default=100)
+    parser.add_argument("--watch-keys", type=int, default=100_000)
+    parser.add_argument("--watch-updates", type=int, default=20_000)
+    parser.add_argument("--watch-rounds", type=int, default=3)
     parser.add_argument("--write", type=Path, help="also write a markdown report here")
     args = parser.parse_args()
     with jetstream.EmbeddedServer() as server:
-        scenarios = asyncio.run(measure(server.url, args.sizes, args.get_size, args.rounds))
+        scenarios = asyncio.run(measure(args, server.url))
     command = "python -m benchmarks " + " ".join(sys.argv[1:])
     report = (
         f"Command: `{command.strip()}`  \nMachine: {machine()}  \n"
-        f"Medians of {args.rounds} interleaved rounds after one warm-up; values of 100 bytes.\n\n"
+        f"Medians of {args.rounds} interleaved rounds ({args.watch_rounds} for the watch) after "
+        "one warm-up; values of 100 bytes.\n\n"
         f"{table(scenarios)}\n"
     )
     print(report)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import msgspec
 
@@ -18,6 +18,7 @@ __all__ = [
     "parse_timestamp",
 ]
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _FRACTION = re.compile(r"\.\d+")
 
 # Headers the server appends to a direct-get reply; the rest are the message's own.
@@ -112,13 +113,20 @@ def parse_ack_reply(reply: str) -> AckReply:
         ValueError: not a JetStream ack subject.
     """
     tokens = reply.split(".")
-    if len(tokens) < 9 or tokens[0] != "$JS" or tokens[1] != "ACK":
+    count = len(tokens)
+    if count < 9 or tokens[0] != "$JS" or tokens[1] != "ACK":
         raise ValueError(f"not a JetStream ack reply: {reply!r}")
-    if len(tokens) >= 11:  # $JS.ACK.<domain>.<account hash>.<stream>... [.<random>]
-        tokens = tokens[:2] + tokens[4:11]
-    stream, consumer = tokens[2], tokens[3]
-    delivered, sseq, dseq, ts_ns, pending = (int(t) for t in tokens[4:9])
-    time = datetime.fromtimestamp(ts_ns // 1_000_000_000, UTC).replace(
-        microsecond=(ts_ns % 1_000_000_000) // 1_000
-    )
-    return AckReply(stream, consumer, delivered, sseq, dseq, time, pending)
+    base = 4 if count >= 11 else 2  # $JS.ACK.<domain>.<account hash>.<stream>... [.<random>]
+    try:
+        ts_ns = int(tokens[base + 5])
+        return AckReply(
+            tokens[base],
+            tokens[base + 1],
+            int(tokens[base + 2]),
+            int(tokens[base + 3]),
+            int(tokens[base + 4]),
+            _EPOCH + timedelta(microseconds=ts_ns // 1_000),
+            int(tokens[base + 6]),
+        )
+    except (ValueError, IndexError) as exc:
+        raise ValueError(f"not a JetStream ack reply: {reply!r}") from exc

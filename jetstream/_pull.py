@@ -13,6 +13,7 @@ is reset and a fresh pull goes out.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import dataclasses
 import enum
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
 
     from ._context import JetStream
 
-__all__ = ["PullMessage", "PullOptions", "Puller", "ResetSignal", "pull_options"]
+__all__ = ["ItemQueue", "PullMessage", "PullOptions", "Puller", "ResetSignal", "pull_options"]
 
 DEFAULT_MAX_MESSAGES: Final = 500
 DEFAULT_EXPIRES: Final = 30.0
@@ -170,6 +171,29 @@ Item = PullMessage | ResetSignal | BaseException | None
 """What the queue yields: a message, a reset request, a terminal error, or None (stopped)."""
 
 
+class ItemQueue:
+    """A one-reader queue: a deque plus a wake-up future, cheaper per item than asyncio.Queue
+    (this is on the per-message path of every watch)."""
+
+    __slots__ = ("_items", "_waiter")
+
+    def __init__(self) -> None:
+        self._items: collections.deque[Item] = collections.deque()
+        self._waiter: asyncio.Future[None] | None = None
+
+    def put_nowait(self, item: Item) -> None:
+        self._items.append(item)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def get(self) -> Item:
+        while not self._items:
+            self._waiter = asyncio.get_running_loop().create_future()
+            await self._waiter
+        return self._items.popleft()
+
+
 def message_size(msg: Msg) -> int:
     """A message's size as the server counts it: subject + reply + headers + payload."""
     header_len = 0
@@ -201,7 +225,7 @@ class Puller:
         self._opts = options
         self._on_error = on_error
         self._signal_resets = signal_resets
-        self.queue: asyncio.Queue[Item] = asyncio.Queue()
+        self.queue = ItemQueue()
         self._pending_msgs = 0  # requested, not delivered
         self._pending_bytes = 0
         self._buffered_msgs = 0  # delivered, not taken
@@ -221,7 +245,8 @@ class Puller:
         self._sub = await nc.subscribe(inbox, cb=self._on_msg)
         self._inbox = inbox
         self._reconnects = nc.stats.get("reconnects", 0)
-        self._last_activity = asyncio.get_running_loop().time()
+        self._loop = asyncio.get_running_loop()
+        self._last_activity = self._loop.time()
         await self._pull_more()
         self._monitor = asyncio.create_task(self._watch())
 
@@ -268,12 +293,19 @@ class Puller:
         return msgs <= self._opts.threshold_messages
 
     def _schedule_pull(self) -> None:
-        if self._needs_pull():
-            asyncio.get_running_loop().create_task(self._pull_more())
+        body = self._next_pull()
+        if body is not None:
+            self._loop.create_task(self._send_pull(body))
 
     async def _pull_more(self) -> None:
+        body = self._next_pull()
+        if body is not None:
+            await self._send_pull(body)
+
+    def _next_pull(self) -> bytes | None:
+        """The next pull request, counted as pending now (so it is asked for only once)."""
         if not self._needs_pull() or not self._js.nc.is_connected:
-            return
+            return None
         msgs, size = self._outstanding()
         request: dict[str, int] = {
             "expires": int(self._opts.expires * _NS),
@@ -286,10 +318,11 @@ class Puller:
         else:
             request["batch"] = self._opts.max_messages - msgs
         self._pending_msgs += request["batch"]
+        return msgspec.json.encode(request)
+
+    async def _send_pull(self, body: bytes) -> None:
         try:
-            await self._js.nc.publish(
-                self._next_subject, msgspec.json.encode(request), reply=self._inbox
-            )
+            await self._js.nc.publish(self._next_subject, body, reply=self._inbox)
         except Exception as exc:  # disconnected meanwhile: the watcher re-pulls on reconnect
             self._warn(JetStreamError(f"pull request not sent: {exc}"))
 
@@ -300,11 +333,11 @@ class Puller:
     # -- incoming -----------------------------------------------------------------------------
 
     async def _on_msg(self, msg: Msg) -> None:
-        self._last_activity = asyncio.get_running_loop().time()
+        self._last_activity = self._loop.time()
         headers = msg.headers or {}
         status = headers.get(hdr.STATUS)
         if status is None and msg.reply:
-            size = message_size(msg)
+            size = message_size(msg) if self._opts.bytes_mode else 0  # only bytes mode counts
             self._pending_msgs -= 1
             self._pending_bytes -= size
             self._buffered_msgs += 1

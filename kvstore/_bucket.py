@@ -42,7 +42,7 @@ from ._models import (
     subject_prefix,
 )
 from ._snapshot import Snapshot, read_snapshot
-from ._watch import KeyWatcher, iter_history, iter_keys
+from ._watch import KeyWatcher, iter_history, iter_keys, watch_subjects
 
 __all__ = ["Bucket", "BytesLike"]
 
@@ -327,7 +327,7 @@ class Bucket:
         Raises:
             InvalidKeyError: a bad filter.
         """
-        return iter_keys(self, filters)
+        return iter_keys(self, watch_subjects(self, filters))
 
     def history(self, key: str) -> AsyncIterator[Entry]:
         """Every stored revision of ``key``, oldest first (tombstones and markers included).
@@ -336,6 +336,7 @@ class Bucket:
             InvalidKeyError: a bad key.
             KeyNotFoundError: the key has no stored revision (raised at the end).
         """
+        validate_key(key)
         return iter_history(self, key)
 
     # -- reads --------------------------------------------------------------------------------

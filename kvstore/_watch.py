@@ -11,16 +11,16 @@ from typing import TYPE_CHECKING, Self
 from jetstream import ClientValidationError, KeyNotFoundError, OrderedConsumer, PullMessage
 from jetstream import headers as hdr
 
-from ._keys import validate_filter, validate_key
+from ._keys import validate_filter
 from ._models import Entry, Op, op_from_headers
 
 if TYPE_CHECKING:
     from ._bucket import Bucket
 
-__all__ = ["KeyWatcher", "iter_history", "iter_keys"]
+__all__ = ["KeyWatcher", "iter_history", "iter_keys", "watch_subjects"]
 
 
-def _filters(bucket: Bucket, keys: str | list[str]) -> list[str]:
+def watch_subjects(bucket: Bucket, keys: str | list[str]) -> list[str]:
     patterns = [keys] if isinstance(keys, str) else list(keys)
     if not patterns:
         raise ClientValidationError("watch needs at least one key filter")
@@ -81,7 +81,7 @@ class KeyWatcher:
         self._consumer = OrderedConsumer(
             bucket._js,
             bucket.stream,
-            filter_subjects=_filters(bucket, keys),
+            filter_subjects=watch_subjects(bucket, keys),
             deliver_policy=policy,
             opt_start_seq=resume_from or 0,
             headers_only=meta_only,
@@ -130,12 +130,12 @@ class KeyWatcher:
         await self.stop()
 
 
-async def iter_keys(bucket: Bucket, keys: str | list[str]) -> AsyncIterator[str]:
-    """Keys with a live value matching the filters, filtered by the server."""
+async def iter_keys(bucket: Bucket, subjects: list[str]) -> AsyncIterator[str]:
+    """Keys with a live value on ``subjects`` (see :func:`watch_subjects`), server-filtered."""
     async with OrderedConsumer(
         bucket._js,
         bucket.stream,
-        filter_subjects=_filters(bucket, keys),
+        filter_subjects=subjects,
         deliver_policy="last_per_subject",
         headers_only=True,
         until_caught_up=True,
@@ -146,8 +146,8 @@ async def iter_keys(bucket: Bucket, keys: str | list[str]) -> AsyncIterator[str]
 
 
 async def iter_history(bucket: Bucket, key: str) -> AsyncIterator[Entry]:
-    """Every stored revision of ``key``, oldest first, tombstones and markers included."""
-    validate_key(key)
+    """Every stored revision of a validated ``key``, oldest first, tombstones and markers
+    included."""
     found = False
     async with OrderedConsumer(
         bucket._js,

@@ -13,11 +13,15 @@ def test_benchmark_runner_prints_a_table(tmp_path: Path) -> None:
     report = tmp_path / "report.md"
     result = subprocess.run(
         [sys.executable, "-m", "benchmarks", "--rounds", "1", "--sizes", "10", "--get-size",
-         "10", "--write", str(report)],
+         "10", "--watch-keys", "200", "--watch-updates", "100", "--watch-rounds", "1",
+         "--write", str(report)],
         cwd=ROOT, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     text = report.read_text()
-    for variant in ("kvstore put_many", "nats-py kv.put sequential", "hand-written", "get_many"):
+    for variant in (
+        "kvstore put_many", "nats-py kv.put sequential", "hand-written", "get_many",
+        "kvstore watch()", "nats-py kv.watchall()",
+    ):  # fmt: skip
         assert variant in text
     assert "Machine:" in text and "nats-server" in text

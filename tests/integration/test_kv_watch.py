@@ -1,0 +1,161 @@
+"""KV watch, keys and history on a real server, including a watch across a server restart."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+import jetstream
+import kvstore
+from kvstore import Bucket, Entry, Op
+from tests.conftest import BucketFactory
+
+
+async def _collect(watcher: kvstore.KeyWatcher, count: int, timeout: float = 10) -> list[Entry]:
+    entries: list[Entry] = []
+
+    async def take() -> None:
+        async for entry in watcher:
+            entries.append(entry)
+            if len(entries) == count:
+                return
+
+    await asyncio.wait_for(take(), timeout)
+    return entries
+
+
+async def test_watch_sees_put_delete_purge_and_expired_as_distinct_ops(
+    make_bucket: BucketFactory,
+) -> None:
+    bucket = await make_bucket(history=5, marker_ttl=timedelta(seconds=2))
+    async with bucket.watch() as watcher:
+        await bucket.put("a", b"1")
+        await bucket.delete("a")
+        await bucket.put("b", b"2")
+        await bucket.purge("b")
+        await bucket.put("session", b"t", ttl=2)
+        entries = await _collect(watcher, 6)
+    assert [(e.key, e.op) for e in entries] == [
+        ("a", Op.PUT), ("a", Op.DELETE), ("b", Op.PUT), ("b", Op.PURGE),
+        ("session", Op.PUT), ("session", Op.EXPIRED),
+    ]  # fmt: skip
+
+
+async def test_bucket_max_age_expiry_is_seen_as_expired(make_bucket: BucketFactory) -> None:
+    bucket = await make_bucket(max_age=timedelta(seconds=1), marker_ttl=timedelta(seconds=3))
+    async with bucket.watch(updates_only=True) as watcher:
+        await bucket.put("k", b"v")
+        entries = await _collect(watcher, 2)
+    assert [e.op for e in entries] == [Op.PUT, Op.EXPIRED]
+
+
+async def test_initial_snapshot_then_updates(bucket: Bucket) -> None:
+    for i in range(5):
+        await bucket.put(f"k{i}", b"old")
+    await bucket.put("k0", b"newer")
+    async with bucket.watch() as watcher:
+        assert not watcher.initial_done.is_set()
+        snapshot = await _collect(watcher, 5)
+        assert watcher.initial_done.is_set()
+        assert {e.key: e.value for e in snapshot}["k0"] == b"newer", "last value per key"
+        assert snapshot[-1].delta == 0
+        await bucket.put("k9", b"live")
+        (update,) = await _collect(watcher, 1)
+    assert (update.key, update.value) == ("k9", b"live")
+
+
+async def test_empty_bucket_and_updates_only_are_done_at_once(bucket: Bucket) -> None:
+    async with bucket.watch() as watcher:
+        assert watcher.initial_done.is_set()
+    await bucket.put("old", b"1")
+    async with bucket.watch(updates_only=True) as watcher:
+        assert watcher.initial_done.is_set()
+        await bucket.put("new", b"2")
+        (entry,) = await _collect(watcher, 1)
+    assert entry.key == "new"
+
+
+async def test_watch_options(bucket: Bucket) -> None:
+    r1 = await bucket.put("a.x", b"1")
+    await bucket.put("a.x", b"2")
+    await bucket.put("b.y", b"3")
+    await bucket.delete("a.x")
+    async with bucket.watch("a.>", include_history=True) as watcher:
+        assert [e.value for e in await _collect(watcher, 3)] == [b"1", b"2", b""]
+    async with bucket.watch(["a.>", "b.>"], ignore_deletes=True) as watcher:
+        await bucket.put("a.z", b"4")
+        assert [e.key for e in await _collect(watcher, 2)] == ["b.y", "a.z"]
+    async with bucket.watch("b.y", meta_only=True) as watcher:
+        (meta,) = await _collect(watcher, 1)
+        assert meta.value == b"" and meta.op is Op.PUT
+    async with bucket.watch(resume_from=r1 + 1) as watcher:
+        resumed = await _collect(watcher, 3)
+        assert [e.revision for e in resumed] == [r1 + 1, r1 + 2, r1 + 3]
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"include_history": True, "updates_only": True},
+        {"resume_from": 3, "updates_only": True},
+        {"resume_from": 0},
+        {"keys": "a.>.b"},
+        {"keys": []},
+    ],
+)
+def test_conflicting_watch_options_are_refused(bucket: Bucket, options: dict[str, object]) -> None:
+    with pytest.raises(jetstream.ClientValidationError):
+        bucket.watch(**options)  # type: ignore[arg-type]
+
+
+async def test_keys_and_history(bucket: Bucket) -> None:
+    await bucket.put("alice.name", b"A")
+    await bucket.put("alice.city", b"P")
+    await bucket.put("bob.name", b"B")
+    await bucket.delete("alice.city")
+    await bucket.put("alice.name", b"Al")
+    assert sorted([k async for k in bucket.keys()]) == ["alice.name", "bob.name"]
+    assert [k async for k in bucket.keys("alice.>")] == ["alice.name"]
+    assert sorted([k async for k in bucket.keys(["*.name"])]) == ["alice.name", "bob.name"]
+    history = [e async for e in bucket.history("alice.city")]
+    assert [e.op for e in history] == [Op.PUT, Op.DELETE]
+    assert [e.value async for e in bucket.history("alice.name")] == [b"A", b"Al"]
+    with pytest.raises(kvstore.KeyNotFoundError):
+        [e async for e in bucket.history("nobody")]
+    with pytest.raises(kvstore.InvalidKeyError):
+        bucket.keys("a..b")
+
+
+async def test_watch_survives_a_server_kill_and_restart(tmp_path: Path) -> None:
+    """Every revision written before and after the restart arrives exactly once, in order."""
+    server = jetstream.EmbeddedServer(store_dir=tmp_path / "store")
+    server.start()
+    try:
+        async with await jetstream.connect(
+            server.url, reconnect_time_wait=0.1, max_reconnect_attempts=-1, timeout=1.0
+        ) as js:
+            bucket = await kvstore.create_bucket(js, "restart", history=10)
+            written: list[int] = []
+            for i in range(50):
+                written.append(await bucket.put(f"k{i % 7}", str(i).encode()))
+            async with bucket.watch(include_history=True) as watcher:
+                before = await _collect(watcher, 50)
+                await asyncio.to_thread(server.kill)
+                await asyncio.sleep(0.3)
+                await asyncio.to_thread(server.start)
+                for i in range(50, 100):
+                    while True:
+                        try:
+                            written.append(await bucket.put(f"k{i % 7}", str(i).encode()))
+                            break
+                        except (jetstream.NoRespondersError, jetstream.RequestTimeoutError):
+                            await asyncio.sleep(0.1)  # the server is still starting
+                after = await _collect(watcher, 50, timeout=30)
+            delivered = [e.revision for e in before + after]
+            assert delivered == written
+            assert [e.value for e in before + after] == [str(i).encode() for i in range(100)]
+    finally:
+        server.close()
