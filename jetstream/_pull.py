@@ -58,7 +58,7 @@ class PullMessage:
     def __init__(self, msg: Msg, size: int) -> None:
         self.subject: str = msg.subject
         self.data: bytes = msg.data
-        self.headers: dict[str, str] = dict(msg.headers or {})
+        self.headers: dict[str, str] = msg.headers or {}  # nats-py's own dict, not copied
         self.reply: str = msg.reply
         self.size = size
         self._nc = msg._client
@@ -274,7 +274,10 @@ class Puller:
         """The caller took ``message`` from the queue: free its room in the window."""
         self._buffered_msgs -= 1
         self._buffered_bytes -= message.size
-        self._schedule_pull()
+        if self._pending_msgs + self._buffered_msgs <= self._opts.threshold_messages or (
+            self._opts.bytes_mode
+        ):  # cheap test first: this runs for every message
+            self._schedule_pull()
 
     # -- pulling ------------------------------------------------------------------------------
 
