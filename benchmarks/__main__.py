@@ -26,8 +26,15 @@ async def measure(args: argparse.Namespace, url: str) -> list[Scenario]:
         for scenario in scenarios:
             await scenario.run(args.rounds)
     async with kv_watch.watch_bucket(url, args.watch_keys) as (bucket, peer_kv):
-        watching = kv_watch.watch_scenario(bucket, peer_kv, args.watch_keys, args.watch_updates)
-        await watching.run(args.watch_rounds)
+        writer = kv_watch.Writer(url, args.watch_updates)
+        await writer.start()
+        try:
+            watching = kv_watch.watch_scenario(
+                bucket, peer_kv, writer, args.watch_keys, args.watch_updates
+            )
+            await watching.run(args.watch_rounds)
+        finally:
+            await writer.close()
         scenarios.append(watching)
     return scenarios
 
