@@ -199,3 +199,14 @@ async def test_consume_survives_a_cut_connection(
             assert seen == set(range(200))
     finally:
         await proxy.close()
+
+
+async def test_pulling_from_a_push_consumer_is_a_typed_error(js: JetStream, stream: str) -> None:
+    push = await js.create_consumer(
+        stream, ConsumerConfig(durable_name="push", deliver_subject="push.target")
+    )
+    with pytest.raises(jetstream.PullRequestError, match="push based"):
+        [m async for m in push.fetch(1, expires=2)]
+    async with push.consume(expires=2) as messages:
+        with pytest.raises(jetstream.PullRequestError, match="push based"):
+            await asyncio.wait_for(messages.__anext__(), 5)
