@@ -28,6 +28,7 @@ from ._errors import (
     ConsumerExistsError,
     ConsumerNotFoundError,
     DuplicateMessageIdError,
+    FastBatchError,
     HeartbeatMissedError,
     InvalidBucketConfigError,
     InvalidBucketNameError,
@@ -52,10 +53,12 @@ from ._errors import (
     StreamNotFoundError,
     TooManyInflightBatchesError,
     UnsupportedServerFeatureError,
+    UploadFailedError,
     ValueTooLargeError,
     WrongLastSequenceError,
     WrongRevisionError,
 )
+from ._fast import FastPublisher
 from ._message import AckReply, StoredMessage, parse_ack_reply
 from ._models import (
     AccountInfo,
@@ -104,6 +107,8 @@ __all__ = [
     "ConsumerNotFoundError",
     "DuplicateMessageIdError",
     "EmbeddedServer",
+    "FastBatchError",
+    "FastPublisher",
     "Feature",
     "HeartbeatMissedError",
     "InvalidBucketConfigError",
@@ -139,6 +144,7 @@ __all__ = [
     "TTLValue",
     "TooManyInflightBatchesError",
     "UnsupportedServerFeatureError",
+    "UploadFailedError",
     "ValueTooLargeError",
     "WrongLastSequenceError",
     "WrongRevisionError",

@@ -40,6 +40,8 @@
     ├── BatchClosedError (RuntimeError)    a batch used after commit or abandon
     ├── CommitUnknownError                 outcome not learned before the deadline
     ├── HeartbeatMissedError               a warning (error callback), never raised by consume
+    ├── FastBatchError                     a fast batch lost or refused messages
+    │   └── UploadFailedError              (objstore: the upload stored nothing)
     ├── NoRespondersError                  503: no stream / leader answering (yet)
     ├── RequestTimeoutError (TimeoutError) no reply within the deadline
     └── ServerNotFoundError                EmbeddedServer: the nats-server binary is missing
@@ -68,6 +70,7 @@ __all__ = [
     "ConsumerExistsError",
     "ConsumerNotFoundError",
     "DuplicateMessageIdError",
+    "FastBatchError",
     "HeartbeatMissedError",
     "InvalidBucketConfigError",
     "InvalidBucketNameError",
@@ -92,6 +95,7 @@ __all__ = [
     "StreamNotFoundError",
     "TooManyInflightBatchesError",
     "UnsupportedServerFeatureError",
+    "UploadFailedError",
     "ValueTooLargeError",
     "WrongLastSequenceError",
     "WrongRevisionError",
@@ -314,6 +318,19 @@ class ConsumerDeletedError(ServerError):
 
 class PullRequestError(ServerError):
     """The server refused a pull: bad request (400), push consumer, limits exceeded (409)."""
+
+
+class FastBatchError(JetStreamError):
+    """A fast-ingest batch did not persist everything sent (a gap, a refused message, a final
+    ack counting fewer). ``last_persisted`` is the last batch sequence the server kept."""
+
+    def __init__(self, description: str, *, last_persisted: int = 0) -> None:
+        super().__init__(description)
+        self.last_persisted = last_persisted
+
+
+class UploadFailedError(FastBatchError):
+    """An object upload failed; no meta was written and its chunks were removed."""
 
 
 class HeartbeatMissedError(JetStreamError):
