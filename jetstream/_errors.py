@@ -5,11 +5,14 @@
     JetStreamError                         root; server errors carry code, err_code, description
     ├── ServerError                        any {"error": {...}} reply without a more specific class
     │   ├── StreamNotFoundError            10059
-    │   │   └── BucketNotFoundError        (kvstore: the bucket's stream is missing)
+    │   │   ├── BucketNotFoundError        (kvstore: the bucket's stream is missing)
+    │   │   └── StoreNotFoundError         (objstore)
     │   ├── StreamExistsError              10058 (same name, different configuration)
-    │   │   └── BucketExistsError          (kvstore)
+    │   │   ├── BucketExistsError          (kvstore)
+    │   │   └── StoreExistsError           (objstore)
     │   ├── MessageNotFoundError           10037, direct get 404
-    │   │   └── KeyNotFoundError           (kvstore: no live value)
+    │   │   ├── KeyNotFoundError           (kvstore: no live value)
+    │   │   └── ObjectNotFoundError        (objstore: no such object, or deleted)
     │   ├── WrongLastSequenceError         10071, 10164 (expected-last-* header did not match)
     │   │   ├── WrongRevisionError         (kvstore CAS; carries key and current revision)
     │   │   └── KeyExistsError             (kvstore create over a live value)
@@ -31,7 +34,8 @@
     │   └── PullRequestError               a pull refused: 400, 409 push based / Exceeded ...
     ├── ClientValidationError (ValueError) bad input caught before anything is sent
     │   ├── InvalidKeyError
-    │   ├── InvalidBucketNameError
+    │   ├── InvalidBucketNameError         (also object store names)
+    │   ├── InvalidObjectNameError
     │   ├── InvalidBucketConfigError       (history outside 1..64, negative sizes, ...)
     │   ├── InvalidTTLError                (also raised for the server's 10165)
     │   ├── InvalidHeaderError
@@ -40,6 +44,8 @@
     ├── BatchClosedError (RuntimeError)    a batch used after commit or abandon
     ├── CommitUnknownError                 outcome not learned before the deadline
     ├── HeartbeatMissedError               a warning (error callback), never raised by consume
+    ├── DigestMismatchError                a downloaded object does not match its digest or size
+    ├── ObjectExistsError                  a link would replace an object that is not a link
     ├── FastBatchError                     a fast batch lost or refused messages
     │   └── UploadFailedError              (objstore: the upload stored nothing)
     ├── NoRespondersError                  503: no stream / leader answering (yet)
@@ -69,6 +75,7 @@ __all__ = [
     "ConsumerDeletedError",
     "ConsumerExistsError",
     "ConsumerNotFoundError",
+    "DigestMismatchError",
     "DuplicateMessageIdError",
     "FastBatchError",
     "HeartbeatMissedError",
@@ -76,6 +83,7 @@ __all__ = [
     "InvalidBucketNameError",
     "InvalidHeaderError",
     "InvalidKeyError",
+    "InvalidObjectNameError",
     "InvalidStreamConfigError",
     "InvalidTTLError",
     "JetStreamError",
@@ -85,12 +93,16 @@ __all__ = [
     "MessageTTLDisabledError",
     "MessageTooLargeError",
     "NoRespondersError",
+    "ObjectExistsError",
+    "ObjectNotFoundError",
     "PullRequestError",
     "RequestTimeoutError",
     "RollupError",
     "ServerError",
     "ServerNotFoundError",
     "StorageLimitError",
+    "StoreExistsError",
+    "StoreNotFoundError",
     "StreamExistsError",
     "StreamNotFoundError",
     "TooManyInflightBatchesError",
@@ -148,6 +160,14 @@ class BucketExistsError(StreamExistsError):
     """A KV bucket with this name already exists with a different configuration."""
 
 
+class StoreNotFoundError(StreamNotFoundError):
+    """The object store (its ``OBJ_<store>`` stream) does not exist."""
+
+
+class StoreExistsError(StreamExistsError):
+    """An object store with this name exists with a different configuration."""
+
+
 class MessageNotFoundError(ServerError):
     """No message matched (10037, or a direct get 404)."""
 
@@ -160,6 +180,14 @@ class KeyNotFoundError(MessageNotFoundError):
     def __init__(self, key: str, description: str = "") -> None:
         super().__init__(description or f"key not found: {key!r}", code=404)
         self.key = key
+
+
+class ObjectNotFoundError(MessageNotFoundError):
+    """No such object in the store (never stored, deleted, or expired)."""
+
+    def __init__(self, name: str, description: str = "") -> None:
+        super().__init__(description or f"object not found: {name!r}", code=404)
+        self.name = name
 
 
 class WrongLastSequenceError(ServerError):
@@ -320,6 +348,14 @@ class PullRequestError(ServerError):
     """The server refused a pull: bad request (400), push consumer, limits exceeded (409)."""
 
 
+class DigestMismatchError(JetStreamError):
+    """A downloaded object's SHA-256 digest, size or chunk count differs from its meta."""
+
+
+class ObjectExistsError(JetStreamError):
+    """A link was to replace an existing object that is not a link."""
+
+
 class FastBatchError(JetStreamError):
     """A fast-ingest batch did not persist everything sent (a gap, a refused message, a final
     ack counting fewer). ``last_persisted`` is the last batch sequence the server kept."""
@@ -369,6 +405,10 @@ class InvalidBucketNameError(ClientValidationError):
 
 class InvalidBucketConfigError(ClientValidationError):
     """A bucket or store configuration value is out of range."""
+
+
+class InvalidObjectNameError(ClientValidationError):
+    """An object name that cannot be stored (empty, or not a str)."""
 
 
 class InvalidTTLError(ClientValidationError):

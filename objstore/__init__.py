@@ -1,6 +1,58 @@
-"""objstore: NATS object stores on fast-ingest batches (coming in the object-store issue).
+"""objstore: NATS object stores whose uploads use fast-ingest batches (ADR-50).
 
-The package exists so the distribution's layout is final; its API lands with that issue.
+Stores use the NATS object store layout (stream ``OBJ_<store>``, chunks ``$O.<store>.C.<nuid>``,
+meta ``$O.<store>.M.<base64url(name)>``), so nats.go, nats-py and the ``nats`` CLI read them::
+
+    store = await objstore.create_store(js, "artifacts")
+    info = await store.put("model.bin", "path/to/model.bin", ttl="30d")
+    async with store.open("model.bin") as reader:
+        async for chunk in reader: ...
 """
 
-__all__: list[str] = []
+from jetstream import (
+    DigestMismatchError,
+    InvalidObjectNameError,
+    ObjectExistsError,
+    ObjectNotFoundError,
+    StoreExistsError,
+    StoreNotFoundError,
+    UploadFailedError,
+)
+
+from ._download import ObjectReader
+from ._manage import create_store, delete_store, list_stores, open_store
+from ._models import (
+    DEFAULT_CHUNK_SIZE,
+    ObjectInfo,
+    ObjectLink,
+    ObjectMetaOptions,
+    StoreConfig,
+    StoreStatus,
+)
+from ._store import ObjectStore
+
+__all__ = [
+    "DEFAULT_CHUNK_SIZE",
+    "DigestMismatchError",
+    "InvalidObjectNameError",
+    "ObjectExistsError",
+    "ObjectInfo",
+    "ObjectLink",
+    "ObjectMetaOptions",
+    "ObjectNotFoundError",
+    "ObjectReader",
+    "ObjectStore",
+    "StoreConfig",
+    "StoreExistsError",
+    "StoreNotFoundError",
+    "StoreStatus",
+    "UploadFailedError",
+    "create_store",
+    "delete_store",
+    "list_stores",
+    "open_store",
+]
+
+for _name in ("ObjectInfo", "ObjectReader", "ObjectStore", "StoreConfig", "StoreStatus"):
+    globals()[_name].__module__ = __name__
+del _name

@@ -1,0 +1,132 @@
+"""Upload sources as chunk streams, and SHA-256 hashing that overlaps network I/O."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import os
+from collections.abc import AsyncIterable, AsyncIterator, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import BinaryIO, TypeAlias
+
+__all__ = ["Hasher", "Source", "chunks_of", "known_size"]
+
+Source: TypeAlias = (
+    "bytes | bytearray | memoryview | str | os.PathLike[str] | BinaryIO"
+    " | Iterable[bytes] | AsyncIterable[bytes]"
+)
+"""What ``put`` accepts: bytes, a path, a binary file, or an (async) iterable of bytes."""
+
+
+class Hasher:
+    """SHA-256 in a one-thread executor: ``update`` hands a chunk over and returns at once
+    (hashlib releases the GIL), so hashing runs while the next chunk is read or sent. At most
+    one chunk is in flight, so memory stays bounded."""
+
+    def __init__(self) -> None:
+        self._sha = hashlib.sha256()
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="objstore-sha256")
+        self._last: asyncio.Future[None] | None = None
+
+    async def update(self, chunk: bytes) -> None:
+        if self._last is not None:
+            await self._last
+        self._last = asyncio.get_running_loop().run_in_executor(
+            self._executor, self._sha.update, chunk
+        )
+
+    async def digest(self) -> str:
+        """``SHA-256=<base64url>``, the object store's digest format."""
+        if self._last is not None:
+            await self._last
+        self._executor.shutdown(wait=False)
+        return "SHA-256=" + base64.urlsafe_b64encode(self._sha.digest()).decode()
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=False)
+
+
+def known_size(source: object) -> int | None:
+    """The size of a source when it can be known without reading it."""
+    if isinstance(source, bytes | bytearray | memoryview):
+        return memoryview(source).nbytes
+    if isinstance(source, str | os.PathLike):
+        return os.stat(source).st_size
+    fileno = getattr(source, "fileno", None)
+    if callable(fileno):
+        try:
+            position: int = source.tell()  # type: ignore[attr-defined]
+            return os.fstat(fileno()).st_size - position
+        except (OSError, ValueError, AttributeError):
+            return None
+    return None
+
+
+def chunks_of(source: Source, chunk_size: int) -> AsyncIterator[bytes]:
+    """The source cut into ``chunk_size`` pieces (the last may be shorter; none when empty).
+
+    Raises (at once, before anything is read or sent):
+        TypeError: not a supported source (a ``str`` is taken as a path).
+        FileNotFoundError, IsADirectoryError, PermissionError: a path that cannot be read.
+    """
+    if isinstance(source, bytes | bytearray | memoryview):
+        return _from_buffer(memoryview(source).cast("B"), chunk_size)
+    if isinstance(source, str | os.PathLike):
+        return _from_file(open(Path(source), "rb"), chunk_size, close=True)
+    if callable(getattr(source, "read", None)):
+        return _from_file(source, chunk_size, close=False)  # type: ignore[arg-type]
+    if isinstance(source, AsyncIterable):
+        return _rechunk_async(source, chunk_size)
+    if isinstance(source, Iterable):
+        return _rechunk(source, chunk_size)
+    raise TypeError(
+        f"unsupported source {type(source).__name__}: use bytes, a path, a binary file, "
+        "or an (async) iterable of bytes"
+    )
+
+
+async def _from_buffer(view: memoryview, chunk_size: int) -> AsyncIterator[bytes]:
+    for start in range(0, len(view), chunk_size):
+        yield bytes(view[start : start + chunk_size])
+
+
+async def _from_file(file: BinaryIO, chunk_size: int, *, close: bool) -> AsyncIterator[bytes]:
+    loop = asyncio.get_running_loop()
+    try:
+        while chunk := await loop.run_in_executor(None, file.read, chunk_size):
+            if not isinstance(chunk, bytes):
+                raise TypeError(f"the file must be opened in binary mode, read gave {type(chunk)}")
+            yield chunk
+    finally:
+        if close:
+            file.close()
+
+
+async def _rechunk_async(source: AsyncIterable[bytes], chunk_size: int) -> AsyncIterator[bytes]:
+    buffer = bytearray()
+    async for piece in source:
+        buffer += _checked_piece(piece)
+        while len(buffer) >= chunk_size:
+            yield bytes(buffer[:chunk_size])
+            del buffer[:chunk_size]
+    if buffer:
+        yield bytes(buffer)
+
+
+async def _rechunk(source: Iterable[bytes], chunk_size: int) -> AsyncIterator[bytes]:
+    buffer = bytearray()
+    for piece in source:
+        buffer += _checked_piece(piece)
+        while len(buffer) >= chunk_size:
+            yield bytes(buffer[:chunk_size])
+            del buffer[:chunk_size]
+    if buffer:
+        yield bytes(buffer)
+
+
+def _checked_piece(piece: object) -> bytes | bytearray | memoryview:
+    if not isinstance(piece, bytes | bytearray | memoryview):
+        raise TypeError(f"an iterable source must yield bytes, not {type(piece).__name__}")
+    return piece

@@ -1,0 +1,189 @@
+"""Object store models: ObjectInfo as stored in meta messages (the JSON nats.go and nats-py
+write), the store configuration and status, and the ``OBJ_<store>`` stream layout."""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+from datetime import datetime, timedelta
+from typing import Literal
+
+import msgspec
+
+from jetstream import InvalidBucketConfigError, StreamConfig, StreamInfo
+
+__all__ = [
+    "DEFAULT_CHUNK_SIZE",
+    "ObjectInfo",
+    "ObjectLink",
+    "ObjectMetaOptions",
+    "StoreConfig",
+    "StoreStatus",
+    "chunk_subject",
+    "meta_subject",
+    "store_config_from_stream",
+    "stream_config_for_store",
+    "stream_name",
+]
+
+DEFAULT_CHUNK_SIZE = 128 * 1024
+"""Chunk size of every NATS object store client."""
+
+
+class ObjectLink(msgspec.Struct, omit_defaults=True):
+    """A link to an object (``name`` set) or to a whole store (``name`` empty)."""
+
+    bucket: str
+    name: str = ""
+
+
+class ObjectMetaOptions(msgspec.Struct, omit_defaults=True):
+    link: ObjectLink | None = None
+    max_chunk_size: int = 0
+
+
+class ObjectInfo(msgspec.Struct, omit_defaults=True, kw_only=True):
+    """An object's meta record, as nats.go's ``ObjectInfo`` JSON.
+
+    ``digest`` is ``SHA-256=<base64url>``; ``mtime`` the writer's clock (UTC). ``expired`` is
+    ours and never stored: :meth:`ObjectStore.watch` sets it for objects whose TTL ran out.
+    """
+
+    name: str
+    bucket: str
+    nuid: str
+    size: int
+    mtime: datetime
+    chunks: int
+    digest: str = ""
+    deleted: bool = False
+    description: str = ""
+    headers: dict[str, list[str]] | None = None
+    metadata: dict[str, str] | None = None
+    options: ObjectMetaOptions | None = None
+    expired: bool = False
+
+    @property
+    def is_link(self) -> bool:
+        return self.options is not None and self.options.link is not None
+
+    @property
+    def link(self) -> ObjectLink | None:
+        return self.options.link if self.options is not None else None
+
+
+_encode_info = msgspec.json.Encoder().encode
+_decode_info = msgspec.json.Decoder(ObjectInfo).decode
+
+
+def encode_info(info: ObjectInfo) -> bytes:
+    return _encode_info(info)
+
+
+def decode_info(data: bytes) -> ObjectInfo:
+    return _decode_info(data)
+
+
+def stream_name(store: str) -> str:
+    """``OBJ_<store>``."""
+    return f"OBJ_{store}"
+
+
+def chunk_subject(store: str, nuid: str) -> str:
+    """``$O.<store>.C.<nuid>``: where an object's chunks live."""
+    return f"$O.{store}.C.{nuid}"
+
+
+def meta_subject(store: str, name: str) -> str:
+    """``$O.<store>.M.<base64url(name)>`` (padded, as nats.go and nats-py encode it)."""
+    return f"$O.{store}.M.{base64.urlsafe_b64encode(name.encode()).decode()}"
+
+
+def name_from_meta_subject(subject: str) -> str:
+    return base64.urlsafe_b64decode(subject.rsplit(".", 1)[1]).decode()
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class StoreConfig:
+    """Configuration of an object store; raises ``InvalidBucketConfigError`` when out of range."""
+
+    description: str = ""
+    max_age: timedelta | None = None
+    """Lifetime of every object (None = forever); per-object TTLs can be shorter."""
+    marker_ttl: timedelta | None = None
+    """When set, an object whose TTL ran out shows up in watches (for this long)."""
+    max_bytes: int = -1
+    storage: Literal["file", "memory"] = "file"
+    replicas: int = 1
+    compression: bool = False
+    metadata: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name in ("max_age", "marker_ttl"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, timedelta) or value <= timedelta(0)):
+                raise InvalidBucketConfigError(f"{name} must be a positive timedelta: {value!r}")
+        if self.marker_ttl is not None and self.marker_ttl < timedelta(seconds=1):
+            raise InvalidBucketConfigError("marker_ttl must be at least 1 second")
+        if isinstance(self.max_bytes, bool) or self.max_bytes == 0 or self.max_bytes < -1:
+            raise InvalidBucketConfigError(f"max_bytes must be -1 or positive: {self.max_bytes}")
+        if self.storage not in ("file", "memory"):
+            raise InvalidBucketConfigError(f"storage must be 'file' or 'memory': {self.storage!r}")
+        if self.replicas not in range(1, 6):
+            raise InvalidBucketConfigError(f"replicas must be 1..5: {self.replicas!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class StoreStatus:
+    """A store's configuration, size and state."""
+
+    store: str
+    size: int
+    """Bytes stored (chunks and meta)."""
+    sealed: bool
+    config: StoreConfig
+    stream_info: StreamInfo
+
+
+def _ns(value: timedelta | None) -> int:
+    return 0 if value is None else value // timedelta(microseconds=1) * 1_000
+
+
+def stream_config_for_store(
+    store: str, config: StoreConfig, *, allow_batched: bool
+) -> StreamConfig:
+    """The NATS object store stream, plus fast ingest and per-message TTL."""
+    return StreamConfig(
+        name=stream_name(store),
+        description=config.description,
+        subjects=[f"$O.{store}.C.>", f"$O.{store}.M.>"],
+        max_age=_ns(config.max_age),
+        max_bytes=config.max_bytes,
+        storage=config.storage,
+        num_replicas=config.replicas,
+        discard="new",
+        allow_rollup_hdrs=True,
+        allow_direct=True,
+        compression="s2" if config.compression else "none",
+        metadata=dict(config.metadata) or None,
+        allow_msg_ttl=True,
+        subject_delete_marker_ttl=_ns(config.marker_ttl),
+        allow_batched=allow_batched,
+    )
+
+
+def store_config_from_stream(config: StreamConfig) -> StoreConfig:
+    return StoreConfig(
+        description=config.description,
+        max_age=timedelta(microseconds=config.max_age // 1_000) if config.max_age else None,
+        marker_ttl=(
+            timedelta(seconds=config.subject_delete_marker_ttl // 1_000_000_000)
+            if config.subject_delete_marker_ttl
+            else None
+        ),
+        max_bytes=config.max_bytes if config.max_bytes > 0 else -1,
+        storage=config.storage,
+        replicas=max(1, config.num_replicas),
+        compression=config.compression == "s2",
+        metadata={k: v for k, v in (config.metadata or {}).items() if not k.startswith("_nats.")},
+    )

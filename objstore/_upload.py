@@ -1,0 +1,125 @@
+"""The upload pipeline: read -> hash (overlapped) -> fast-ingest publish -> meta -> cleanup.
+
+One failure path: anything that goes wrong before the meta record is written purges the new
+chunks and raises :class:`UploadFailedError`; the previous version of the object, if any, is
+untouched until the new one is complete.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from nats.nuid import NUID
+
+from jetstream import FastPublisher, JetStreamError, UploadFailedError
+from jetstream import headers as hdr
+
+from ._io import Hasher, Source, chunks_of, known_size
+from ._models import ObjectInfo, ObjectMetaOptions, chunk_subject, meta_subject
+
+if TYPE_CHECKING:
+    from ._store import ObjectStore
+
+__all__ = ["Progress", "upload"]
+
+Progress = Callable[[int, int | None], None]
+"""``progress(bytes_done, total_or_None)``, called after each chunk is sent."""
+
+
+async def upload(
+    store: ObjectStore,
+    name: str,
+    source: Source,
+    *,
+    ttl_headers: dict[str, str],
+    chunk_size: int,
+    description: str,
+    headers: dict[str, list[str]] | None,
+    metadata: dict[str, str] | None,
+    progress: Progress | None,
+) -> ObjectInfo:
+    chunks = chunks_of(source, chunk_size)  # raises TypeError/OSError before anything is sent
+    total = known_size(source)
+    previous = await store._current_info(name)
+    nuid = NUID().next().decode()
+    subject = chunk_subject(store.name, nuid)
+    try:
+        size, count, digest = await _send_chunks(
+            store, subject, chunks, ttl_headers, total, progress
+        )
+        info = ObjectInfo(
+            name=name,
+            bucket=store.name,
+            nuid=nuid,
+            size=size,
+            mtime=datetime.now(UTC),
+            chunks=count,
+            digest=digest,
+            description=description,
+            headers=headers,
+            metadata=metadata,
+            options=ObjectMetaOptions(max_chunk_size=chunk_size),
+        )
+        await store._write_meta(info, ttl_headers)
+    except BaseException as exc:
+        await asyncio.shield(_purge(store, subject))
+        if isinstance(exc, Exception) and not isinstance(exc, UploadFailedError):
+            raise UploadFailedError(f"upload of {name!r} failed: {exc}") from exc
+        raise
+    if previous is not None and previous.nuid and previous.nuid != nuid:
+        await _purge(store, chunk_subject(store.name, previous.nuid))
+    return info
+
+
+async def _send_chunks(
+    store: ObjectStore,
+    subject: str,
+    chunks: object,
+    ttl_headers: dict[str, str],
+    total: int | None,
+    progress: Progress | None,
+) -> tuple[int, int, str]:
+    """Publish every chunk in one fast batch; the last one commits it. Returns (size, chunks,
+    digest) once the server confirmed every chunk."""
+    hasher = Hasher()
+    headers = ttl_headers or None
+    size = count = 0
+    held: bytes | None = None  # one chunk of look-ahead: the last one carries the commit
+    try:
+        async with FastPublisher(store._js, gap="fail") as batch:
+            async for chunk in chunks:  # type: ignore[attr-defined]
+                if held is not None:
+                    await batch.add(subject, held, headers)
+                    size, count = size + len(held), count + 1
+                    _report(progress, size, total)
+                await hasher.update(chunk)
+                held = chunk
+            if held is not None:
+                await batch.commit(subject, held, headers)
+                size, count = size + len(held), count + 1
+                _report(progress, size, total)
+        return size, count, await hasher.digest()
+    finally:
+        hasher.close()
+
+
+def _report(progress: Progress | None, done: int, total: int | None) -> None:
+    if progress is not None:
+        progress(done, total)
+
+
+async def _purge(store: ObjectStore, subject: str) -> None:
+    with contextlib.suppress(JetStreamError, OSError):
+        await store._js.purge_stream(store.stream, subject=subject)
+
+
+def meta_headers(ttl_headers: dict[str, str]) -> dict[str, str]:
+    """A meta record replaces the previous one of the same name (``Nats-Rollup: sub``)."""
+    return {hdr.ROLLUP: hdr.ROLLUP_SUBJECT, **ttl_headers}
+
+
+__all__ += ["meta_headers", "meta_subject"]
