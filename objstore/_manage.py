@@ -18,7 +18,7 @@ from jetstream import (
 )
 from kvstore import validate_bucket_name
 
-from ._models import StoreConfig, stream_config_for_store, stream_name
+from ._models import StoreConfig, store_config_from_stream, stream_config_for_store, stream_name
 from ._store import ObjectStore
 
 __all__ = ["create_store", "delete_store", "list_stores", "open_store", "store_info"]
@@ -51,7 +51,7 @@ async def create_store(
             code=exc.code,
             err_code=exc.err_code,
         ) from exc
-    return ObjectStore(js, name)
+    return ObjectStore(js, name, marker_ttl=config.marker_ttl)
 
 
 async def open_store(js: JetStream, name: str) -> ObjectStore:
@@ -62,7 +62,8 @@ async def open_store(js: JetStream, name: str) -> ObjectStore:
         StoreNotFoundError: no such store.
     """
     info = await store_info(js, name)
-    return ObjectStore(js, name, direct=info.config.allow_direct)
+    marker_ttl = store_config_from_stream(info.config).marker_ttl
+    return ObjectStore(js, name, direct=info.config.allow_direct, marker_ttl=marker_ttl)
 
 
 async def delete_store(js: JetStream, name: str) -> None:

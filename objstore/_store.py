@@ -11,8 +11,10 @@ from pathlib import Path
 from nats.nuid import NUID
 
 from jetstream import (
+    NEVER,
     ClientValidationError,
     InvalidObjectNameError,
+    InvalidTTLError,
     JetStream,
     MessageNotFoundError,
     ObjectExistsError,
@@ -60,16 +62,25 @@ class ObjectStore:
     """A NATS object store (stream ``OBJ_<name>``); get one from :func:`objstore.create_store`
     or :func:`objstore.open_store`. Objects written here are readable by every NATS client.
 
-    **TTL.** ``put(..., ttl=)`` gives the chunks and the meta record a ``Nats-TTL``: the object
-    disappears as a whole (its meta last, so a reader never finds a meta without chunks except
-    in the last instant, when the read fails with :class:`DigestMismatchError`).
+    **TTL.** ``put(..., ttl=)`` gives the chunks and the meta record a ``Nats-TTL``, at least one
+    whole second and not below the store's ``marker_ttl`` (the server would stretch it to that):
+    the object disappears as a whole (its meta last, so a reader never finds a meta without
+    chunks except in the last instant, when the read fails with :class:`DigestMismatchError`).
     """
 
-    def __init__(self, js: JetStream, name: str, *, direct: bool = True) -> None:
+    def __init__(
+        self,
+        js: JetStream,
+        name: str,
+        *,
+        direct: bool = True,
+        marker_ttl: timedelta | None = None,
+    ) -> None:
         self._js = js
         self.name = name
         self.stream = stream_name(name)
         self._direct = direct
+        self._marker_ttl = marker_ttl
 
     def __repr__(self) -> str:
         return f"<ObjectStore {self.name!r}>"
@@ -103,7 +114,7 @@ class ObjectStore:
         if isinstance(chunk_size, bool) or not 1 <= chunk_size <= _MAX_CHUNK_SIZE:
             raise ClientValidationError(f"chunk_size must be 1..{_MAX_CHUNK_SIZE}: {chunk_size}")
         _check_metadata(meta, headers)
-        ttl_headers = {hdr.TTL: format_ttl(parse_ttl(ttl))} if ttl is not None else {}
+        ttl_headers = {hdr.TTL: format_ttl(self._checked_ttl(ttl))} if ttl is not None else {}
         return await upload(
             self,
             name,
@@ -115,6 +126,16 @@ class ObjectStore:
             metadata=meta,
             progress=progress,
         )
+
+    def _checked_ttl(self, ttl: TTLValue) -> int:
+        seconds = parse_ttl(ttl)
+        floor = self._marker_ttl
+        if floor is not None and seconds != NEVER and seconds < floor.total_seconds():
+            raise InvalidTTLError(
+                f"TTL of {seconds}s is below this store's marker_ttl ({floor}); the server would "
+                f"stretch it: use at least {floor.total_seconds():g}s"
+            )
+        return seconds
 
     async def delete(self, name: str) -> None:
         """Delete an object: a ``deleted`` meta record replaces it, then its chunks go.
