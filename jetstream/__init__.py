@@ -65,7 +65,7 @@ from ._errors import (
     WrongRevisionError,
 )
 from ._fast import FastPublisher
-from ._message import AckReply, StoredMessage, parse_ack_reply
+from ._message import AckReply, StoredMessage, parse_ack_reply, parse_timestamp
 from ._models import (
     AccountInfo,
     ApiError,
@@ -165,6 +165,7 @@ __all__ = [
     "format_ttl",
     "headers",
     "parse_ack_reply",
+    "parse_timestamp",
     "parse_ttl",
     "parse_ttl_header",
     "scan_stream",

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Literal
 
 import msgspec
 
-from jetstream import InvalidBucketConfigError, StreamConfig, StreamInfo
+from jetstream import InvalidBucketConfigError, StreamConfig, StreamInfo, parse_timestamp
 
 __all__ = [
     "DEFAULT_CHUNK_SIZE",
@@ -53,7 +53,8 @@ class ObjectInfo(msgspec.Struct, omit_defaults=True, kw_only=True):
     bucket: str
     nuid: str
     size: int
-    mtime: datetime
+    mtime: str
+    """RFC 3339 text, as on the wire (nats-py writes ``""`` on deleted objects)."""
     chunks: int
     digest: str = ""
     deleted: bool = False
@@ -62,6 +63,14 @@ class ObjectInfo(msgspec.Struct, omit_defaults=True, kw_only=True):
     metadata: dict[str, str] | None = None
     options: ObjectMetaOptions | None = None
     expired: bool = False
+
+    @property
+    def modified(self) -> datetime | None:
+        """``mtime`` as an aware datetime (None when empty or unreadable)."""
+        try:
+            return parse_timestamp(self.mtime) if self.mtime else None
+        except ValueError:
+            return None
 
     @property
     def is_link(self) -> bool:
@@ -74,6 +83,11 @@ class ObjectInfo(msgspec.Struct, omit_defaults=True, kw_only=True):
 
 _encode_info = msgspec.json.Encoder().encode
 _decode_info = msgspec.json.Decoder(ObjectInfo).decode
+
+
+def now_rfc3339() -> str:
+    """The current UTC time as nats.go writes ``mtime``."""
+    return datetime.now(UTC).isoformat().replace("+00:00", "Z")
 
 
 def encode_info(info: ObjectInfo) -> bytes:

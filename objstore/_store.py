@@ -41,6 +41,7 @@ from ._models import (
     encode_info,
     meta_subject,
     name_from_meta_subject,
+    now_rfc3339,
     store_config_from_stream,
     stream_name,
 )
@@ -149,7 +150,7 @@ class ObjectStore:
             bucket=self.name,
             nuid=info.nuid,
             size=0,
-            mtime=datetime.now(UTC),
+            mtime=now_rfc3339(),
             chunks=0,
             deleted=True,
         )
@@ -182,7 +183,7 @@ class ObjectStore:
             bucket=self.name,
             nuid=info.nuid,
             size=info.size,
-            mtime=datetime.now(UTC),
+            mtime=now_rfc3339(),
             chunks=info.chunks,
             digest=info.digest,
             description=info.description if description is None else description,
@@ -229,7 +230,7 @@ class ObjectStore:
             bucket=self.name,
             nuid=NUID().next().decode(),
             size=0,
-            mtime=datetime.now(UTC),
+            mtime=now_rfc3339(),
             chunks=0,
             options=ObjectMetaOptions(link=link),
         )
@@ -387,7 +388,7 @@ class ObjectStore:
             bucket=self.name,
             nuid="",
             size=0,
-            mtime=datetime.now(UTC),
+            mtime=now_rfc3339(),
             chunks=0,
             deleted=True,
             expired=hdr.MARKER_REASON in headers,

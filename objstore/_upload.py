@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from nats.nuid import NUID
@@ -19,7 +18,7 @@ from jetstream import FastPublisher, JetStreamError, UploadFailedError
 from jetstream import headers as hdr
 
 from ._io import Hasher, Source, chunks_of, known_size
-from ._models import ObjectInfo, ObjectMetaOptions, chunk_subject, meta_subject
+from ._models import ObjectInfo, ObjectMetaOptions, chunk_subject, meta_subject, now_rfc3339
 
 if TYPE_CHECKING:
     from ._store import ObjectStore
@@ -56,7 +55,7 @@ async def upload(
             bucket=store.name,
             nuid=nuid,
             size=size,
-            mtime=datetime.now(UTC),
+            mtime=now_rfc3339(),
             chunks=count,
             digest=digest,
             description=description,
