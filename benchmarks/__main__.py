@@ -14,7 +14,7 @@ from pathlib import Path
 
 import jetstream
 
-from . import kv_atomic, kv_watch
+from . import kv_atomic, kv_watch, objects, rss
 from ._harness import Scenario, machine, table
 
 
@@ -36,6 +36,13 @@ async def measure(args: argparse.Namespace, url: str) -> list[Scenario]:
         finally:
             await writer.close()
         scenarios.append(watching)
+    async with objects.stores(url) as (js, store, peer):
+        for mib in args.object_sizes:  # each put round purges the store: put first, then get
+            putting = objects.put_scenario(js, store, peer, mib)
+            await putting.run(args.object_rounds)
+            getting = await objects.get_scenario(store, peer, mib)
+            await getting.run(args.object_rounds)
+            scenarios += [putting, getting]
     return scenarios
 
 
@@ -47,6 +54,9 @@ def main() -> None:
     parser.add_argument("--watch-keys", type=int, default=100_000)
     parser.add_argument("--watch-updates", type=int, default=20_000)
     parser.add_argument("--watch-rounds", type=int, default=3)
+    parser.add_argument("--object-sizes", type=int, nargs="*", default=[1, 16, 128])
+    parser.add_argument("--object-rounds", type=int, default=3)
+    parser.add_argument("--rss-mib", type=int, default=1024, help="0 skips the RSS run")
     parser.add_argument("--write", type=Path, help="also write a markdown report here")
     args = parser.parse_args()
     with jetstream.EmbeddedServer() as server:
@@ -54,10 +64,14 @@ def main() -> None:
     command = "python -m benchmarks " + " ".join(sys.argv[1:])
     report = (
         f"Command: `{command.strip()}`  \nMachine: {machine()}  \n"
-        f"Medians of {args.rounds} interleaved rounds ({args.watch_rounds} for the watch) after "
-        "one warm-up; values of 100 bytes.\n\n"
+        f"Medians of {args.rounds} interleaved rounds ({args.watch_rounds} for the watch, "
+        f"{args.object_rounds} for objects) after one warm-up; KV values of 100 bytes.\n\n"
         f"{table(scenarios)}\n"
     )
+    if args.rss_mib:
+        report += (
+            f"\nPeak memory, each operation in a fresh process:\n\n{rss.measure(args.rss_mib)}\n"
+        )
     print(report)
     if args.write:
         args.write.write_text(report)

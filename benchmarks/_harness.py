@@ -25,6 +25,9 @@ class Scenario:
     variants: dict[str, Variant]
     baseline: str
     """The variant the others are compared with (ours)."""
+    after: Variant | None = None
+    """Untimed clean-up after each variant call (e.g. deleting what a put stored)."""
+    unit: str = "keys"
     timings: dict[str, list[float]] = field(default_factory=dict)
 
     async def run(self, rounds: int) -> None:
@@ -38,6 +41,8 @@ class Scenario:
                 elapsed = time.perf_counter() - start
                 if round_no:  # round 0 warms up connections, buckets and caches
                     self.timings.setdefault(name, []).append(elapsed)
+                if self.after is not None:
+                    await self.after()
 
     def rows(self) -> list[tuple[str, str, float, float, float]]:
         """(scenario, variant, median ms, items/s, baseline speed / variant speed)."""
@@ -51,13 +56,15 @@ class Scenario:
 
 def table(scenarios: list[Scenario]) -> str:
     lines = [
-        "| scenario | variant | median ms | keys/s | ours is N x faster |",
+        "| scenario | variant | median ms | rate | ours is N x faster |",
         "|---|---|---:|---:|---:|",
     ]
     for scenario in scenarios:
         for name, variant, ms, rate, ratio in scenario.rows():
             mark = "(ours)" if variant == scenario.baseline else f"{ratio:.2f}x"
-            lines.append(f"| {name} | {variant} | {ms:.2f} | {rate:,.0f} | {mark} |")
+            lines.append(
+                f"| {name} | {variant} | {ms:.2f} | {rate:,.0f} {scenario.unit}/s | {mark} |"
+            )
     return "\n".join(lines)
 
 

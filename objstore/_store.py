@@ -51,6 +51,7 @@ __all__ = ["ObjectStore", "validate_object_name"]
 
 _MAX_CHUNK_SIZE = 8 * 1024 * 1024
 _DEFAULT_CLEANUP_AGE = timedelta(minutes=1)
+_WRITE_BATCH = 4 * 1024 * 1024
 
 
 def validate_object_name(name: str) -> None:
@@ -311,13 +312,26 @@ class ObjectStore:
             async with self.open(name) as reader:
                 done = 0
                 file = await loop.run_in_executor(None, partial.open, "wb")
+                # Written in ~4 MiB batches, one batch in flight while the next arrives.
+                pending: list[bytes] = []
+                writing: asyncio.Future[None] | None = None
                 try:
                     async for chunk in reader:
-                        await loop.run_in_executor(None, file.write, chunk)
+                        pending.append(chunk)
                         done += len(chunk)
+                        if len(pending) * len(chunk) >= _WRITE_BATCH:
+                            if writing is not None:
+                                await writing
+                            writing = loop.run_in_executor(None, file.writelines, pending)
+                            pending = []
                         if progress is not None:
                             progress(done, reader.info.size)
+                    if writing is not None:
+                        await writing
+                    await loop.run_in_executor(None, file.writelines, pending)
                 finally:
+                    if writing is not None and not writing.done():
+                        await asyncio.wait([writing])
                     await loop.run_in_executor(None, file.close)
             os.replace(partial, target)
             return reader.info

@@ -1,0 +1,104 @@
+"""Object put and get vs nats-py's object store, and put vs the no-ack ceiling (core publish
+of the same chunks into the same stream, until stored). Rates in MiB/s."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import nats
+from nats.js.object_store import ObjectStore as PeerStore
+
+import jetstream
+import objstore
+
+from ._harness import Scenario
+
+STORE = "bench_objects"
+MIB = 1024 * 1024
+
+
+@asynccontextmanager
+async def stores(
+    url: str,
+) -> AsyncIterator[tuple[jetstream.JetStream, objstore.ObjectStore, PeerStore]]:
+    async with await jetstream.connect(url) as js:
+        store = await objstore.create_store(js, STORE)
+        peer = await nats.connect(url)
+        try:
+            yield js, store, await peer.jetstream().object_store(STORE)
+        finally:
+            await peer.close()
+            await objstore.delete_store(js, STORE)
+
+
+def put_scenario(
+    js: jetstream.JetStream, store: objstore.ObjectStore, peer: PeerStore, mib: int
+) -> Scenario:
+    data = os.urandom(mib * MIB)
+    chunk = objstore.DEFAULT_CHUNK_SIZE
+
+    async def ours() -> None:
+        await store.put("put-ours", data)
+
+    async def theirs() -> None:
+        await peer.put("put-theirs", data)
+
+    async def ceiling() -> None:
+        """Core publish of every chunk (no replies), then wait until the stream has them all."""
+        before = (await js.stream_info(store.stream)).state.last_seq
+        view = memoryview(data)
+        for start in range(0, len(data), chunk):
+            await js.nc.publish(f"$O.{STORE}.C.ceiling", bytes(view[start : start + chunk]))
+        target = before + -(-len(data) // chunk)
+        while (await js.stream_info(store.stream)).state.last_seq < target:
+            await asyncio.sleep(0.001)
+
+    async def after() -> None:
+        await js.purge_stream(store.stream)
+
+    return Scenario(
+        f"put {mib} MiB",
+        mib,
+        {
+            "objstore put (fast ingest, SHA-256, meta)": ours,
+            "nats-py obs.put": theirs,
+            "core publish until stored (no-ack ceiling)": ceiling,
+        },
+        baseline="objstore put (fast ingest, SHA-256, meta)",
+        after=after,
+        unit="MiB",
+    )
+
+
+async def get_scenario(store: objstore.ObjectStore, peer: PeerStore, mib: int) -> Scenario:
+    await store.put(f"get-{mib}", os.urandom(mib * MIB))
+    folder = Path(tempfile.mkdtemp(prefix="bench-get-"))
+
+    async def ours() -> None:
+        await store.get_file(f"get-{mib}", folder / "ours.bin")
+
+    async def ours_streamed() -> None:
+        async with store.open(f"get-{mib}") as reader:
+            async for _ in reader:
+                pass
+
+    async def theirs() -> None:
+        with open(folder / "theirs.bin", "wb") as file:  # noqa: ASYNC230 (as nats-py users do)
+            await peer.get(f"get-{mib}", writeinto=file)
+
+    return Scenario(
+        f"get {mib} MiB",
+        mib,
+        {
+            "objstore get_file (digest checked)": ours,
+            "objstore open() chunks, no file (digest checked)": ours_streamed,
+            "nats-py obs.get(writeinto=file)": theirs,
+        },
+        baseline="objstore get_file (digest checked)",
+        unit="MiB",
+    )
