@@ -2,7 +2,7 @@
 
     python -m benchmarks.rss 1024      # MiB; prints a markdown table
 
-Each child measures ``ru_maxrss`` before and after its operation; the growth is what the
+Each child measures its peak RSS (``VmHWM``) before and after its operation; the growth is what the
 transfer cost in memory (the object itself is on disk, never in memory as a whole).
 """
 
@@ -24,7 +24,12 @@ STORE = "bench_rss"
 
 
 def _peak_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+    """This process's peak resident memory. ``VmHWM`` belongs to the address space, so unlike
+    ``ru_maxrss`` (kept across exec) it does not inherit the parent's peak."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 async def _child(url: str, action: str, path: str) -> None:
