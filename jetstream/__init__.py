@@ -77,6 +77,7 @@ from ._models import (
     StreamInfo,
     StreamState,
 )
+from ._options import ConnectionOptions, bool_option, int_option, run_sync, str_option
 from ._pull import PullMessage
 from ._scan import scan_stream
 from ._server import EmbeddedServer, find_server_binary
@@ -105,6 +106,7 @@ __all__ = [
     "BucketNotFoundError",
     "ClientValidationError",
     "CommitUnknownError",
+    "ConnectionOptions",
     "Consumer",
     "ConsumerConfig",
     "ConsumerDeletedError",
@@ -160,13 +162,17 @@ __all__ = [
     "ValueTooLargeError",
     "WrongLastSequenceError",
     "WrongRevisionError",
+    "bool_option",
     "connect",
     "find_server_binary",
     "format_ttl",
     "headers",
+    "int_option",
     "parse_ack_reply",
     "parse_timestamp",
     "parse_ttl",
     "parse_ttl_header",
+    "run_sync",
     "scan_stream",
+    "str_option",
 ]

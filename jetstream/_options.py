@@ -1,0 +1,169 @@
+"""Connection settings and typed options from string maps (Spark options, CLI flags, env).
+
+Spark hands data sources their options as a case-insensitive map of strings; everything is
+parsed and validated here, once, so errors surface at planning time with the option's name.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+import threading
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar
+
+from ._context import JetStream, connect
+from ._errors import ClientValidationError
+
+__all__ = ["ConnectionOptions", "bool_option", "int_option", "run_sync", "str_option"]
+
+T = TypeVar("T")
+_TRUE = {"true", "1", "yes", "on"}
+_FALSE = {"false", "0", "no", "off"}
+
+
+def _get(options: Mapping[str, str], name: str) -> str | None:
+    for key, value in options.items():  # Spark lower-cases keys; accept any case
+        if key.lower() == name.lower():
+            return str(value)
+    return None
+
+
+def int_option(
+    options: Mapping[str, str], name: str, default: int, *, low: int = 1, high: int | None = None
+) -> int:
+    """An integer option within [low, high].
+
+    Raises:
+        ClientValidationError: not an integer, or out of range (names the option).
+    """
+    text = _get(options, name)
+    if text is None:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        raise ClientValidationError(f"option {name!r} must be an integer: {text!r}") from None
+    if value < low or (high is not None and value > high):
+        bounds = f">= {low}" if high is None else f"{low}..{high}"
+        raise ClientValidationError(f"option {name!r} must be {bounds}: {value}")
+    return value
+
+
+def bool_option(options: Mapping[str, str], name: str, default: bool) -> bool:
+    """A true/false option.
+
+    Raises:
+        ClientValidationError: not a boolean word.
+    """
+    text = _get(options, name)
+    if text is None:
+        return default
+    if text.lower() in _TRUE:
+        return True
+    if text.lower() in _FALSE:
+        return False
+    raise ClientValidationError(f"option {name!r} must be true or false: {text!r}")
+
+
+def str_option(options: Mapping[str, str], name: str, default: str | None = None) -> str | None:
+    """A string option (None when absent and no default)."""
+    text = _get(options, name)
+    return default if text is None else text
+
+
+@dataclasses.dataclass(frozen=True)
+class ConnectionOptions:
+    """How to reach NATS, from plain strings. Picklable, so it can travel to Spark executors;
+    prefer ``creds`` (a file path) over inline secrets. Secrets never appear in ``repr``."""
+
+    servers: tuple[str, ...]
+    user: str | None = None
+    password: str | None = dataclasses.field(default=None, repr=False)
+    token: str | None = dataclasses.field(default=None, repr=False)
+    creds: str | None = None
+    nkey_seed_file: str | None = None
+    tls_ca: str | None = None
+    connect_timeout: float = 5.0
+
+    @classmethod
+    def from_strings(cls, options: Mapping[str, str]) -> ConnectionOptions:
+        """Read ``servers`` (comma-separated; default ``$NATS_URL``), ``user``, ``password``,
+        ``token``, ``creds``, ``nkeySeedFile``, ``tlsCa``, ``connectTimeout``.
+
+        Raises:
+            ClientValidationError: no server given, or a malformed value.
+        """
+        servers = str_option(options, "servers") or os.environ.get("NATS_URL")
+        if not servers:
+            raise ClientValidationError("option 'servers' is required (or set NATS_URL)")
+        timeout = str_option(options, "connectTimeout", "5")
+        try:
+            connect_timeout = float(timeout or "5")
+        except ValueError:
+            raise ClientValidationError(
+                f"option 'connectTimeout' must be seconds: {timeout!r}"
+            ) from None
+        return cls(
+            servers=tuple(s.strip() for s in servers.split(",") if s.strip()),
+            user=str_option(options, "user"),
+            password=str_option(options, "password"),
+            token=str_option(options, "token"),
+            creds=str_option(options, "creds"),
+            nkey_seed_file=str_option(options, "nkeySeedFile"),
+            tls_ca=str_option(options, "tlsCa"),
+            connect_timeout=connect_timeout,
+        )
+
+    def nats_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for :func:`jetstream.connect` / ``nats.connect``."""
+        kwargs: dict[str, Any] = {"connect_timeout": self.connect_timeout}
+        if self.user is not None:
+            kwargs["user"] = self.user
+            kwargs["password"] = self.password
+        if self.token is not None:
+            kwargs["token"] = self.token
+        if self.creds is not None:
+            kwargs["user_credentials"] = self.creds
+        if self.nkey_seed_file is not None:
+            kwargs["nkeys_seed"] = self.nkey_seed_file
+        if self.tls_ca is not None:
+            import ssl
+
+            kwargs["tls"] = ssl.create_default_context(cafile=self.tls_ca)
+        return kwargs
+
+    async def connect(self) -> JetStream:
+        """A new connection (never reuse one across event loops)."""
+        return await connect(list(self.servers), **self.nats_kwargs())
+
+
+def run_sync(factory: Callable[[], Awaitable[T]]) -> T:
+    """Run a coroutine to completion from synchronous code, in a fresh event loop: with
+    ``asyncio.run`` when this thread has no running loop (Spark executors), otherwise in a
+    helper thread (a notebook's driver), so it never fails with "loop already running".
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(_awaited(factory))
+    result: list[T] = []
+    errors: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            result.append(asyncio.run(_awaited(factory)))
+        except BaseException as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=target, name="jetstream-run-sync")
+    thread.start()
+    thread.join()
+    if errors:
+        raise errors[0]
+    return result[0]
+
+
+async def _awaited(factory: Callable[[], Awaitable[T]]) -> T:
+    return await factory()

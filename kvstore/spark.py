@@ -1,0 +1,436 @@
+"""PySpark data source ``natskv``: write DataFrames into a KV bucket, read a bucket as a
+DataFrame, stream its changes. Needs the ``spark`` extra (``pip install 'jetstore[spark]'``).
+
+::
+
+    import kvstore.spark
+    kvstore.spark.register(spark)            # or rely on auto-registration (pyspark_natskv)
+
+    (df.write.format("natskv").mode("append")
+       .option("servers", "nats://127.0.0.1:4222").option("bucket", "profiles").save())
+    spark.read.format("natskv").option("servers", url).load("profiles")
+    spark.readStream.format("natskv").option("servers", url).option("bucket", "profiles").load()
+
+**Write guarantee, honestly:** rows are written in atomic ``put_many`` batches of up to
+``batchSize`` (default 1000) keys: each batch is stored whole or not at all. A job is
+*at-least-once*, not atomic: a failed or retried task may already have stored some of its
+batches (re-writing the same key and value is harmless), and ``abort`` cannot undo them; it logs
+what the successful partitions wrote. A null value deletes the key.
+
+Options (strings; names are case-insensitive): ``servers`` (comma-separated, default
+``$NATS_URL``), ``user``/``password``/``token``/``creds``/``nkeySeedFile``/``tlsCa``,
+``bucket`` (or the ``load``/``save`` path). Write: ``keyColumn`` (``key``), ``valueColumn``
+(``value``, binary or string), ``ttlColumn`` (seconds or a TTL string, optional), ``batchSize``
+(1..1000). Read: ``keys`` (comma-separated filters, default ``>``), ``numPartitions`` (2),
+``includeDeletes`` (false). Stream: ``keys``, ``startingSequence`` (``earliest``, ``latest`` or a
+revision), ``maxRecordsPerTrigger``, ``seqsPerPartition`` (10000), ``includeDeletes`` (true).
+Rows: ``key string, value binary, revision long, created timestamp, op string`` (``op`` is
+``PUT``, ``DEL``, ``PURGE`` or ``EXPIRED``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import zlib
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+try:
+    import pyarrow as pa
+    from pyspark.sql.datasource import (
+        DataSource,
+        DataSourceArrowWriter,
+        DataSourceReader,
+        DataSourceStreamReader,
+        InputPartition,
+        WriterCommitMessage,
+    )
+    from pyspark.sql.streaming.datasource import (
+        ReadAllAvailable,
+        ReadLimit,
+        ReadMaxRows,
+        SupportsTriggerAvailableNow,
+    )
+    from pyspark.sql.types import StructType
+except ImportError as exc:  # pragma: no cover - exercised by the missing-extra check
+    raise ImportError(
+        "kvstore.spark needs PySpark >= 4.2 and pyarrow: pip install 'jetstore[spark]'"
+    ) from exc
+
+from jetstream import (
+    ClientValidationError,
+    ConnectionOptions,
+    JetStream,
+    OrderedConsumer,
+    PullMessage,
+    bool_option,
+    int_option,
+    run_sync,
+    str_option,
+)
+
+from ._keys import validate_bucket_name, validate_filter
+from ._manage import open_bucket
+from ._models import Op, op_from_headers, stream_name, subject_prefix
+
+__all__ = ["KVCommit", "KVDataSource", "register"]
+
+_log = logging.getLogger("kvstore.spark")
+SCHEMA = "key string, value binary, revision long, created timestamp, op string"
+_FIELDS = ("key", "value", "revision", "created", "op")
+
+
+def register(spark: Any) -> None:
+    """Register the ``natskv`` format with a SparkSession (idempotent)."""
+    spark.dataSource.register(KVDataSource)
+
+
+# -- options ------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class _Options:
+    connection: ConnectionOptions
+    bucket: str
+    key_column: str
+    value_column: str
+    ttl_column: str | None
+    batch_size: int
+    filters: tuple[str, ...]
+    partitions: int
+    include_deletes: bool
+    start: str
+    max_records: int | None
+    seqs_per_partition: int
+
+    @property
+    def subjects(self) -> list[str]:
+        return [subject_prefix(self.bucket) + f for f in self.filters]
+
+
+def _options(options: Mapping[str, str], *, stream: bool = False) -> _Options:
+    bucket = str_option(options, "bucket") or str_option(options, "path")
+    if not bucket:
+        raise ClientValidationError("option 'bucket' (or a load/save path) is required")
+    validate_bucket_name(bucket)
+    filters = tuple(f.strip() for f in (str_option(options, "keys", ">") or ">").split(","))
+    for pattern in filters:
+        validate_filter(pattern)
+    max_records = str_option(options, "maxRecordsPerTrigger")
+    return _Options(
+        connection=ConnectionOptions.from_strings(options),
+        bucket=bucket,
+        key_column=str_option(options, "keyColumn", "key") or "key",
+        value_column=str_option(options, "valueColumn", "value") or "value",
+        ttl_column=str_option(options, "ttlColumn"),
+        batch_size=int_option(options, "batchSize", 1000, low=1, high=1000),
+        filters=filters,
+        partitions=int_option(options, "numPartitions", 2, low=1, high=1024),
+        include_deletes=bool_option(options, "includeDeletes", stream),
+        start=(str_option(options, "startingSequence", "earliest") or "earliest").lower(),
+        max_records=None
+        if max_records is None
+        else int_option(options, "maxRecordsPerTrigger", 0, low=1),
+        seqs_per_partition=int_option(options, "seqsPerPartition", 10_000, low=1),
+    )
+
+
+async def _last_seq(opts: _Options) -> int:
+    async with await opts.connection.connect() as js:
+        return (await js.stream_info(stream_name(opts.bucket))).state.last_seq
+
+
+# -- the data source ----------------------------------------------------------------------------
+
+
+class KVDataSource(DataSource):
+    """The ``natskv`` format (see the module docstring)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "natskv"
+
+    def schema(self) -> str:
+        return SCHEMA
+
+    def writer(self, schema: StructType, overwrite: bool) -> KVArrowWriter:
+        if overwrite:
+            raise ClientValidationError("natskv supports mode('append') only")
+        opts = _options(self.options)
+        names = set(schema.fieldNames())
+        for column in (opts.key_column, opts.value_column, opts.ttl_column):
+            if column is not None and column not in names:
+                raise ClientValidationError(
+                    f"column {column!r} is not in the DataFrame: {sorted(names)}"
+                )
+        run_sync(lambda: _check_bucket(opts))  # fail at planning, before any task runs
+        return KVArrowWriter(opts)
+
+    def reader(self, schema: StructType) -> KVReader:
+        opts = _options(self.options)
+        return KVReader(opts, _projection(schema), run_sync(lambda: _last_seq(opts)))
+
+    def streamReader(self, schema: StructType) -> KVStreamReader:
+        return KVStreamReader(_options(self.options, stream=True), _projection(schema))
+
+
+async def _check_bucket(opts: _Options) -> None:
+    async with await opts.connection.connect() as js:
+        bucket = await open_bucket(js, opts.bucket)
+        info = await js.stream_info(bucket.stream)
+        if not info.config.allow_atomic:
+            raise ClientValidationError(
+                f"bucket {opts.bucket!r} has no atomic batches (allow_atomic); "
+                "update it with kvstore.update_bucket"
+            )
+
+
+def _projection(schema: StructType) -> tuple[tuple[str, bool], ...]:
+    """(field, as_text) for each requested column: a user schema may pick, reorder, and read
+    ``value`` as a string (decoded as UTF-8)."""
+    fields = []
+    for field in schema.fields:
+        if field.name not in _FIELDS:
+            raise ClientValidationError(f"natskv has no column {field.name!r}; it has {_FIELDS}")
+        fields.append((field.name, field.name == "value" and field.dataType.typeName() == "string"))
+    return tuple(fields)
+
+
+def _row(
+    message: PullMessage, prefix: str, projection: tuple[tuple[str, bool], ...]
+) -> tuple[Any, ...]:
+    meta = message.metadata
+    values: dict[str, Any] = {
+        "key": message.subject[len(prefix) :],
+        "value": message.data,
+        "revision": meta.stream_seq,
+        "created": meta.time,
+        "op": op_from_headers(message.headers).value,
+    }
+    return tuple(
+        values[name].decode("utf-8", "replace") if as_text else values[name]
+        for name, as_text in projection
+    )
+
+
+# -- writing ------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class KVCommit(WriterCommitMessage):
+    """What one partition stored: its keys, atomic batches and revision range."""
+
+    keys: int = 0
+    batches: int = 0
+    first_revision: int = 0
+    last_revision: int = 0
+
+
+class KVArrowWriter(DataSourceArrowWriter):
+    """Writes each partition in atomic batches (one connection and event loop per task)."""
+
+    def __init__(self, opts: _Options) -> None:
+        self.opts = opts
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> KVCommit:
+        return run_sync(lambda: _write_partition(self.opts, iterator))
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        _log.info("natskv write committed: %s", _summary(messages))
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        _log.warning(
+            "natskv write aborted; already stored by the partitions that succeeded "
+            "(each batch whole, nothing can be rolled back): %s",
+            _summary(messages),
+        )
+
+
+def _summary(messages: Sequence[WriterCommitMessage | None]) -> str:
+    done = [m for m in messages if isinstance(m, KVCommit)]
+    keys = sum(m.keys for m in done)
+    batches = sum(m.batches for m in done)
+    return f"{keys} keys in {batches} batches from {len(done)} of {len(messages)} partitions"
+
+
+async def _write_partition(opts: _Options, batches: Iterator[pa.RecordBatch]) -> KVCommit:
+    result = KVCommit()
+    async with await opts.connection.connect() as js:
+        bucket = await open_bucket(js, opts.bucket)
+        group: dict[str, tuple[bytes | None, Any]] = {}
+        for record_batch in batches:
+            for key, value, ttl in _rows(record_batch, opts):
+                if key in group or len(group) >= opts.batch_size:  # a key once per batch
+                    await _store(bucket, group, result)
+                    group = {}
+                group[key] = (value, ttl)
+        if group:
+            await _store(bucket, group, result)
+    return result
+
+
+def _rows(batch: pa.RecordBatch, opts: _Options) -> Iterator[tuple[str, bytes | None, Any]]:
+    keys = batch.column(opts.key_column).to_pylist()
+    values = batch.column(opts.value_column).to_pylist()
+    ttls = batch.column(opts.ttl_column).to_pylist() if opts.ttl_column else [None] * len(keys)
+    for key, value, ttl in zip(keys, values, ttls, strict=True):
+        if not isinstance(key, str):
+            raise ClientValidationError(f"keys must be strings, got {key!r}")
+        yield key, value.encode() if isinstance(value, str) else value, ttl
+
+
+async def _store(bucket: Any, group: dict[str, tuple[bytes | None, Any]], result: KVCommit) -> None:
+    async with bucket.batch(max_keys=len(group)) as batch:
+        for key, (value, ttl) in group.items():
+            if value is None:
+                batch.delete(key)
+            else:
+                batch.put(key, value, ttl=ttl)
+    revisions = list(batch.revisions.values())
+    result.keys += len(revisions)
+    result.batches += 1
+    result.first_revision = result.first_revision or min(revisions)
+    result.last_revision = max(result.last_revision, max(revisions))
+
+
+# -- batch reading ------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class KVPartition(InputPartition):
+    """Keys whose hash falls in ``index`` (of ``count``), as of stream sequence ``up_to``."""
+
+    index: int
+    count: int
+    up_to: int
+
+
+class KVReader(DataSourceReader):
+    """A consistent snapshot: every partition reads the bucket as of the sequence taken at
+    planning, keeping the newest revision (up to it) of the keys that hash to it."""
+
+    def __init__(
+        self, opts: _Options, projection: tuple[tuple[str, bool], ...], up_to: int
+    ) -> None:
+        self.opts = opts
+        self.projection = projection
+        self.up_to = up_to
+
+    def partitions(self) -> list[KVPartition]:
+        return [
+            KVPartition(i, self.opts.partitions, self.up_to) for i in range(self.opts.partitions)
+        ]
+
+    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+        assert isinstance(partition, KVPartition)
+        yield from run_sync(lambda: _read_snapshot(self.opts, self.projection, partition))
+
+
+async def _read_snapshot(
+    opts: _Options, projection: tuple[tuple[str, bool], ...], part: KVPartition
+) -> list[tuple[Any, ...]]:
+    if part.up_to == 0:
+        return []
+    prefix = subject_prefix(opts.bucket)
+    latest: dict[str, PullMessage] = {}
+    async with await opts.connection.connect() as js:
+        async for message in _messages(js, opts, first=1, until_caught_up=True):
+            if message.metadata.stream_seq > part.up_to:
+                break
+            key = message.subject[len(prefix) :]
+            if zlib.crc32(key.encode()) % part.count == part.index:
+                latest[key] = message
+    return [
+        _row(message, prefix, projection)
+        for message in latest.values()
+        if opts.include_deletes or op_from_headers(message.headers) is Op.PUT
+    ]
+
+
+def _messages(
+    js: JetStream, opts: _Options, *, first: int, until_caught_up: bool
+) -> OrderedConsumer:
+    return OrderedConsumer(
+        js,
+        stream_name(opts.bucket),
+        filter_subjects=opts.subjects,
+        opt_start_seq=first if first > 1 else 0,
+        until_caught_up=until_caught_up,
+    )
+
+
+# -- streaming ----------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class SeqRange(InputPartition):
+    """Stream sequences ``first`` .. ``last`` (inclusive)."""
+
+    first: int
+    last: int
+
+
+class KVStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Key changes as a stream; offsets are ``{"seq": N}`` (the last revision included)."""
+
+    def __init__(self, opts: _Options, projection: tuple[tuple[str, bool], ...]) -> None:
+        self.opts = opts
+        self.projection = projection
+        self._target: int | None = None
+
+    def initialOffset(self) -> dict[str, int]:
+        start = self.opts.start
+        if start == "earliest":
+            return {"seq": 0}
+        if start == "latest":
+            return {"seq": run_sync(lambda: _last_seq(self.opts))}
+        if start.isdigit():
+            return {"seq": max(0, int(start) - 1)}
+        raise ClientValidationError(
+            f"startingSequence must be earliest, latest or a revision: {start!r}"
+        )
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        if self.opts.max_records:
+            return ReadMaxRows(self.opts.max_records)
+        return ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._target = run_sync(lambda: _last_seq(self.opts))
+
+    def latestOffset(
+        self, start: dict[str, int] | None = None, limit: ReadLimit | None = None
+    ) -> dict[str, int]:
+        latest = (
+            self._target if self._target is not None else run_sync(lambda: _last_seq(self.opts))
+        )
+        if start is not None and isinstance(limit, ReadMaxRows):
+            latest = min(latest, start["seq"] + limit.max_rows)
+        return {"seq": latest}
+
+    def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[SeqRange]:
+        step = self.opts.seqs_per_partition
+        first, last = start["seq"] + 1, end["seq"]
+        return [SeqRange(s, min(s + step - 1, last)) for s in range(first, last + 1, step)]
+
+    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+        assert isinstance(partition, SeqRange)
+        yield from run_sync(lambda: _read_range(self.opts, self.projection, partition))
+
+    def commit(self, end: dict[str, int]) -> None:
+        """Nothing to do: offsets are stream sequences, no server-side state is kept."""
+
+
+async def _read_range(
+    opts: _Options, projection: tuple[tuple[str, bool], ...], part: SeqRange
+) -> list[tuple[Any, ...]]:
+    prefix = subject_prefix(opts.bucket)
+    rows = []
+    async with await opts.connection.connect() as js:
+        async for message in _messages(js, opts, first=part.first, until_caught_up=True):
+            if message.metadata.stream_seq > part.last:
+                break
+            if opts.include_deletes or op_from_headers(message.headers) is Op.PUT:
+                rows.append(_row(message, prefix, projection))
+    return rows

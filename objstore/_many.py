@@ -1,0 +1,74 @@
+"""Uploading many objects from one process (a Spark partition, a script): one connection, a
+few uploads at a time, one row of outcome per object; a failed object does not stop the others.
+Spark-free, so it is tested on its own and used by ``objstore.spark``."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Iterable
+
+from jetstream import ConnectionOptions, JetStreamError
+
+from ._manage import open_store
+from ._models import DEFAULT_CHUNK_SIZE
+from ._store import ObjectStore
+
+__all__ = ["UploadItem", "UploadOutcome", "upload_many"]
+
+
+@dataclasses.dataclass(frozen=True)
+class UploadItem:
+    """One object to store: from ``path`` (streamed from disk) or ``data`` (in memory)."""
+
+    name: str
+    path: str | None = None
+    data: bytes | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class UploadOutcome:
+    """What happened to one object: its size, digest and chunks, or the error."""
+
+    name: str
+    size: int | None = None
+    digest: str | None = None
+    chunks: int | None = None
+    error: str | None = None
+
+
+async def upload_many(
+    connection: ConnectionOptions,
+    store_name: str,
+    items: Iterable[UploadItem],
+    *,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+    concurrency: int = 4,
+) -> list[UploadOutcome]:
+    """Upload every item into the store, ``concurrency`` at a time; never raises for one
+    object's failure (its outcome carries the error). Connection and store errors do raise.
+
+    Raises:
+        StoreNotFoundError: no such store; JetStreamError: the server cannot be reached.
+    """
+    async with await connection.connect() as js:
+        store = await open_store(js, store_name)
+        limit = asyncio.Semaphore(concurrency)
+
+        async def one(item: UploadItem) -> UploadOutcome:
+            async with limit:
+                return await _upload(store, item, chunk_size)
+
+        return list(await asyncio.gather(*(one(item) for item in items)))
+
+
+async def _upload(store: ObjectStore, item: UploadItem, chunk_size: int) -> UploadOutcome:
+    if (item.path is None) == (item.data is None):
+        return UploadOutcome(item.name, error="give exactly one of a path or data")
+    try:
+        source = item.path if item.path is not None else item.data
+        assert source is not None
+        info = await store.put(item.name, source, chunk_size=chunk_size)
+    except (JetStreamError, OSError, TypeError, ValueError) as exc:
+        return UploadOutcome(item.name, error=f"{type(exc).__name__}: {exc}")
+    return UploadOutcome(item.name, size=info.size, digest=info.digest, chunks=info.chunks)

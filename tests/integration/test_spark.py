@@ -1,0 +1,259 @@
+"""PySpark data sources end to end: one local SparkSession for the test session (local[2],
+UI off, loopback only) against the real nats-server of the fixtures."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import jetstream
+import kvstore
+import objstore
+
+pyspark = pytest.importorskip("pyspark", reason="needs the 'spark' extra")
+
+from pyspark.sql import SparkSession  # noqa: E402
+
+import kvstore.spark  # noqa: E402
+import objstore.spark  # noqa: E402
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("jetstore-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.driver.memory", "1g")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    kvstore.spark.register(session)
+    objstore.spark.register(session)
+    yield session
+    session.stop()
+
+
+def _run(coro_factory: Callable[[], Any]) -> Any:
+    return jetstream.run_sync(coro_factory)
+
+
+async def _bucket(url: str, name: str, **options: Any) -> None:
+    async with await jetstream.connect(url) as js:
+        await kvstore.create_bucket(js, name, **options)
+
+
+async def _snapshot(url: str, name: str, keys: list[str]) -> kvstore.Snapshot:
+    async with await jetstream.connect(url) as js:
+        return await (await kvstore.open_bucket(js, name)).get_many(keys)
+
+
+def test_write_then_read_a_bucket(
+    spark: SparkSession, nats_server: jetstream.EmbeddedServer, unique_name: Callable[[str], str]
+) -> None:
+    name = unique_name("sk")
+    _run(lambda: _bucket(nats_server.url, name, history=3))
+    rows = [(f"user{i}.name", f"name-{i}".encode(), None) for i in range(2500)]
+    rows.append(("user0.name", None, None))  # a null value deletes the key
+    df = spark.createDataFrame(rows, "key string, value binary, ttl long").repartition(2)
+    df.write.format("natskv").mode("append").option("servers", nats_server.url).option(
+        "bucket", name
+    ).option("ttlColumn", "ttl").save()
+    snap = _run(
+        lambda: _snapshot(nats_server.url, name, ["user1.name", "user2499.name", "user0.name"])
+    )
+    assert snap["user1.name"].value == b"name-1" and snap.missing == ("user0.name",)
+
+    read = (
+        spark.read.format("natskv")
+        .option("servers", nats_server.url)
+        .option("numPartitions", 3)
+        .load(name)
+    )
+    assert read.rdd.getNumPartitions() == 3
+    assert read.count() == 2499 and read.select("key").distinct().count() == 2499
+    first = read.where("key = 'user7.name'").collect()[0]
+    assert (first.value, first.op) == (b"name-7", "PUT") and first.revision > 0
+    filtered = (
+        spark.read.format("natskv").option("servers", nats_server.url)
+        .option("keys", "user1.>,user2.*").load(name)
+    )  # fmt: skip
+    assert filtered.count() == 2, "server-side key filters"
+    with pytest.raises(Exception, match="invalid key filter"):
+        spark.read.format("natskv").option("servers", nats_server.url).option(
+            "keys", "user1*"
+        ).load(name).count()
+    texts = (
+        spark.read.format("natskv").schema("key string, value string")
+        .option("servers", nats_server.url).option("keys", "user12.name").load(name).collect()
+    )  # fmt: skip
+    assert [tuple(r) for r in texts] == [("user12.name", "name-12")]
+
+
+def test_bad_options_fail_at_planning(
+    spark: SparkSession, nats_server: jetstream.EmbeddedServer, unique_name: Callable[[str], str]
+) -> None:
+    name = unique_name("sk")
+    _run(lambda: _bucket(nats_server.url, name))
+    df = spark.createDataFrame([("a", b"1")], "key string, value binary")
+
+    def writer() -> Any:
+        return df.write.format("natskv").option("servers", nats_server.url).option("bucket", name)
+
+    with pytest.raises(Exception, match="append"):
+        writer().mode("overwrite").save()
+    with pytest.raises(Exception, match="batchSize"):
+        writer().mode("append").option("batchSize", "5000").save()
+    with pytest.raises(Exception, match="nope"):
+        writer().mode("append").option("keyColumn", "nope").save()
+    with pytest.raises(Exception, match="bucket"):
+        df.write.format("natskv").mode("append").option("servers", nats_server.url).save()
+
+
+def test_a_failed_task_aborts_and_keeps_whole_batches(
+    spark: SparkSession, nats_server: jetstream.EmbeddedServer, unique_name: Callable[[str], str]
+) -> None:
+    """One partition fails (a bad key); the other's batches are stored, each one whole."""
+    name = unique_name("sk")
+    _run(lambda: _bucket(nats_server.url, name))
+    good = [(f"ok{i}", b"v") for i in range(1500)]
+    bad = [(f"bad{i}", b"v") for i in range(10)] + [("not a key", b"v")]
+    df = (
+        spark.createDataFrame(good + bad, "key string, value binary")
+        .coalesce(1)
+        .union(spark.createDataFrame(bad, "key string, value binary"))
+    )
+    with pytest.raises(Exception, match="invalid key"):
+        df.write.format("natskv").mode("append").option("servers", nats_server.url).option(
+            "bucket", name
+        ).save()
+    stored = _run(lambda: _snapshot(nats_server.url, name, [f"ok{i}" for i in range(1500)]))
+    assert len(stored) in (0, 1000, 1500), "atomic per batch of 1000: never a partial batch"
+
+
+def test_streaming_reads_resume_from_a_checkpoint(
+    spark: SparkSession,
+    nats_server: jetstream.EmbeddedServer,
+    unique_name: Callable[[str], str],
+    tmp_path: Path,
+) -> None:
+    name = unique_name("sk")
+    _run(lambda: _bucket(nats_server.url, name, history=5))  # keeps revisions a delete follows
+
+    async def write(start: int, count: int) -> None:
+        async with await jetstream.connect(nats_server.url) as js:
+            bucket = await kvstore.open_bucket(js, name)
+            await bucket.put_many({f"k{i}": str(i).encode() for i in range(start, start + count)})
+            await bucket.delete(f"k{start}")
+
+    output, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
+
+    def run_once() -> list[Any]:
+        """One availableNow run into parquet files; returns every row written so far."""
+        query = (
+            spark.readStream.format("natskv").option("servers", nats_server.url)
+            .option("bucket", name).option("maxRecordsPerTrigger", "40").load()
+            .writeStream.format("parquet").option("path", str(output))
+            .option("checkpointLocation", str(checkpoint))
+            .trigger(availableNow=True).start()
+        )  # fmt: skip
+        query.awaitTermination()
+        return spark.read.parquet(str(output)).orderBy("revision").collect()
+
+    _run(lambda: write(0, 100))
+    first = run_once()
+    assert len(first) == 101 and first[-1].op == "DEL"
+    assert [r.revision for r in first] == list(range(1, 102))
+    _run(lambda: write(100, 5))
+    second = run_once()
+    assert [r.revision for r in second] == list(range(1, 108)), "resumed: nothing twice"
+
+
+def test_expiry_arrives_as_a_row(
+    spark: SparkSession,
+    nats_server: jetstream.EmbeddedServer,
+    unique_name: Callable[[str], str],
+    tmp_path: Path,
+) -> None:
+    from datetime import timedelta
+
+    name = unique_name("sk")
+    _run(lambda: _bucket(nats_server.url, name, marker_ttl=timedelta(seconds=5)))
+
+    async def put_with_ttl() -> None:
+        async with await jetstream.connect(nats_server.url) as js:
+            await (await kvstore.open_bucket(js, name)).put("session", b"t", ttl=1)
+
+    _run(put_with_ttl)
+    _run(lambda: asyncio.sleep(2))
+    table = unique_name("t")
+    query = (
+        spark.readStream.format("natskv").option("servers", nats_server.url).load(name)
+        .writeStream.format("memory").queryName(table)
+        .option("checkpointLocation", str(tmp_path / "c")).trigger(availableNow=True).start()
+    )  # fmt: skip
+    query.awaitTermination()
+    ops = [r.op for r in spark.sql(f"select op from {table} order by revision").collect()]
+    assert ops == ["EXPIRED"], "the marker replaced the value (one revision per key)"
+
+
+def test_upload_objects_and_list_them(
+    spark: SparkSession,
+    nats_server: jetstream.EmbeddedServer,
+    unique_name: Callable[[str], str],
+    tmp_path: Path,
+) -> None:
+    name = unique_name("so")
+
+    async def create() -> None:
+        async with await jetstream.connect(nats_server.url) as js:
+            await objstore.create_store(js, name)
+
+    _run(create)
+    paths = []
+    for i in range(6):
+        path = tmp_path / f"f{i}.bin"
+        path.write_bytes(os.urandom(1000 * (i + 1)))
+        paths.append((f"file{i}", str(path)))
+    paths.append(("missing", str(tmp_path / "nope.bin")))
+    df = spark.createDataFrame(paths, "name string, path string").repartition(2)
+    results = objstore.spark.upload_objects(df, name, servers=nats_server.url, path_col="path")
+    rows = {r.name: r for r in results.collect()}
+    assert rows["missing"].error and "FileNotFoundError" in rows["missing"].error
+    assert all(
+        rows[f"file{i}"].size == 1000 * (i + 1) and rows[f"file{i}"].error is None for i in range(6)
+    )
+    in_memory = spark.createDataFrame([("blob", b"12345")], "name string, data binary")
+    (blob,) = objstore.spark.upload_objects(
+        in_memory, name, servers=nats_server.url, data_col="data"
+    ).collect()
+    assert (blob.size, blob.chunks) == (5, 1)
+    listed = spark.read.format("natsobj").option("servers", nats_server.url).load(name)
+    assert sorted(r.name for r in listed.collect()) == ["blob"] + [f"file{i}" for i in range(6)]
+    with pytest.raises(jetstream.ClientValidationError):
+        objstore.spark.upload_objects(
+            df, name, servers=nats_server.url, path_col="path", data_col="path"
+        )
+
+
+def test_registration_without_register_call(nats_server: jetstream.EmbeddedServer) -> None:
+    """The pyspark_natskv / pyspark_natsobj shims name the formats for Spark's lookup."""
+    import pyspark_natskv
+    import pyspark_natsobj
+
+    assert pyspark_natskv.DefaultSource.name() == "natskv"
+    assert pyspark_natsobj.DefaultSource.name() == "natsobj"
