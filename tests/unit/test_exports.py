@@ -33,3 +33,11 @@ def test_importing_the_packages_does_not_import_pyspark() -> None:
     code = "import jetstream, kvstore, objstore, sys; print('pyspark' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("module", ["kvstore.spark", "objstore.spark"])
+def test_a_missing_spark_extra_says_how_to_install_it(module: str) -> None:
+    code = f"import sys; sys.modules['pyspark'] = None; import {module}"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode != 0
+    assert "pip install 'jetstore[spark]'" in out.stderr
