@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).parents[2]
 
 
@@ -27,3 +29,14 @@ def test_benchmark_runner_prints_a_table(tmp_path: Path) -> None:
         assert variant in text
     assert "Machine:" in text and "nats-server" in text
     assert "peak RSS" in text and "put 4 MiB" in text
+
+
+@pytest.mark.spark
+def test_spark_benchmark_runs() -> None:
+    pytest.importorskip("pyspark", reason="needs the 'spark' extra")
+    result = subprocess.run(
+        [sys.executable, "-m", "benchmarks.spark_kv", "2000"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "natskv write" in result.stdout and "per-row put loop" in result.stdout
