@@ -11,6 +11,7 @@ It is the only package that knows subjects, headers and the JSON API. ``kvstore`
 from . import headers
 from ._api import DEFAULT_API_PREFIX, ApiSubjects
 from ._batch import DEFAULT_COMMIT_DEADLINE, DEFAULT_MAX_BATCH, AtomicBatch, BatchAck
+from ._cluster import EmbeddedCluster
 from ._consumer import Consumer, MessageStream, OrderedConsumer
 from ._context import DEFAULT_TIMEOUT, Feature, JetStream, connect
 from ._errors import (
@@ -115,6 +116,7 @@ __all__ = [
     "ConsumerNotFoundError",
     "DigestMismatchError",
     "DuplicateMessageIdError",
+    "EmbeddedCluster",
     "EmbeddedServer",
     "FastBatchError",
     "FastPublisher",

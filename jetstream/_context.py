@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from types import TracebackType
-from typing import Any, Literal, Self
+from typing import Any, Literal, Self, TypeVar
 
 import msgspec
 import nats
@@ -18,10 +19,12 @@ from . import headers as hdr
 from ._api import DEFAULT_API_PREFIX, ApiSubjects, decode_reply, request, send
 from ._consumer import Consumer
 from ._errors import (
+    JetStreamError,
     MessageNotFoundError,
     NoRespondersError,
     RequestTimeoutError,
     ServerError,
+    StreamNotFoundError,
     UnsupportedServerFeatureError,
 )
 from ._message import StoredMessage, parse_header_block
@@ -39,10 +42,21 @@ from ._models import (
     SuccessResponse,
 )
 
-__all__ = ["DEFAULT_TIMEOUT", "Feature", "JetStream", "connect"]
+__all__ = ["DEFAULT_RETRY_DEADLINE", "DEFAULT_TIMEOUT", "Feature", "JetStream", "connect"]
 
 DEFAULT_TIMEOUT = 5.0
 """Seconds to wait for an API reply or a publish ack (nats.go's default)."""
+
+DEFAULT_RETRY_DEADLINE = 20.0
+"""Seconds to keep retrying while a stream or JetStream has no leader (elections take 4-12 s
+after a leader is killed)."""
+
+T = TypeVar("T")
+
+
+async def _always() -> bool:
+    return True
+
 
 _encode = msgspec.json.encode
 _log = logging.getLogger("jetstream")
@@ -74,11 +88,13 @@ class JetStream:
         *,
         api_prefix: str = DEFAULT_API_PREFIX,
         timeout: float = DEFAULT_TIMEOUT,
+        retry_deadline: float = DEFAULT_RETRY_DEADLINE,
         owns_connection: bool = False,
     ) -> None:
         self._nc = nc
         self._api = ApiSubjects(api_prefix)
         self.timeout = timeout
+        self.retry_deadline = retry_deadline
         self._owns_connection = owns_connection
         self._account_info: AccountInfo | None = None
 
@@ -113,6 +129,60 @@ class JetStream:
         where = f"{url.hostname}:{url.port}" if url is not None else "not connected"
         return f"<JetStream {where} api={self._api.prefix!r}>"
 
+    # -- the request path and failover --------------------------------------------------------
+
+    async def _request(self, subject: str, payload: bytes, response_type: type[T]) -> T:
+        """A JSON API request, retried while JetStream has no leader (503)."""
+        return await self._failover(
+            lambda: request(self._nc, subject, payload, response_type, timeout=self.timeout),
+            still_there=_always,
+        )
+
+    async def _failover(
+        self, attempt: Callable[[], Awaitable[T]], *, still_there: Callable[[], Awaitable[bool]]
+    ) -> T:
+        """Run ``attempt``; on a 503 (no responders) keep retrying with backoff until
+        ``retry_deadline`` while ``still_there()`` says the target exists: a 503 then means a
+        leader election, not a missing stream. Only a 503 is retried: nothing was delivered, so
+        a retry cannot apply a write twice."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.retry_deadline
+        delay = 0.05
+        while True:
+            try:
+                return await attempt()
+            except NoRespondersError:
+                if loop.time() >= deadline or not await self._probe(still_there):
+                    raise
+            await asyncio.sleep(min(delay, max(0.0, deadline - loop.time())))
+            delay = min(delay * 2, 1.0)
+
+    async def _probe(self, still_there: Callable[[], Awaitable[bool]]) -> bool:
+        try:
+            return await still_there()
+        except (NoRespondersError, RequestTimeoutError):
+            return True  # the meta leader is being elected too: keep waiting
+        except JetStreamError:
+            return False
+
+    async def _serves_direct_get(self, stream: str) -> bool:
+        """Whether a 503 from a direct get can be an election: the stream exists with
+        ``allow_direct`` (otherwise nobody will ever answer)."""
+        try:
+            info = await request(
+                self._nc, self._api.stream_info(stream), b"", StreamInfo, timeout=self.timeout
+            )
+        except StreamNotFoundError:
+            return False
+        return info.config.allow_direct
+
+    async def _subject_has_stream(self, subject: str) -> bool:
+        body = _encode({"offset": 0, "subject": subject})
+        page = await request(
+            self._nc, self._api.stream_names(), body, StreamNamesResponse, timeout=self.timeout
+        )
+        return bool(page.streams)
+
     # -- account and capabilities -------------------------------------------------------------
 
     async def account_info(self) -> AccountInfo:
@@ -121,7 +191,7 @@ class JetStream:
         Raises:
             JetStreamError: e.g. JetStream not enabled (10039/10076) or no responders.
         """
-        info = await request(self._nc, self._api.info(), b"", AccountInfo, timeout=self.timeout)
+        info = await self._request(self._api.info(), b"", AccountInfo)
         self._account_info = info
         return info
 
@@ -166,7 +236,7 @@ class JetStream:
             InvalidStreamConfigError: the server refused the configuration.
         """
         subject = self._api.stream_create(config.name)
-        return await request(self._nc, subject, _encode(config), StreamInfo, timeout=self.timeout)
+        return await self._request(subject, _encode(config), StreamInfo)
 
     async def update_stream(self, config: StreamConfig) -> StreamInfo:
         """Replace a stream's configuration.
@@ -176,7 +246,7 @@ class JetStream:
             InvalidStreamConfigError: the server refused the change.
         """
         subject = self._api.stream_update(config.name)
-        return await request(self._nc, subject, _encode(config), StreamInfo, timeout=self.timeout)
+        return await self._request(subject, _encode(config), StreamInfo)
 
     async def stream_info(self, name: str) -> StreamInfo:
         """Fetch a stream's configuration and state.
@@ -185,7 +255,7 @@ class JetStream:
             StreamNotFoundError: no such stream.
         """
         subject = self._api.stream_info(name)
-        return await request(self._nc, subject, b"", StreamInfo, timeout=self.timeout)
+        return await self._request(subject, b"", StreamInfo)
 
     async def delete_stream(self, name: str) -> None:
         """Delete a stream and all its messages.
@@ -194,7 +264,7 @@ class JetStream:
             StreamNotFoundError: no such stream.
         """
         subject = self._api.stream_delete(name)
-        await request(self._nc, subject, b"", SuccessResponse, timeout=self.timeout)
+        await self._request(subject, b"", SuccessResponse)
 
     async def purge_stream(
         self, name: str, *, subject: str | None = None, keep: int | None = None
@@ -211,9 +281,7 @@ class JetStream:
         if keep is not None:
             body["keep"] = keep
         payload = _encode(body) if body else b""
-        reply = await request(
-            self._nc, self._api.stream_purge(name), payload, PurgeResponse, timeout=self.timeout
-        )
+        reply = await self._request(self._api.stream_purge(name), payload, PurgeResponse)
         return reply.purged
 
     async def stream_names(self, *, subject: str | None = None) -> AsyncIterator[str]:
@@ -227,12 +295,10 @@ class JetStream:
             body: dict[str, Any] = {"offset": offset}
             if subject is not None:
                 body["subject"] = subject
-            page = await request(
-                self._nc,
+            page = await self._request(
                 self._api.stream_names(),
                 _encode(body),
                 StreamNamesResponse,
-                timeout=self.timeout,
             )
             names = page.streams or []
             for name in names:
@@ -250,7 +316,7 @@ class JetStream:
         """
         body = _encode({"seq": seq} if erase else {"seq": seq, "no_erase": True})
         subject = self._api.msg_delete(stream)
-        await request(self._nc, subject, body, SuccessResponse, timeout=self.timeout)
+        await self._request(subject, body, SuccessResponse)
 
     # -- consumers ----------------------------------------------------------------------------
 
@@ -280,7 +346,7 @@ class JetStream:
         filter_token = config.filter_subject if not config.filter_subjects else ""
         subject = self._api.consumer_create(stream, name, filter_token)
         body = _encode({"stream_name": stream, "config": config, "action": action})
-        return await request(self._nc, subject, body, ConsumerInfo, timeout=self.timeout)
+        return await self._request(subject, body, ConsumerInfo)
 
     async def create_consumer(self, stream: str, config: ConsumerConfig) -> Consumer:
         """Create a consumer and return it (see :meth:`create_consumer_info`)."""
@@ -319,7 +385,7 @@ class JetStream:
             ConsumerNotFoundError: no such consumer.
         """
         subject = self._api.consumer_info(stream, name)
-        return await request(self._nc, subject, b"", ConsumerInfo, timeout=self.timeout)
+        return await self._request(subject, b"", ConsumerInfo)
 
     async def delete_consumer(self, stream: str, name: str) -> None:
         """Delete a consumer.
@@ -328,7 +394,7 @@ class JetStream:
             ConsumerNotFoundError: no such consumer.
         """
         subject = self._api.consumer_delete(stream, name)
-        await request(self._nc, subject, b"", SuccessResponse, timeout=self.timeout)
+        await self._request(subject, b"", SuccessResponse)
 
     async def consumer_names(self, stream: str) -> AsyncIterator[str]:
         """Iterate over the names of a stream's consumers.
@@ -338,12 +404,10 @@ class JetStream:
         """
         offset = 0
         while True:
-            page = await request(
-                self._nc,
+            page = await self._request(
                 self._api.consumer_names(stream),
                 _encode({"offset": offset}),
                 ConsumerNamesResponse,
-                timeout=self.timeout,
             )
             names = page.consumers or []
             for name in names:
@@ -369,8 +433,11 @@ class JetStream:
             NoRespondersError: no stream listens on ``subject``.
             RequestTimeoutError: no ack within the timeout.
         """
-        msg = await send(
-            self._nc, subject, data, timeout=timeout or self.timeout, headers=headers or None
+        msg = await self._failover(
+            lambda: send(
+                self._nc, subject, data, timeout=timeout or self.timeout, headers=headers or None
+            ),
+            still_there=lambda: self._subject_has_stream(subject),
         )
         return decode_reply(msg.data, PubAck, subject=subject)
 
@@ -392,7 +459,11 @@ class JetStream:
                 return await self.get_last_message(stream, subject, direct=False)
         if not direct:
             return await self._msg_get(stream, {"last_by_subj": subject})
-        msg = await send(self._nc, self._api.direct_get(stream, subject), b"", timeout=self.timeout)
+        get = self._api.direct_get(stream, subject)
+        msg = await self._failover(
+            lambda: send(self._nc, get, b"", timeout=self.timeout),
+            still_there=lambda: self._serves_direct_get(stream),
+        )
         return _stored_or_raise(msg.headers, msg.data, what=subject)
 
     async def get_message(
@@ -412,8 +483,11 @@ class JetStream:
                 return await self.get_message(stream, seq, direct=False)
         if not direct:
             return await self._msg_get(stream, {"seq": seq})
-        body = _encode({"seq": seq})
-        msg = await send(self._nc, self._api.direct_get(stream), body, timeout=self.timeout)
+        body, get = _encode({"seq": seq}), self._api.direct_get(stream)
+        msg = await self._failover(
+            lambda: send(self._nc, get, body, timeout=self.timeout),
+            still_there=lambda: self._serves_direct_get(stream),
+        )
         return _stored_or_raise(msg.headers, msg.data, what=f"sequence {seq}")
 
     async def get_last_messages(
@@ -465,9 +539,7 @@ class JetStream:
     async def _msg_get(self, stream: str, body: dict[str, Any]) -> StoredMessage:
         """The leader-answered ``STREAM.MSG.GET``, for streams without ``allow_direct``."""
         subject = self._api.msg_get(stream)
-        reply = await request(
-            self._nc, subject, _encode(body), MsgGetResponse, timeout=self.timeout
-        )
+        reply = await self._request(subject, _encode(body), MsgGetResponse)
         raw = reply.message
         return StoredMessage(
             subject=raw.subject,
@@ -502,6 +574,7 @@ async def connect(
     *,
     api_prefix: str = DEFAULT_API_PREFIX,
     timeout: float = DEFAULT_TIMEOUT,
+    retry_deadline: float = DEFAULT_RETRY_DEADLINE,
     **nats_options: Any,
 ) -> JetStream:
     """Connect to NATS and return a :class:`JetStream` context that owns the connection.
@@ -516,4 +589,10 @@ async def connect(
     """
     nats_options.setdefault("error_cb", _log_connection_error)
     nc = await nats.connect(servers, **nats_options)
-    return JetStream(nc, api_prefix=api_prefix, timeout=timeout, owns_connection=True)
+    return JetStream(
+        nc,
+        api_prefix=api_prefix,
+        timeout=timeout,
+        retry_deadline=retry_deadline,
+        owns_connection=True,
+    )

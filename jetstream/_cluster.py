@@ -1,0 +1,148 @@
+"""EmbeddedCluster: a JetStream cluster of nats-servers on loopback, for fault tests.
+
+Each node is an :class:`EmbeddedServer` with its own client, route and monitoring ports and its
+own store directory, so nodes can be killed (-9), paused and restarted one by one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+from ._context import JetStream, connect
+from ._errors import JetStreamError
+from ._server import EmbeddedServer, _free_port
+
+__all__ = ["EmbeddedCluster"]
+
+
+class EmbeddedCluster:
+    """``size`` nats-servers (default 3) forming JetStream cluster ``name``, on 127.0.0.1.
+
+    ``urls`` lists every node's client URL (give all of them to ``connect`` so a client fails
+    over). Use as a (async) context manager or call :meth:`start` / :meth:`close`.
+    """
+
+    def __init__(
+        self, size: int = 3, *, name: str = "jetstore", store_dir: Path | None = None
+    ) -> None:
+        if size < 1:
+            raise ValueError("a cluster needs at least one node")
+        self.name = name
+        self._root = store_dir or Path(tempfile.mkdtemp(prefix="jetstore-cluster-"))
+        routes = [_free_port() for _ in range(size)]
+        route_urls = ",".join(f"nats://127.0.0.1:{port}" for port in routes)
+        self.monitor_ports = [_free_port() for _ in range(size)]
+        self.nodes = [
+            EmbeddedServer(
+                store_dir=self._root / f"n{i}",
+                extra_args=[
+                    "--name",
+                    f"n{i}",
+                    "--cluster_name",
+                    name,
+                    "--cluster",
+                    f"nats://127.0.0.1:{routes[i]}",
+                    "--routes",
+                    route_urls,
+                    "-m",
+                    str(self.monitor_ports[i]),
+                ],
+            )
+            for i in range(size)
+        ]
+
+    @property
+    def urls(self) -> list[str]:
+        """Every node's client URL."""
+        return [node.url for node in self.nodes]
+
+    def start(self, *, timeout: float = 30.0) -> Self:
+        """Start every node and wait until JetStream has a meta leader.
+
+        Raises:
+            JetStreamError: a node did not start, or no meta leader within ``timeout``.
+        """
+        for node in self.nodes:
+            node.start()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if all(
+                self.jsz(i).get("meta_cluster", {}).get("leader") for i in range(len(self.nodes))
+            ):
+                return self
+            time.sleep(0.1)
+        raise JetStreamError(f"cluster {self.name!r}: no JetStream meta leader within {timeout:g}s")
+
+    def close(self) -> None:
+        """Stop every node (by pid) and remove the temporary store."""
+        for node in self.nodes:
+            node.close()
+
+    def jsz(self, index: int, **params: str) -> dict[str, Any]:
+        """A node's ``/jsz`` monitoring report (its own view: per-replica stream state)."""
+        query = "&".join(f"{k}={v}" for k, v in params.items())
+        url = f"http://127.0.0.1:{self.monitor_ports[index]}/jsz?{query}"
+        try:
+            with urllib.request.urlopen(url, timeout=2) as reply:
+                data: dict[str, Any] = json.load(reply)
+                return data
+        except OSError:
+            return {}
+
+    def stream_state(self, index: int, stream: str) -> dict[str, Any] | None:
+        """The state of ``stream`` as node ``index`` holds it (None if it has no replica)."""
+        report = self.jsz(index, streams="true")
+        for account in report.get("account_details", []):
+            for detail in account.get("stream_detail", []):
+                if detail.get("name") == stream:
+                    state: dict[str, Any] = detail.get("state", {})
+                    return state
+        return None
+
+    async def leader_of(self, js: JetStream, stream: str) -> int:
+        """The index of the node leading ``stream``.
+
+        Raises:
+            JetStreamError: the stream has no leader right now.
+        """
+        info = await js.stream_info(stream)
+        leader = (info.cluster or {}).get("leader")
+        for i, node in enumerate(self.nodes):
+            if node.running and f"n{i}" == leader:
+                return i
+        raise JetStreamError(f"stream {stream!r} has no leader now ({leader!r})")
+
+    async def connect(self, **options: Any) -> JetStream:
+        """A context connected to every node (fails over between them)."""
+        options.setdefault("reconnect_time_wait", 0.2)
+        options.setdefault("max_reconnect_attempts", -1)
+        return await connect(self.urls, **options)
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Self:
+        return await asyncio.to_thread(self.start)
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await asyncio.to_thread(self.close)
