@@ -131,15 +131,23 @@ class JetStream:
 
     # -- the request path and failover --------------------------------------------------------
 
-    async def _request(self, subject: str, payload: bytes, response_type: type[T]) -> T:
-        """A JSON API request, retried while JetStream has no leader (503)."""
+    async def _request(
+        self, subject: str, payload: bytes, response_type: type[T], *, read_only: bool = False
+    ) -> T:
+        """A JSON API request, retried while JetStream has no leader (503); a read-only one
+        also after a timeout (asking again cannot change anything)."""
         return await self._failover(
             lambda: request(self._nc, subject, payload, response_type, timeout=self.timeout),
             still_there=_always,
+            retry_timeouts=read_only,
         )
 
     async def _failover(
-        self, attempt: Callable[[], Awaitable[T]], *, still_there: Callable[[], Awaitable[bool]]
+        self,
+        attempt: Callable[[], Awaitable[T]],
+        *,
+        still_there: Callable[[], Awaitable[bool]],
+        retry_timeouts: bool = False,
     ) -> T:
         """Run ``attempt``; on a 503 (no responders) keep retrying with backoff until
         ``retry_deadline`` while ``still_there()`` says the target exists: a 503 then means a
@@ -153,6 +161,9 @@ class JetStream:
                 return await attempt()
             except NoRespondersError:
                 if loop.time() >= deadline or not await self._probe(still_there):
+                    raise
+            except RequestTimeoutError:
+                if not retry_timeouts or loop.time() >= deadline:
                     raise
             await asyncio.sleep(min(delay, max(0.0, deadline - loop.time())))
             delay = min(delay * 2, 1.0)
@@ -191,7 +202,7 @@ class JetStream:
         Raises:
             JetStreamError: e.g. JetStream not enabled (10039/10076) or no responders.
         """
-        info = await self._request(self._api.info(), b"", AccountInfo)
+        info = await self._request(self._api.info(), b"", AccountInfo, read_only=True)
         self._account_info = info
         return info
 
@@ -255,7 +266,7 @@ class JetStream:
             StreamNotFoundError: no such stream.
         """
         subject = self._api.stream_info(name)
-        return await self._request(subject, b"", StreamInfo)
+        return await self._request(subject, b"", StreamInfo, read_only=True)
 
     async def delete_stream(self, name: str) -> None:
         """Delete a stream and all its messages.
@@ -299,6 +310,7 @@ class JetStream:
                 self._api.stream_names(),
                 _encode(body),
                 StreamNamesResponse,
+                read_only=True,
             )
             names = page.streams or []
             for name in names:
@@ -385,7 +397,7 @@ class JetStream:
             ConsumerNotFoundError: no such consumer.
         """
         subject = self._api.consumer_info(stream, name)
-        return await self._request(subject, b"", ConsumerInfo)
+        return await self._request(subject, b"", ConsumerInfo, read_only=True)
 
     async def delete_consumer(self, stream: str, name: str) -> None:
         """Delete a consumer.
@@ -408,6 +420,7 @@ class JetStream:
                 self._api.consumer_names(stream),
                 _encode({"offset": offset}),
                 ConsumerNamesResponse,
+                read_only=True,
             )
             names = page.consumers or []
             for name in names:

@@ -1,0 +1,180 @@
+"""Fault tests on a 3-node cluster, each asserting an invariant (see docs/RELIABILITY.md)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import subprocess
+import sys
+import textwrap
+from collections import Counter
+
+import pytest
+
+import jetstream
+import kvstore
+import objstore
+from tests.faults.conftest import kill_leader, replicas_agree, restart
+
+pytestmark = pytest.mark.faults
+
+RECORD_KEYS = 20
+COMMIT_RACE_DELAYS_MS = [0, 1, 3, 10, 30]
+
+
+async def test_leader_kill_racing_put_many_commits(cluster: jetstream.EmbeddedCluster) -> None:
+    """A1 + A3: each put_many returns revisions (all stored, on every replica) or a definite
+    error (nothing stored); no CommitUnknownError within the deadline."""
+    async with await cluster.connect(timeout=2.0) as js:
+        bucket = await kvstore.create_bucket(js, "race", replicas=3)
+        outcomes: dict[int, dict[str, int] | BaseException] = {}
+        for trial, delay_ms in enumerate(COMMIT_RACE_DELAYS_MS):
+            record = {f"t{trial}.k{i}": f"{trial}".encode() for i in range(RECORD_KEYS)}
+            writing = asyncio.create_task(bucket.put_many(record, deadline=45))
+            await asyncio.sleep(delay_ms / 1000)
+            leader = await kill_leader(cluster, js, bucket.stream)
+            try:
+                outcomes[trial] = await writing
+            except jetstream.JetStreamError as exc:
+                outcomes[trial] = exc
+            await restart(cluster, leader)
+        state = await replicas_agree(cluster, bucket.stream)
+        stored: Counter[int] = Counter()
+        async for message in jetstream.scan_stream(js, bucket.stream, ["$KV.race.>"]):
+            stored[int(message.subject.split(".")[2][1:])] += 1
+        assert sum(stored.values()) == state["messages"]
+        for trial, outcome in outcomes.items():
+            assert not isinstance(outcome, jetstream.CommitUnknownError), outcome
+            if isinstance(outcome, dict):
+                assert stored[trial] == RECORD_KEYS, f"trial {trial} returned revisions"
+                for key, revision in outcome.items():
+                    message = await js.get_message(bucket.stream, revision, direct=False)
+                    assert message.subject == f"$KV.race.{key}"
+            else:
+                assert stored[trial] == 0, f"trial {trial} failed ({outcome!r}) but was stored"
+        assert all(stored[t] in (0, RECORD_KEYS) for t in outcomes), "never half a record"
+
+
+async def test_leader_kill_mid_upload(cluster: jetstream.EmbeddedCluster) -> None:
+    """F1/F2: an upload completes with a matching digest or raises UploadFailedError, and then
+    no meta exists and cleanup leaves no orphan chunks."""
+    async with await cluster.connect(timeout=2.0) as js:
+        store = await objstore.create_store(js, "upl", replicas=3)
+        data = os.urandom(24 * 1024 * 1024)
+
+        async def kill_soon() -> int:
+            await asyncio.sleep(0.15)
+            return await kill_leader(cluster, js, store.stream)
+
+        killing = asyncio.create_task(kill_soon())
+        try:
+            info: objstore.ObjectInfo | None = await store.put("big", data)
+        except objstore.UploadFailedError:
+            info = None
+        await restart(cluster, await killing)
+        await replicas_agree(cluster, store.stream)
+        if info is not None:
+            assert await store.get_bytes("big") == data
+        else:
+            with pytest.raises(objstore.ObjectNotFoundError):
+                await store.info("big")
+        await store.cleanup(older_than=__import__("datetime").timedelta(0))
+        referenced = {i.nuid async for i in store.list()}
+        chunk_subjects = {
+            m.subject.rsplit(".", 1)[1]
+            async for m in jetstream.scan_stream(js, store.stream, ["$O.upl.C.>"])
+        }
+        assert chunk_subjects <= referenced, "no orphan chunks after cleanup"
+
+
+async def test_watch_across_failover_and_full_restart(cluster: jetstream.EmbeddedCluster) -> None:
+    """Every revision exactly once, in order, through a leader kill and a restart of all nodes."""
+    async with await cluster.connect(timeout=2.0) as js:
+        bucket = await kvstore.create_bucket(js, "watched", replicas=3, history=10)
+        written: list[int] = []
+        delivered: list[int] = []
+
+        async def watch() -> None:
+            async with bucket.watch(include_history=True) as watcher:
+                async for entry in watcher:
+                    delivered.append(entry.revision)
+                    if len(delivered) == 90:
+                        return
+
+        watching = asyncio.create_task(watch())
+        for i in range(30):
+            written.append(await bucket.put(f"k{i % 5}", str(i).encode()))
+        leader = await kill_leader(cluster, js, bucket.stream)
+        for i in range(30, 60):
+            written.append(await bucket.put(f"k{i % 5}", str(i).encode()))
+        await restart(cluster, leader)
+        for node in cluster.nodes:
+            await asyncio.to_thread(node.stop)
+        await asyncio.to_thread(cluster.start)
+        for i in range(60, 90):
+            written.append(await bucket.put(f"k{i % 5}", str(i).encode()))
+        await asyncio.wait_for(watching, 60)
+        assert delivered == written
+
+
+async def test_operations_ride_out_an_election_within_the_deadline(
+    cluster: jetstream.EmbeddedCluster,
+) -> None:
+    async with await cluster.connect(timeout=2.0) as js:
+        bucket = await kvstore.create_bucket(js, "elect", replicas=3)
+        await bucket.put("k", b"before")
+        loop = asyncio.get_running_loop()
+        leader = await kill_leader(cluster, js, bucket.stream)
+        started = loop.time()
+        await bucket.put("k", b"during")  # retried while there is no leader
+        assert loop.time() - started < js.retry_deadline
+        assert (await bucket.get("k")).value == b"during"
+        await restart(cluster, leader)
+    async with await cluster.connect(timeout=1.0, retry_deadline=1.0) as impatient:
+        bucket = await kvstore.open_bucket(impatient, "elect")
+        await kill_leader(cluster, impatient, bucket.stream)
+        started = loop.time()
+        with contextlib.suppress(jetstream.NoRespondersError, jetstream.RequestTimeoutError):
+            await bucket.put("k", b"hurry")  # gives up at its deadline
+        assert loop.time() - started < 1.0 + 2 * 1.0 + 1, "never hangs past the deadline"
+    for node in cluster.nodes:
+        if not node.running:
+            await asyncio.to_thread(node.start)
+
+
+async def test_client_killed_mid_upload_leaves_only_removable_orphans(
+    cluster: jetstream.EmbeddedCluster,
+) -> None:
+    async with await cluster.connect(timeout=2.0) as js:
+        store = await objstore.create_store(js, "killed", replicas=3)
+    script = textwrap.dedent(
+        f"""
+        import asyncio, os, jetstream, objstore
+        async def main():
+            async with await jetstream.connect({cluster.urls!r}) as js:
+                store = await objstore.open_store(js, "killed")
+                async def slow():
+                    for i in range(1000):
+                        if i == 20:
+                            print("sent", flush=True)
+                        yield os.urandom(128 * 1024)
+                        await asyncio.sleep(0.01)
+                await store.put("partial", slow())
+        asyncio.run(main())
+        """
+    )
+    proc = subprocess.Popen(  # noqa: ASYNC220 (a child to kill -9, not awaited)
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    await asyncio.to_thread(proc.stdout.readline)
+    proc.kill()
+    proc.wait()
+    proc.stdout.close()
+    async with await cluster.connect(timeout=2.0) as js:
+        store = await objstore.open_store(js, "killed")
+        with pytest.raises(objstore.ObjectNotFoundError):
+            await store.info("partial")
+        assert await store.cleanup(older_than=__import__("datetime").timedelta(0)) == 1
+        assert [m async for m in jetstream.scan_stream(js, store.stream, ["$O.killed.C.>"])] == []
