@@ -33,7 +33,7 @@ import nats.errors
 from nats.nuid import NUID
 
 from . import headers as hdr
-from ._api import decode_reply, send
+from ._api import decode_reply
 from ._context import Feature, JetStream
 from ._errors import (
     BatchAbandonedError,
@@ -310,6 +310,9 @@ class AtomicBatch:
                     raise
                 return await self._committed_earlier(deadline)
             except _RETRYABLE as exc:
+                denied = self._js.denials.recent(m.subject for m in self._messages)
+                if denied is not None:  # a refused message leaves a gap: it can never commit
+                    raise denied from exc
                 # Only silence after the commit left is ambiguous: a 503 or 10176 is a definite
                 # "not stored" for this attempt.
                 in_doubt = in_doubt or (self._commit_sent and isinstance(exc, RequestTimeoutError))
@@ -356,14 +359,14 @@ class AtomicBatch:
         return await self._request_commit(self._messages[-1].subject, b"", commit)
 
     async def _request_zero_ack(self, subject: str, data: bytes, headers: dict[str, str]) -> None:
-        reply = await send(self._js.nc, subject, data, timeout=self._timeout, headers=headers)
+        reply = await self._js.send(subject, data, timeout=self._timeout, headers=headers)
         if reply.data:  # a zero-byte reply means "staged"; anything else is an error ack
             decode_reply(reply.data, PubAck, subject=subject)
             raise BatchProtocolError(f"unexpected reply to a batch message: {reply.data[:200]!r}")
 
     async def _request_commit(self, subject: str, data: bytes, headers: dict[str, str]) -> PubAck:
         self._commit_sent = True
-        reply = await send(self._js.nc, subject, data, timeout=self._timeout, headers=headers)
+        reply = await self._js.send(subject, data, timeout=self._timeout, headers=headers)
         return decode_reply(reply.data, PubAck, subject=subject)
 
     def _checked(self, ack: PubAck, batch_id: str, *, resolved: bool) -> BatchAck:

@@ -13,11 +13,13 @@ import msgspec
 import nats
 import nats.errors
 from nats.aio.client import Client
+from nats.aio.msg import Msg
 from nats.nuid import NUID
 
 from . import headers as hdr
 from ._api import DEFAULT_API_PREFIX, ApiSubjects, decode_reply, request, send
 from ._consumer import Consumer
+from ._denials import Denials
 from ._errors import (
     JetStreamError,
     MessageNotFoundError,
@@ -95,6 +97,8 @@ class JetStream:
         self._api = ApiSubjects(api_prefix)
         self.timeout = timeout
         self.retry_deadline = retry_deadline
+        self.denials = Denials()
+        """Turns the server's permission violations into prompt errors (see ``note_error``)."""
         self._owns_connection = owns_connection
         self._account_info: AccountInfo | None = None
 
@@ -131,16 +135,55 @@ class JetStream:
 
     # -- the request path and failover --------------------------------------------------------
 
+    def note_error(self, error: BaseException) -> None:
+        """Give the context a connection error (``connect`` wires nats-py's ``error_cb`` here):
+        a permission violation fails the matching in-flight requests at once."""
+        self.denials.note(error)
+
+    async def send(
+        self,
+        subject: str,
+        payload: bytes,
+        *,
+        headers: dict[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> Msg:
+        """Request/reply that fails fast with :class:`PermissionDeniedError` when the server
+        refuses the subject (instead of waiting for the timeout).
+
+        Raises:
+            PermissionDeniedError, NoRespondersError, RequestTimeoutError.
+        """
+        denied = self.denials.waiter(subject)
+        reply = asyncio.ensure_future(
+            send(self._nc, subject, payload, timeout=timeout or self.timeout, headers=headers)
+        )
+        try:
+            racing: set[asyncio.Future[Any]] = {reply, denied}
+            await asyncio.wait(racing, return_when=asyncio.FIRST_COMPLETED)
+            if reply.done():
+                return reply.result()
+            await denied  # raises PermissionDeniedError
+            raise AssertionError("unreachable")
+        finally:
+            self.denials.forget(subject, denied)
+            if not reply.done():
+                reply.cancel()
+
     async def _request(
         self, subject: str, payload: bytes, response_type: type[T], *, read_only: bool = False
     ) -> T:
         """A JSON API request, retried while JetStream has no leader (503); a read-only one
         also after a timeout (asking again cannot change anything)."""
         return await self._failover(
-            lambda: request(self._nc, subject, payload, response_type, timeout=self.timeout),
+            lambda: self._decoded(subject, payload, response_type),
             still_there=_always,
             retry_timeouts=read_only,
         )
+
+    async def _decoded(self, subject: str, payload: bytes, response_type: type[T]) -> T:
+        msg = await self.send(subject, payload)
+        return decode_reply(msg.data, response_type, subject=subject)
 
     async def _failover(
         self,
@@ -447,9 +490,7 @@ class JetStream:
             RequestTimeoutError: no ack within the timeout.
         """
         msg = await self._failover(
-            lambda: send(
-                self._nc, subject, data, timeout=timeout or self.timeout, headers=headers or None
-            ),
+            lambda: self.send(subject, data, timeout=timeout, headers=headers or None),
             still_there=lambda: self._subject_has_stream(subject),
         )
         return decode_reply(msg.data, PubAck, subject=subject)
@@ -474,7 +515,7 @@ class JetStream:
             return await self._msg_get(stream, {"last_by_subj": subject})
         get = self._api.direct_get(stream, subject)
         msg = await self._failover(
-            lambda: send(self._nc, get, b"", timeout=self.timeout),
+            lambda: self.send(get, b""),
             still_there=lambda: self._serves_direct_get(stream),
         )
         return _stored_or_raise(msg.headers, msg.data, what=subject)
@@ -498,7 +539,7 @@ class JetStream:
             return await self._msg_get(stream, {"seq": seq})
         body, get = _encode({"seq": seq}), self._api.direct_get(stream)
         msg = await self._failover(
-            lambda: send(self._nc, get, body, timeout=self.timeout),
+            lambda: self.send(get, body),
             still_there=lambda: self._serves_direct_get(stream),
         )
         return _stored_or_raise(msg.headers, msg.data, what=f"sequence {seq}")
@@ -600,12 +641,21 @@ async def connect(
     Raises:
         nats.errors.NoServersError: no server could be reached (nats-py's error, unchanged).
     """
-    nats_options.setdefault("error_cb", _log_connection_error)
-    nc = await nats.connect(servers, **nats_options)
-    return JetStream(
+    contexts: list[JetStream] = []
+    user_error_cb = nats_options.pop("error_cb", _log_connection_error)
+
+    async def on_error(error: Exception) -> None:
+        for context in contexts:
+            context.note_error(error)
+        await user_error_cb(error)
+
+    nc = await nats.connect(servers, error_cb=on_error, **nats_options)
+    context = JetStream(
         nc,
         api_prefix=api_prefix,
         timeout=timeout,
         retry_deadline=retry_deadline,
         owns_connection=True,
     )
+    contexts.append(context)
+    return context

@@ -49,6 +49,7 @@
     ├── FastBatchError                     a fast batch lost or refused messages
     │   └── UploadFailedError              (objstore: the upload stored nothing)
     ├── NoRespondersError                  503: no stream / leader answering (yet)
+    ├── PermissionDeniedError              the server refused a publish or subscription (ACL)
     ├── RequestTimeoutError (TimeoutError) no reply within the deadline
     └── ServerNotFoundError                EmbeddedServer: the nats-server binary is missing
 
@@ -95,6 +96,7 @@ __all__ = [
     "NoRespondersError",
     "ObjectExistsError",
     "ObjectNotFoundError",
+    "PermissionDeniedError",
     "PullRequestError",
     "RequestTimeoutError",
     "RollupError",
@@ -429,6 +431,15 @@ class BatchTooLargeError(ClientValidationError):
     """More messages than the batch limit (client-side, or the server's 10199)."""
 
     err_codes = (10199,)
+
+
+class PermissionDeniedError(JetStreamError, PermissionError):
+    """The account's permissions forbid publishing to ``subject`` (or subscribing to the reply
+    inbox). Raised as soon as the server says so, not after a timeout."""
+
+    def __init__(self, description: str, *, subject: str = "") -> None:
+        super().__init__(description, code=403)
+        self.subject = subject
 
 
 class NoRespondersError(JetStreamError):

@@ -112,6 +112,7 @@ class FastPublisher:
         self._problems: list[str] = []
         self._failure: JetStreamError | None = None
         self._closed = False
+        self._denial: tuple[str, asyncio.Future[None]] | None = None
 
     @property
     def sent(self) -> int:
@@ -145,6 +146,9 @@ class FastPublisher:
 
     async def _close(self) -> None:
         self._closed = True
+        if self._denial is not None:
+            self._js.denials.forget(*self._denial)
+            self._denial = None
         if self._sub is not None:
             sub, self._sub = self._sub, None
             with contextlib.suppress(nats.errors.Error):
@@ -161,6 +165,18 @@ class FastPublisher:
         self._inbox = nc.new_inbox()
         self._sub = await nc.subscribe(f"{self._inbox}.>", cb=self._on_reply)
 
+    def _watch_denial(self, subject: str) -> None:
+        """A refused subject fails the batch at once rather than after the timeout."""
+        denied = self._js.denials.waiter(subject)
+
+        def refused(future: asyncio.Future[None]) -> None:
+            if not future.cancelled() and future.exception() is not None:
+                self._failure = future.exception()  # type: ignore[assignment]
+                self._progress.set()
+
+        denied.add_done_callback(refused)
+        self._denial = (subject, denied)
+
     async def add(self, subject: str, data: bytes, headers: dict[str, str] | None = None) -> None:
         """Send one message, waiting first if the flow window is full.
 
@@ -175,6 +191,8 @@ class FastPublisher:
             await self._open()
         seq = self._sent + 1
         await self._wait_for_window(seq)
+        if seq == 1:
+            self._watch_denial(subject)
         self._last_subject = subject
         op = _START if seq == 1 else _APPEND
         await self._js.nc.publish(subject, data, reply=self._reply(seq, op), headers=headers)
@@ -202,6 +220,8 @@ class FastPublisher:
                 await self._open()
             seq = self._sent + 1
             await self._wait_for_window(seq)
+            if seq == 1:
+                self._watch_denial(subject or self._last_subject)
             reply = self._reply(seq, _COMMIT)
             target = subject or self._last_subject
             await self._js.nc.publish(target, data, reply=reply, headers=headers)
