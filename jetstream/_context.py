@@ -28,6 +28,7 @@ from ._errors import (
     ServerError,
     StreamNotFoundError,
     UnsupportedServerFeatureError,
+    WrongLastSequenceError,
 )
 from ._message import StoredMessage, parse_header_block
 from ._models import (
@@ -171,14 +172,14 @@ class JetStream:
                 reply.cancel()
 
     async def _request(
-        self, subject: str, payload: bytes, response_type: type[T], *, read_only: bool = False
+        self, subject: str, payload: bytes, response_type: type[T], *, idempotent: bool = False
     ) -> T:
-        """A JSON API request, retried while JetStream has no leader (503); a read-only one
+        """A JSON API request, retried while JetStream has no leader (503); an idempotent one
         also after a timeout (asking again cannot change anything)."""
         return await self._failover(
             lambda: self._decoded(subject, payload, response_type),
             still_there=_always,
-            retry_timeouts=read_only,
+            retry_timeouts=idempotent,
         )
 
     async def _decoded(self, subject: str, payload: bytes, response_type: type[T]) -> T:
@@ -245,7 +246,7 @@ class JetStream:
         Raises:
             JetStreamError: e.g. JetStream not enabled (10039/10076) or no responders.
         """
-        info = await self._request(self._api.info(), b"", AccountInfo, read_only=True)
+        info = await self._request(self._api.info(), b"", AccountInfo, idempotent=True)
         self._account_info = info
         return info
 
@@ -290,7 +291,7 @@ class JetStream:
             InvalidStreamConfigError: the server refused the configuration.
         """
         subject = self._api.stream_create(config.name)
-        return await self._request(subject, _encode(config), StreamInfo)
+        return await self._request(subject, _encode(config), StreamInfo, idempotent=True)
 
     async def update_stream(self, config: StreamConfig) -> StreamInfo:
         """Replace a stream's configuration.
@@ -300,7 +301,7 @@ class JetStream:
             InvalidStreamConfigError: the server refused the change.
         """
         subject = self._api.stream_update(config.name)
-        return await self._request(subject, _encode(config), StreamInfo)
+        return await self._request(subject, _encode(config), StreamInfo, idempotent=True)
 
     async def stream_info(self, name: str) -> StreamInfo:
         """Fetch a stream's configuration and state.
@@ -309,7 +310,7 @@ class JetStream:
             StreamNotFoundError: no such stream.
         """
         subject = self._api.stream_info(name)
-        return await self._request(subject, b"", StreamInfo, read_only=True)
+        return await self._request(subject, b"", StreamInfo, idempotent=True)
 
     async def delete_stream(self, name: str) -> None:
         """Delete a stream and all its messages.
@@ -335,7 +336,8 @@ class JetStream:
         if keep is not None:
             body["keep"] = keep
         payload = _encode(body) if body else b""
-        reply = await self._request(self._api.stream_purge(name), payload, PurgeResponse)
+        subject = self._api.stream_purge(name)  # purging twice removes nothing more
+        reply = await self._request(subject, payload, PurgeResponse, idempotent=True)
         return reply.purged
 
     async def stream_names(self, *, subject: str | None = None) -> AsyncIterator[str]:
@@ -353,7 +355,7 @@ class JetStream:
                 self._api.stream_names(),
                 _encode(body),
                 StreamNamesResponse,
-                read_only=True,
+                idempotent=True,
             )
             names = page.streams or []
             for name in names:
@@ -401,7 +403,7 @@ class JetStream:
         filter_token = config.filter_subject if not config.filter_subjects else ""
         subject = self._api.consumer_create(stream, name, filter_token)
         body = _encode({"stream_name": stream, "config": config, "action": action})
-        return await self._request(subject, body, ConsumerInfo)
+        return await self._request(subject, body, ConsumerInfo, idempotent=True)
 
     async def create_consumer(self, stream: str, config: ConsumerConfig) -> Consumer:
         """Create a consumer and return it (see :meth:`create_consumer_info`)."""
@@ -440,7 +442,7 @@ class JetStream:
             ConsumerNotFoundError: no such consumer.
         """
         subject = self._api.consumer_info(stream, name)
-        return await self._request(subject, b"", ConsumerInfo, read_only=True)
+        return await self._request(subject, b"", ConsumerInfo, idempotent=True)
 
     async def delete_consumer(self, stream: str, name: str) -> None:
         """Delete a consumer.
@@ -463,7 +465,7 @@ class JetStream:
                 self._api.consumer_names(stream),
                 _encode({"offset": offset}),
                 ConsumerNamesResponse,
-                read_only=True,
+                idempotent=True,
             )
             names = page.consumers or []
             for name in names:
@@ -481,19 +483,60 @@ class JetStream:
         *,
         headers: dict[str, str] | None = None,
         timeout: float | None = None,
+        msg_id: str | None = None,
     ) -> PubAck:
-        """Publish to a stream and wait for its ack.
+        """Publish to a stream and wait for its ack; 503s (no leader) are retried until
+        ``retry_deadline``.
+
+        With ``msg_id`` the write is idempotent, so an ack that timed out is retried too: the
+        server answers a repeat with the original sequence (a duplicate ack), and when an
+        expected-sequence header makes the repeat fail instead, the subject's last message is
+        looked up by its ``Nats-Msg-Id`` to tell whether the first attempt was stored.
 
         Raises:
             JetStreamError: the registered error from the ack (e.g. WrongLastSequenceError).
             NoRespondersError: no stream listens on ``subject``.
-            RequestTimeoutError: no ack within the timeout.
+            RequestTimeoutError: no ack within the timeout (or the deadline, with ``msg_id``).
+            PermissionDeniedError: the account may not publish there.
         """
-        msg = await self._failover(
-            lambda: self.send(subject, data, timeout=timeout, headers=headers or None),
-            still_there=lambda: self._subject_has_stream(subject),
+        if msg_id is not None:
+            headers = {**(headers or {}), hdr.MSG_ID: msg_id}
+        sent = False
+
+        async def attempt() -> PubAck:
+            nonlocal sent
+            sent = True
+            msg = await self.send(subject, data, timeout=timeout, headers=headers or None)
+            return decode_reply(msg.data, PubAck, subject=subject)
+
+        try:
+            return await self._failover(
+                attempt,
+                still_there=lambda: self._subject_has_stream(subject),
+                retry_timeouts=msg_id is not None,
+            )
+        except WrongLastSequenceError:
+            if msg_id is None or not sent:
+                raise
+            stored = await self._stored_with_id(subject, msg_id)
+            if stored is None:
+                raise
+            return stored
+
+    async def _stored_with_id(self, subject: str, msg_id: str) -> PubAck | None:
+        """The ack of an earlier attempt, if the subject's last message carries ``msg_id``."""
+        body = _encode({"offset": 0, "subject": subject})
+        page = await self._request(
+            self._api.stream_names(), body, StreamNamesResponse, idempotent=True
         )
-        return decode_reply(msg.data, PubAck, subject=subject)
+        for stream in page.streams or []:
+            try:
+                last = await self.get_last_message(stream, subject, direct=None)
+            except MessageNotFoundError:
+                return None
+            if last.headers.get(hdr.MSG_ID) == msg_id:
+                return PubAck(stream=stream, seq=last.seq, duplicate=True)
+        return None
 
     async def get_last_message(
         self, stream: str, subject: str, *, direct: bool | None = True

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 
+from nats.nuid import NUID
+
 from jetstream import (
     DEFAULT_COMMIT_DEADLINE,
     DEFAULT_MAX_BATCH,
@@ -445,9 +447,12 @@ class Bucket:
         return data
 
     async def _write(self, key: str, value: BytesLike, headers: dict[str, str]) -> int:
+        """One write, idempotent through a ``Nats-Msg-Id``: a lost ack is retried until the
+        context's ``retry_deadline`` and never stores the value twice."""
         subject = self._subject(key)
         data = self._payload(value)
-        ack = await self._js.publish(subject, data, headers=headers)
+        msg_id = NUID().next().decode()
+        ack = await self._js.publish(subject, data, headers=headers, msg_id=msg_id)
         return ack.seq
 
     async def _write_expecting(

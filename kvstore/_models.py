@@ -33,6 +33,10 @@ MAX_HISTORY: Final = 64
 _NS = 1_000_000_000
 _DEFAULT_DUPLICATE_WINDOW = timedelta(minutes=2)
 _SERVER_METADATA_PREFIX = "_nats."
+_MAX_VALUE_KEY = "jetstore.max_value_size"
+HEADER_ROOM = 1024
+"""Bytes the stream's ``max_msg_size`` allows beyond ``max_value_size``: the server counts
+headers (TTL, CAS, message id, batch headers) in that limit; the client checks the value."""
 
 
 class Op(enum.Enum):
@@ -104,9 +108,9 @@ class BucketConfig:
     """When set, the server leaves a marker (seen as ``Op.EXPIRED``) when a key expires, for
     this long (>= 1 s). Without it expiry is silent: the key just disappears."""
     max_value_size: int = -1
-    """Largest value in bytes (-1 = the server's max payload). As in every NATS client this is
-    the stream's ``max_msg_size``, which the server applies to headers plus value: leave about
-    200 bytes of headroom for TTL, CAS and batch headers."""
+    """Largest value in bytes (-1 = the server's max payload), checked before sending. The
+    stream's ``max_msg_size`` is set ``HEADER_ROOM`` bytes higher because the server counts
+    headers in it (the exact value is kept in the stream's metadata)."""
     max_bytes: int = -1
     """Largest bucket size in bytes (-1 = unlimited); writes beyond it are refused."""
     storage: Literal["file", "memory"] = "file"
@@ -134,6 +138,8 @@ class BucketConfig:
             raise InvalidBucketConfigError(f"replicas must be 1..5: {self.replicas!r}")
         if any(key.startswith(_SERVER_METADATA_PREFIX) for key in self.metadata):
             raise InvalidBucketConfigError("metadata keys starting with '_nats.' are the server's")
+        if _MAX_VALUE_KEY in self.metadata:
+            raise InvalidBucketConfigError(f"metadata key {_MAX_VALUE_KEY!r} is reserved")
 
 
 def _check_duration(name: str, value: timedelta | None, *, minimum: timedelta) -> None:
@@ -205,7 +211,7 @@ def stream_config_for_bucket(
         max_msgs_per_subject=config.history,
         max_bytes=config.max_bytes,
         max_age=_ns(config.max_age),
-        max_msg_size=config.max_value_size,
+        max_msg_size=config.max_value_size + HEADER_ROOM if config.max_value_size > 0 else -1,
         storage=config.storage,
         num_replicas=config.replicas,
         discard="new",
@@ -214,11 +220,18 @@ def stream_config_for_bucket(
         deny_delete=True,
         allow_direct=True,
         compression="s2" if config.compression else "none",
-        metadata=dict(config.metadata) or None,
+        metadata=_with_max_value(config) or None,
         allow_msg_ttl=True,
         subject_delete_marker_ttl=_ns(config.marker_ttl),
         allow_atomic=allow_atomic,
     )
+
+
+def _with_max_value(config: BucketConfig) -> dict[str, str]:
+    metadata = dict(config.metadata)
+    if config.max_value_size > 0:
+        metadata[_MAX_VALUE_KEY] = str(config.max_value_size)
+    return metadata
 
 
 def bucket_config_from_stream(config: StreamConfig) -> BucketConfig:
@@ -226,8 +239,10 @@ def bucket_config_from_stream(config: StreamConfig) -> BucketConfig:
     metadata = {
         k: v
         for k, v in (config.metadata or {}).items()
-        if not k.startswith(_SERVER_METADATA_PREFIX)
+        if not k.startswith(_SERVER_METADATA_PREFIX) and k != _MAX_VALUE_KEY
     }
+    ours = (config.metadata or {}).get(_MAX_VALUE_KEY, "")
+    max_value = int(ours) if ours.isdigit() else config.max_msg_size  # a peer's bucket: 1:1
     return BucketConfig(
         history=max(1, min(MAX_HISTORY, config.max_msgs_per_subject)),
         max_age=timedelta(microseconds=config.max_age // 1_000) if config.max_age else None,
@@ -236,7 +251,7 @@ def bucket_config_from_stream(config: StreamConfig) -> BucketConfig:
             if config.subject_delete_marker_ttl
             else None
         ),
-        max_value_size=config.max_msg_size if config.max_msg_size > 0 else -1,
+        max_value_size=max_value if max_value > 0 else -1,
         max_bytes=config.max_bytes if config.max_bytes > 0 else -1,
         storage=config.storage,
         replicas=max(1, config.num_replicas),
