@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
 __all__ = ["Consumer", "MessageStream", "OrderedConsumer"]
 
 ErrorCallback = Callable[[JetStreamError], None]
+_log = logging.getLogger("jetstream")
 MessageCallback = Callable[[PullMessage], Awaitable[None] | None]
 
 
@@ -296,6 +298,10 @@ class Consumer:
         raise RequestTimeoutError(f"no message from {self.stream}/{self.name} within {timeout:g}s")
 
 
+def _log_warning(error: JetStreamError) -> None:
+    _log.warning("ordered consumer: %s", error)
+
+
 def _status_error(status: str, description: str) -> JetStreamError:
     if status == "409" and description == "Consumer Deleted":
         return ConsumerDeletedError("consumer deleted")
@@ -347,7 +353,7 @@ class OrderedConsumer:
         self._until_caught_up = until_caught_up
         self._max_resets = max_resets
         self._inactive_ns = int(inactive_threshold * 1e9)
-        self._on_error = error_callback
+        self._on_error = error_callback or _log_warning
         self._prefix = NUID().next().decode()
         self._serial = 0
         self._puller: Puller | None = None

@@ -114,7 +114,10 @@ async def test_watch_across_failover_and_full_restart(cluster: jetstream.Embedde
         await asyncio.to_thread(cluster.start)
         for i in range(60, 90):
             written.append(await bucket.put(f"k{i % 5}", str(i).encode()))
-        await asyncio.wait_for(watching, 60)
+        try:
+            await asyncio.wait_for(watching, 60)
+        except TimeoutError:
+            pytest.fail(f"watch stalled: {len(delivered)} of {len(written)} revisions")
         assert delivered == written
 
 
