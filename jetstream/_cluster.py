@@ -64,21 +64,31 @@ class EmbeddedCluster:
         return [node.url for node in self.nodes]
 
     def start(self, *, timeout: float = 30.0) -> Self:
-        """Start every node and wait until JetStream has a meta leader.
+        """Start every node that is not running and wait until JetStream has a meta leader
+        that sees every other node as current (so replicated streams can be placed).
 
         Raises:
-            JetStreamError: a node did not start, or no meta leader within ``timeout``.
+            JetStreamError: a node did not start, or the cluster was not whole in ``timeout``.
         """
         for node in self.nodes:
             node.start()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if all(
-                self.jsz(i).get("meta_cluster", {}).get("leader") for i in range(len(self.nodes))
-            ):
+            if self._whole():
                 return self
             time.sleep(0.1)
-        raise JetStreamError(f"cluster {self.name!r}: no JetStream meta leader within {timeout:g}s")
+        raise JetStreamError(f"cluster {self.name!r}: not whole within {timeout:g}s")
+
+    def _whole(self) -> bool:
+        """Every node knows the meta leader, and the leader (the only node that tracks them)
+        sees every other node as current."""
+        metas = [self.jsz(i).get("meta_cluster", {}) for i in range(len(self.nodes))]
+        leaders = {meta.get("leader") for meta in metas}
+        if len(leaders) != 1 or None in leaders:
+            return False
+        leader = metas[int(str(leaders.pop())[1:])]
+        peers = leader.get("replicas") or []
+        return len(peers) == len(self.nodes) - 1 and all(p.get("current") for p in peers)
 
     def close(self) -> None:
         """Stop every node (by pid) and remove the temporary store."""

@@ -636,7 +636,7 @@ class JetStream:
     async def _msg_get(self, stream: str, body: dict[str, Any]) -> StoredMessage:
         """The leader-answered ``STREAM.MSG.GET``, for streams without ``allow_direct``."""
         subject = self._api.msg_get(stream)
-        reply = await self._request(subject, _encode(body), MsgGetResponse)
+        reply = await self._request(subject, _encode(body), MsgGetResponse, idempotent=True)
         raw = reply.message
         return StoredMessage(
             subject=raw.subject,

@@ -12,9 +12,15 @@ import jetstream
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[jetstream.EmbeddedCluster]:
+def whole_cluster() -> Iterator[jetstream.EmbeddedCluster]:
     with jetstream.EmbeddedCluster(3) as nodes:
         yield nodes
+
+
+@pytest.fixture
+def cluster(whole_cluster: jetstream.EmbeddedCluster) -> jetstream.EmbeddedCluster:
+    """The module's cluster, with every node running and current before each test."""
+    return whole_cluster.start()
 
 
 async def kill_leader(

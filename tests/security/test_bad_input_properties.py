@@ -95,8 +95,9 @@ def test_bad_keys_never_reach_the_server(url: str, key: str) -> None:
         for call in KEY_CALLS:
             with pytest.raises(kvstore.InvalidKeyError):
                 await call(bucket, key)
-        with pytest.raises(kvstore.InvalidKeyError):
-            bucket.watch(key if key else "a b")
+        if not re.fullmatch(r"[-/_=.a-zA-Z0-9*>]*", key):  # "*" or "a.>" are fine filters
+            with pytest.raises(kvstore.InvalidKeyError):
+                bucket.watch(key)
         with pytest.raises(kvstore.InvalidKeyError):
             bucket.history(key)
 
