@@ -88,6 +88,11 @@ async def test_leader_kill_mid_upload(cluster: jetstream.EmbeddedCluster) -> Non
         assert chunk_subjects <= referenced, "no orphan chunks after cleanup"
 
 
+@pytest.mark.xfail(
+    strict=False,
+    reason="open (docs/RELIABILITY.md, issue 7): in ~3 of 20 runs the watch stalls after the "
+    "full restart, part-way through the new revisions, with no reset reported",
+)
 async def test_watch_across_failover_and_full_restart(cluster: jetstream.EmbeddedCluster) -> None:
     """Every revision exactly once, in order, through a leader kill and a restart of all nodes."""
     async with await cluster.connect(timeout=2.0) as js:
