@@ -186,3 +186,68 @@ async def test_client_killed_mid_upload_leaves_only_removable_orphans(
             await store.info("partial")
         assert await store.cleanup(older_than=__import__("datetime").timedelta(0)) == 1
         assert [m async for m in jetstream.scan_stream(js, store.stream, ["$O.killed.C.>"])] == []
+
+
+async def test_leader_stepdown_mid_upload(cluster: jetstream.EmbeddedCluster) -> None:
+    """A graceful leader change (stepdown API) during an upload: it completes and verifies, or
+    fails with UploadFailedError leaving no meta and no orphans after cleanup."""
+    async with await cluster.connect(timeout=2.0) as js:
+        store = await objstore.create_store(js, "stepdown", replicas=3)
+        data = os.urandom(24 * 1024 * 1024)
+
+        async def step_down() -> None:
+            await asyncio.sleep(0.1)
+            await js.nc.request(f"$JS.API.STREAM.LEADER.STEPDOWN.{store.stream}", b"", timeout=5)
+
+        stepping = asyncio.create_task(step_down())
+        try:
+            info: objstore.ObjectInfo | None = await store.put("big", data)
+        except objstore.UploadFailedError:
+            info = None
+        await stepping
+        if info is not None:
+            assert await store.get_bytes("big") == data
+        else:
+            with pytest.raises(objstore.ObjectNotFoundError):
+                await store.info("big")
+        await store.cleanup(older_than=__import__("datetime").timedelta(0))
+        referenced = {i.nuid async for i in store.list()}
+        chunks = {
+            m.subject.rsplit(".", 1)[1]
+            async for m in jetstream.scan_stream(js, store.stream, ["$O.stepdown.C.>"])
+        }
+        assert chunks <= referenced
+
+
+async def test_client_killed_mid_atomic_batch_stores_nothing(
+    cluster: jetstream.EmbeddedCluster,
+) -> None:
+    async with await cluster.connect(timeout=2.0) as js:
+        bucket = await kvstore.create_bucket(js, "halfbatch", replicas=3)
+        await bucket.put("before", b"1")
+    script = textwrap.dedent(
+        f"""
+        import asyncio, jetstream
+        async def main():
+            async with await jetstream.connect({cluster.urls!r}) as js:
+                for seq in range(1, 50):  # an atomic batch that never commits
+                    headers = {{"Nats-Batch-Id": "killed-batch", "Nats-Batch-Sequence": str(seq)}}
+                    await js.nc.publish(f"$KV.halfbatch.k{{seq}}", b"x", headers=headers)
+                await js.nc.flush()
+                print("sent", flush=True)
+                await asyncio.sleep(60)
+        asyncio.run(main())
+        """
+    )
+    proc = subprocess.Popen(  # noqa: ASYNC220 (a child to kill -9, not awaited)
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    await asyncio.to_thread(proc.stdout.readline)
+    proc.kill()
+    proc.wait()
+    proc.stdout.close()
+    async with await cluster.connect(timeout=2.0) as js:
+        bucket = await kvstore.open_bucket(js, "halfbatch")
+        assert [k async for k in bucket.keys()] == ["before"], "nothing of the batch is visible"
+        assert (await bucket.status()).values == 1
