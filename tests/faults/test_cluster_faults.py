@@ -172,14 +172,7 @@ async def test_client_killed_mid_upload_leaves_only_removable_orphans(
         asyncio.run(main())
         """
     )
-    proc = subprocess.Popen(  # noqa: ASYNC220 (a child to kill -9, not awaited)
-        [sys.executable, "-c", script], stdout=subprocess.PIPE, text=True
-    )
-    assert proc.stdout is not None
-    await asyncio.to_thread(proc.stdout.readline)
-    proc.kill()
-    proc.wait()
-    proc.stdout.close()
+    await _kill_when_it_says_sent(script)
     async with await cluster.connect(timeout=2.0) as js:
         store = await objstore.open_store(js, "killed")
         with pytest.raises(objstore.ObjectNotFoundError):
@@ -239,6 +232,15 @@ async def test_client_killed_mid_atomic_batch_stores_nothing(
         asyncio.run(main())
         """
     )
+    await _kill_when_it_says_sent(script)
+    async with await cluster.connect(timeout=2.0) as js:
+        bucket = await kvstore.open_bucket(js, "halfbatch")
+        assert [k async for k in bucket.keys()] == ["before"], "nothing of the batch is visible"
+        assert (await bucket.status()).values == 1
+
+
+async def _kill_when_it_says_sent(script: str) -> None:
+    """Run ``script`` in a child process and SIGKILL it once it prints a line."""
     proc = subprocess.Popen(  # noqa: ASYNC220 (a child to kill -9, not awaited)
         [sys.executable, "-c", script], stdout=subprocess.PIPE, text=True
     )
@@ -247,7 +249,3 @@ async def test_client_killed_mid_atomic_batch_stores_nothing(
     proc.kill()
     proc.wait()
     proc.stdout.close()
-    async with await cluster.connect(timeout=2.0) as js:
-        bucket = await kvstore.open_bucket(js, "halfbatch")
-        assert [k async for k in bucket.keys()] == ["before"], "nothing of the batch is visible"
-        assert (await bucket.status()).values == 1
