@@ -83,7 +83,7 @@ from ._options import ConnectionOptions, bool_option, int_option, run_sync, str_
 from ._pull import PullMessage
 from ._scan import scan_stream
 from ._server import EmbeddedServer, find_server_binary
-from ._ttl import NEVER, TTLValue, format_ttl, parse_ttl, parse_ttl_header
+from ._ttl import NEVER, TTLValue, format_ttl, parse_ttl, parse_ttl_at_least, parse_ttl_header
 
 __all__ = [
     "DEFAULT_API_PREFIX",
@@ -175,6 +175,7 @@ __all__ = [
     "parse_ack_reply",
     "parse_timestamp",
     "parse_ttl",
+    "parse_ttl_at_least",
     "parse_ttl_header",
     "run_sync",
     "scan_stream",

@@ -53,7 +53,7 @@ from ._errors import (
 )
 from ._message import StoredMessage
 from ._models import PubAck
-from ._scan import scan_stream
+from ._scan import find_by_msg_id
 from ._wire import publish_frames
 
 __all__ = ["DEFAULT_COMMIT_DEADLINE", "DEFAULT_MAX_BATCH", "AtomicBatch", "BatchAck"]
@@ -420,7 +420,8 @@ class AtomicBatch:
         the first message's id confirms.
         """
         stream = self._stream or await self._stream_for(self._messages[0].subject)
-        stored = await self._find_by_msg_id(stream, self._messages[-1])
+        last = self._messages[-1]
+        stored = await find_by_msg_id(self._js, stream, last.subject, last.msg_id)
         if stored is None:
             return None
         count = len(self._messages)
@@ -434,20 +435,6 @@ class AtomicBatch:
             raise JetStreamError(f"batch {batch_id}: stored messages are not contiguous")
         return BatchAck(stream, batch_id, first_seq, stored.seq, count, resolved=True)
 
-    async def _find_by_msg_id(self, stream: str, message: _Message) -> StoredMessage | None:
-        try:
-            latest = await self._js.get_last_message(stream, message.subject, direct=None)
-        except MessageNotFoundError:
-            return None
-        if latest.headers.get(hdr.MSG_ID) == message.msg_id:
-            return latest
-        async for stored in scan_stream(
-            self._js, stream, [message.subject], last_per_subject=False, headers_only=True
-        ):  # overwritten since: search the subject's history
-            if stored.headers.get(hdr.MSG_ID) == message.msg_id:
-                return stored
-        return None
-
     async def _get(self, stream: str, seq: int) -> StoredMessage | None:
         try:
             return await self._js.get_message(stream, seq, direct=None)
@@ -455,10 +442,11 @@ class AtomicBatch:
             return None
 
     async def _stream_for(self, subject: str) -> str:
-        async for name in self._js.stream_names(subject=subject):
-            self._stream = name
-            return name
-        raise NoRespondersError(f"no stream listens on {subject}")
+        stream = await self._js.stream_for_subject(subject)
+        if stream is None:
+            raise NoRespondersError(f"no stream listens on {subject}")
+        self._stream = stream
+        return stream
 
 
 def _new_batch_id() -> str:

@@ -6,23 +6,21 @@ own store directory, so nodes can be killed (-9), paused and restarted one by on
 
 from __future__ import annotations
 
-import asyncio
 import json
 import tempfile
 import time
 import urllib.request
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Self
 
 from ._context import JetStream, connect
 from ._errors import JetStreamError
-from ._server import EmbeddedServer, _free_port
+from ._server import EmbeddedServer, ServerProcesses, _free_port
 
 __all__ = ["EmbeddedCluster"]
 
 
-class EmbeddedCluster:
+class EmbeddedCluster(ServerProcesses):
     """``size`` nats-servers (default 3) forming JetStream cluster ``name``, on 127.0.0.1.
 
     ``urls`` lists every node's client URL (give all of them to ``connect`` so a client fails
@@ -134,25 +132,3 @@ class EmbeddedCluster:
         options.setdefault("reconnect_time_wait", 0.2)
         options.setdefault("max_reconnect_attempts", -1)
         return await connect(self.urls, **options)
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    async def __aenter__(self) -> Self:
-        return await asyncio.to_thread(self.start)
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await asyncio.to_thread(self.close)

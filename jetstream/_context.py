@@ -44,6 +44,7 @@ from ._models import (
     StreamNamesResponse,
     SuccessResponse,
 )
+from ._scan import find_by_msg_id
 
 __all__ = ["DEFAULT_RETRY_DEADLINE", "DEFAULT_TIMEOUT", "Feature", "JetStream", "connect"]
 
@@ -518,25 +519,26 @@ class JetStream:
         except WrongLastSequenceError:
             if msg_id is None or not sent:
                 raise
-            stored = await self._stored_with_id(subject, msg_id)
+            # The repeat failed its expected-sequence check: was the first attempt stored?
+            stream = await self.stream_for_subject(subject)
+            if stream is None:
+                raise
+            stored = await find_by_msg_id(self, stream, subject, msg_id)
             if stored is None:
                 raise
-            return stored
+            return PubAck(stream=stream, seq=stored.seq, duplicate=True)
 
-    async def _stored_with_id(self, subject: str, msg_id: str) -> PubAck | None:
-        """The ack of an earlier attempt, if the subject's last message carries ``msg_id``."""
+    async def stream_for_subject(self, subject: str) -> str | None:
+        """The name of the stream that stores ``subject`` (None if no stream does).
+
+        Raises:
+            JetStreamError: the lookup failed.
+        """
         body = _encode({"offset": 0, "subject": subject})
         page = await self._request(
             self._api.stream_names(), body, StreamNamesResponse, idempotent=True
         )
-        for stream in page.streams or []:
-            try:
-                last = await self.get_last_message(stream, subject, direct=None)
-            except MessageNotFoundError:
-                return None
-            if last.headers.get(hdr.MSG_ID) == msg_id:
-                return PubAck(stream=stream, seq=last.seq, duplicate=True)
-        return None
+        return next(iter(page.streams or []), None)
 
     async def get_last_message(
         self, stream: str, subject: str, *, direct: bool | None = True
@@ -549,19 +551,7 @@ class JetStream:
             MessageNotFoundError: nothing stored on that subject.
             NoRespondersError: no such stream, or direct get is off.
         """
-        if direct is None:
-            try:
-                return await self.get_last_message(stream, subject, direct=True)
-            except NoRespondersError:
-                return await self.get_last_message(stream, subject, direct=False)
-        if not direct:
-            return await self._msg_get(stream, {"last_by_subj": subject})
-        get = self._api.direct_get(stream, subject)
-        msg = await self._failover(
-            lambda: self.send(get, b""),
-            still_there=lambda: self._serves_direct_get(stream),
-        )
-        return _stored_or_raise(msg.headers, msg.data, what=subject)
+        return await self._get(stream, {"last_by_subj": subject}, direct, what=subject)
 
     async def get_message(
         self, stream: str, seq: int, *, direct: bool | None = True
@@ -573,19 +563,29 @@ class JetStream:
             MessageNotFoundError: no message with that sequence.
             NoRespondersError: no such stream, or direct get is off.
         """
+        return await self._get(stream, {"seq": seq}, direct, what=f"sequence {seq}")
+
+    async def _get(
+        self, stream: str, query: dict[str, Any], direct: bool | None, *, what: str
+    ) -> StoredMessage:
+        """One stored message: direct get (any replica; the last-by-subject form of the subject
+        needs no JSON body), the leader's ``STREAM.MSG.GET`` (``direct=False``), or direct get
+        falling back to the leader when nobody serves it (``direct=None``)."""
         if direct is None:
             try:
-                return await self.get_message(stream, seq, direct=True)
+                return await self._get(stream, query, True, what=what)
             except NoRespondersError:
-                return await self.get_message(stream, seq, direct=False)
+                return await self._get(stream, query, False, what=what)
         if not direct:
-            return await self._msg_get(stream, {"seq": seq})
-        body, get = _encode({"seq": seq}), self._api.direct_get(stream)
+            return await self._msg_get(stream, query)
+        subject = query.get("last_by_subj")
+        get = self._api.direct_get(stream, subject)
+        body = b"" if subject else _encode(query)
         msg = await self._failover(
             lambda: self.send(get, body),
             still_there=lambda: self._serves_direct_get(stream),
         )
-        return _stored_or_raise(msg.headers, msg.data, what=f"sequence {seq}")
+        return _stored_or_raise(msg.headers, msg.data, what=what)
 
     async def get_last_messages(
         self, stream: str, subjects: list[str], *, up_to_seq: int | None = None

@@ -367,13 +367,14 @@ class Puller:
             self._warn(PullRequestError(f"pull: {status} {description}", code=int(status)))
             return
         if status == "409" and description == "Consumer Deleted":
-            self._reset_or_fail(ResetReason.DELETED, ConsumerDeletedError("consumer deleted"))
+            self._reset_or(
+                ResetReason.DELETED, self._fail, ConsumerDeletedError("consumer deleted")
+            )
             return
         if status == "503":
             self._reset_pending()
-            self._reset_or_warn(ResetReason.NO_RESPONDERS, NoRespondersError(
-                "no responders for the pull: consumer missing or no leader", code=503
-            ))  # fmt: skip
+            missing = NoRespondersError("no responders for the pull: consumer missing", code=503)
+            self._reset_or(ResetReason.NO_RESPONDERS, self._warn, missing)
             return
         error: JetStreamError
         if status == "412":
@@ -393,19 +394,20 @@ class Puller:
         self._stopped = True
         self.queue.put_nowait(error)
 
-    def _reset_or_fail(self, reason: ResetReason, error: BaseException) -> None:
-        if self._signal_resets:
-            self._stopped = True
-            self.queue.put_nowait(ResetSignal(reason))
-        else:
-            self._fail(error)
-
-    def _reset_or_warn(self, reason: ResetReason, error: JetStreamError) -> None:
-        if self._signal_resets:
-            self._stopped = True
-            self.queue.put_nowait(ResetSignal(reason))
-        else:
-            self._warn(error)
+    def _reset_or(
+        self,
+        reason: ResetReason,
+        otherwise: Callable[[JetStreamError], None],
+        error: JetStreamError,
+    ) -> bool:
+        """Hand the owner a reset request when it recreates consumers (and stop); otherwise
+        report ``error`` through ``otherwise`` (``_fail`` or ``_warn``). True if it reset."""
+        if not self._signal_resets:
+            otherwise(error)
+            return False
+        self._stopped = True
+        self.queue.put_nowait(ResetSignal(reason))
+        return True
 
     # -- connection and heartbeat watch -------------------------------------------------------
 
@@ -423,8 +425,8 @@ class Puller:
                 self._reconnects = reconnects
                 self._last_activity = loop.time()
                 self._reset_pending()
-                if self._signal_resets:
-                    self._reset_or_fail(ResetReason.RECONNECT, JetStreamError("reconnected"))
+                reconnected = JetStreamError("reconnected: pending reset, pulling again")
+                if self._reset_or(ResetReason.RECONNECT, self._warn, reconnected):
                     return
                 await self._pull_more()
                 continue
@@ -433,5 +435,5 @@ class Puller:
                 self._last_activity = loop.time()
                 self._reset_pending()
                 missed = HeartbeatMissedError(f"no message or heartbeat for {silent:.1f}s")
-                self._reset_or_warn(ResetReason.HEARTBEAT, missed)
+                self._reset_or(ResetReason.HEARTBEAT, self._warn, missed)
                 await self._pull_more()

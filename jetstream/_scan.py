@@ -8,12 +8,17 @@ ends once every message that existed when it started has been delivered.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 
+from . import headers as hdr
 from ._consumer import OrderedConsumer
-from ._context import JetStream
+from ._errors import MessageNotFoundError
 from ._message import StoredMessage
 
-__all__ = ["scan_stream"]
+if TYPE_CHECKING:  # _context imports this module
+    from ._context import JetStream
+
+__all__ = ["find_by_msg_id", "scan_stream"]
 
 
 async def scan_stream(
@@ -50,3 +55,26 @@ async def scan_stream(
                 headers=message.headers,
                 data=message.data,
             )
+
+
+async def find_by_msg_id(
+    js: JetStream, stream: str, subject: str, msg_id: str
+) -> StoredMessage | None:
+    """The message of ``subject`` carrying ``Nats-Msg-Id: msg_id``: usually the subject's last
+    one, else searched in its history (a later write may have followed it). None if absent.
+
+    Raises:
+        JetStreamError: the stream cannot be read.
+    """
+    try:
+        latest = await js.get_last_message(stream, subject, direct=None)
+    except MessageNotFoundError:
+        return None
+    if latest.headers.get(hdr.MSG_ID) == msg_id:
+        return latest
+    async for stored in scan_stream(
+        js, stream, [subject], last_per_subject=False, headers_only=True
+    ):
+        if stored.headers.get(hdr.MSG_ID) == msg_id:
+            return stored
+    return None

@@ -62,13 +62,46 @@ def find_server_binary() -> Path:
     )
 
 
+class ServerProcesses:
+    """Context-manager plumbing shared by :class:`EmbeddedServer` and ``EmbeddedCluster``:
+    ``with`` / ``async with`` start them (off the event loop) and close them."""
+
+    def start(self) -> Self:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Self:
+        return await asyncio.to_thread(self.start)
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await asyncio.to_thread(self.close)
+
+
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
 
 
-class EmbeddedServer:
+class EmbeddedServer(ServerProcesses):
     """A nats-server process with JetStream, listening on a loopback port.
 
     Use as ``async with EmbeddedServer() as server:`` (or ``with``), or call :meth:`start` and
@@ -239,28 +272,6 @@ class EmbeddedServer:
         if not self._given_store and self._store_dir is not None:
             shutil.rmtree(self._store_dir, ignore_errors=True)
             self._store_dir = None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    async def __aenter__(self) -> Self:
-        return await asyncio.to_thread(self.start)
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await asyncio.to_thread(self.close)
 
     def __repr__(self) -> str:
         state = f"pid={self.pid}" if self.running else "stopped"

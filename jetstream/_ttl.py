@@ -19,7 +19,15 @@ from typing import Final, TypeAlias
 
 from ._errors import InvalidTTLError
 
-__all__ = ["NEVER", "TTLValue", "format_ttl", "parse_ttl", "parse_ttl_header", "ttl_seconds"]
+__all__ = [
+    "NEVER",
+    "TTLValue",
+    "format_ttl",
+    "parse_ttl",
+    "parse_ttl_at_least",
+    "parse_ttl_header",
+    "ttl_seconds",
+]
 
 TTLValue: TypeAlias = "int | float | timedelta | str"
 """What callers may pass as a TTL: seconds, a timedelta, ``"never"`` or a Go-style duration."""
@@ -141,3 +149,20 @@ def ttl_seconds(value: TTLValue | None) -> int | None:
         InvalidTTLError: as :func:`parse_ttl`.
     """
     return None if value is None else parse_ttl(value)
+
+
+def parse_ttl_at_least(value: TTLValue, floor: timedelta | None, *, owner: str) -> int:
+    """:func:`parse_ttl`, refusing a TTL below ``floor`` (a stream's ``marker_ttl``): the server
+    would silently stretch it to the floor (``subject_delete_marker_ttl`` on streams keeping more
+    than one message per subject), and a key would live longer than asked.
+
+    Raises:
+        InvalidTTLError: as :func:`parse_ttl`, or below ``floor`` (``owner`` names the stream).
+    """
+    seconds = parse_ttl(value)
+    if floor is not None and seconds != NEVER and seconds < floor.total_seconds():
+        raise InvalidTTLError(
+            f"TTL of {seconds}s is below {owner}'s marker_ttl ({floor}); the server would "
+            f"stretch it to marker_ttl: use at least {floor.total_seconds():g}s"
+        )
+    return seconds

@@ -25,7 +25,7 @@ from jetstream import (
     WrongLastSequenceError,
     WrongRevisionError,
     format_ttl,
-    parse_ttl,
+    parse_ttl_at_least,
     parse_ttl_header,
     scan_stream,
 )
@@ -411,16 +411,9 @@ class Bucket:
         return headers
 
     def _checked_ttl(self, ttl: TTLValue) -> int:
-        seconds = parse_ttl(ttl)
-        floor = self._config.marker_ttl
-        if floor is None or self._config.history == 1 or seconds == NEVER:
-            return seconds  # no floor applies
-        if seconds < floor.total_seconds():
-            raise InvalidTTLError(
-                f"TTL of {seconds}s is below this bucket's marker_ttl ({floor}); the server "
-                f"would stretch it to marker_ttl: use at least {floor.total_seconds():g}s"
-            )
-        return seconds
+        # With one revision per key the server does not stretch TTLs to marker_ttl.
+        floor = self._config.marker_ttl if self._config.history > 1 else None
+        return parse_ttl_at_least(ttl, floor, owner=f"bucket {self._name!r}")
 
     @staticmethod
     def _stored_ttl(headers: dict[str, str]) -> int | None:

@@ -8,7 +8,13 @@ from collections.abc import AsyncIterator
 from types import TracebackType
 from typing import TYPE_CHECKING, Self
 
-from jetstream import ClientValidationError, KeyNotFoundError, OrderedConsumer, PullMessage
+from jetstream import (
+    ClientValidationError,
+    KeyNotFoundError,
+    OrderedConsumer,
+    PullMessage,
+    scan_stream,
+)
 from jetstream import headers as hdr
 
 from ._keys import validate_filter
@@ -132,17 +138,9 @@ class KeyWatcher:
 
 async def iter_keys(bucket: Bucket, subjects: list[str]) -> AsyncIterator[str]:
     """Keys with a live value on ``subjects`` (see :func:`watch_subjects`), server-filtered."""
-    async with OrderedConsumer(
-        bucket._js,
-        bucket.stream,
-        filter_subjects=subjects,
-        deliver_policy="last_per_subject",
-        headers_only=True,
-        until_caught_up=True,
-    ) as consumer:
-        async for message in consumer:
-            if op_from_headers(message.headers) is Op.PUT:
-                yield message.subject[len(bucket._prefix) :]
+    async for message in scan_stream(bucket._js, bucket.stream, subjects, headers_only=True):
+        if op_from_headers(message.headers) is Op.PUT:
+            yield message.subject[len(bucket._prefix) :]
 
 
 async def iter_history(bucket: Bucket, key: str) -> AsyncIterator[Entry]:

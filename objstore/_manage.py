@@ -9,17 +9,15 @@ from typing import Any
 from jetstream import (
     Feature,
     JetStream,
-    JetStreamError,
     StoreExistsError,
     StoreNotFoundError,
     StreamExistsError,
-    StreamInfo,
     StreamNotFoundError,
 )
 from kvstore import validate_bucket_name
 
-from ._models import StoreConfig, store_config_from_stream, stream_config_for_store, stream_name
-from ._store import ObjectStore
+from ._models import StoreConfig, stream_config_for_store, stream_name
+from ._store import ObjectStore, open_store, store_info
 
 __all__ = ["create_store", "delete_store", "list_stores", "open_store", "store_info"]
 
@@ -54,18 +52,6 @@ async def create_store(
     return ObjectStore(js, name, marker_ttl=config.marker_ttl)
 
 
-async def open_store(js: JetStream, name: str) -> ObjectStore:
-    """Bind to an existing object store (made by any NATS client). Stores made by other clients
-    lack fast ingest: uploads to them need ``allow_batched``, which :func:`create_store` sets.
-
-    Raises:
-        StoreNotFoundError: no such store.
-    """
-    info = await store_info(js, name)
-    marker_ttl = store_config_from_stream(info.config).marker_ttl
-    return ObjectStore(js, name, direct=info.config.allow_direct, marker_ttl=marker_ttl)
-
-
 async def delete_store(js: JetStream, name: str) -> None:
     """Delete a store and every object in it.
 
@@ -84,19 +70,3 @@ async def list_stores(js: JetStream) -> AsyncIterator[str]:
     async for stream in js.stream_names(subject="$O.*.M.>"):
         if stream.startswith("OBJ_"):
             yield stream[4:]
-
-
-async def store_info(js: JetStream, name: str) -> StreamInfo:
-    """The stream info of a store.
-
-    Raises:
-        StoreNotFoundError: no such store; JetStreamError: the stream is not an object store.
-    """
-    validate_bucket_name(name)
-    try:
-        info = await js.stream_info(stream_name(name))
-    except StreamNotFoundError as exc:
-        raise StoreNotFoundError(f"object store {name!r} not found", code=exc.code) from exc
-    if f"$O.{name}.M.>" not in info.config.subjects:
-        raise JetStreamError(f"stream {info.config.name!r} is not an object store")
-    return info

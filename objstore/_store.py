@@ -11,22 +11,25 @@ from pathlib import Path
 from nats.nuid import NUID
 
 from jetstream import (
-    NEVER,
     ClientValidationError,
     InvalidObjectNameError,
-    InvalidTTLError,
     JetStream,
+    JetStreamError,
     MessageNotFoundError,
     ObjectExistsError,
     ObjectNotFoundError,
     OrderedConsumer,
     StoredMessage,
+    StoreNotFoundError,
+    StreamInfo,
+    StreamNotFoundError,
     TTLValue,
     format_ttl,
-    parse_ttl,
+    parse_ttl_at_least,
     scan_stream,
 )
 from jetstream import headers as hdr
+from kvstore import validate_bucket_name
 
 from ._download import ObjectReader
 from ._io import Source
@@ -45,9 +48,9 @@ from ._models import (
     store_config_from_stream,
     stream_name,
 )
-from ._upload import Progress, meta_headers, upload
+from ._upload import Progress, upload
 
-__all__ = ["ObjectStore", "validate_object_name"]
+__all__ = ["ObjectStore", "open_store", "store_info", "validate_object_name"]
 
 _MAX_CHUNK_SIZE = 8 * 1024 * 1024
 _DEFAULT_CLEANUP_AGE = timedelta(minutes=1)
@@ -130,14 +133,7 @@ class ObjectStore:
         )
 
     def _checked_ttl(self, ttl: TTLValue) -> int:
-        seconds = parse_ttl(ttl)
-        floor = self._marker_ttl
-        if floor is not None and seconds != NEVER and seconds < floor.total_seconds():
-            raise InvalidTTLError(
-                f"TTL of {seconds}s is below this store's marker_ttl ({floor}); the server would "
-                f"stretch it: use at least {floor.total_seconds():g}s"
-            )
-        return seconds
+        return parse_ttl_at_least(ttl, self._marker_ttl, owner=f"store {self.name!r}")
 
     async def delete(self, name: str) -> None:
         """Delete an object: a ``deleted`` meta record replaces it, then its chunks go.
@@ -349,8 +345,6 @@ class ObjectStore:
         Raises:
             StoreNotFoundError: the store was deleted.
         """
-        from ._manage import store_info
-
         info = await store_info(self._js, self.name)
         return StoreStatus(
             store=self.name,
@@ -416,7 +410,9 @@ class ObjectStore:
 
     async def _write_meta(self, info: ObjectInfo, ttl_headers: dict[str, str]) -> None:
         subject = meta_subject(self.name, info.name)
-        await self._js.publish(subject, encode_info(info), headers=meta_headers(ttl_headers))
+        # A meta record replaces the previous one of the same name.
+        headers = {hdr.ROLLUP: hdr.ROLLUP_SUBJECT, **ttl_headers}
+        await self._js.publish(subject, encode_info(info), headers=headers)
 
 
 class _OpeningReader:
@@ -436,8 +432,6 @@ class _OpeningReader:
             if not link.name:
                 raise ClientValidationError(f"{self._name!r} links to a whole store, not an object")
             if link.bucket != store.name:
-                from ._manage import open_store
-
                 store = await open_store(store._js, link.bucket)
             info = await store.info(link.name)
         self._reader = ObjectReader(store, info)
@@ -458,3 +452,31 @@ def _check_metadata(meta: dict[str, str] | None, headers: dict[str, list[str]] |
         for k, v in headers.items()
     ):
         raise ClientValidationError("headers must map str to a list of str")
+
+
+async def open_store(js: JetStream, name: str) -> ObjectStore:
+    """Bind to an existing object store (made by any NATS client). Stores made by other clients
+    lack fast ingest: uploads to them need ``allow_batched``, which :func:`create_store` sets.
+
+    Raises:
+        StoreNotFoundError: no such store.
+    """
+    info = await store_info(js, name)
+    marker_ttl = store_config_from_stream(info.config).marker_ttl
+    return ObjectStore(js, name, direct=info.config.allow_direct, marker_ttl=marker_ttl)
+
+
+async def store_info(js: JetStream, name: str) -> StreamInfo:
+    """The stream info of a store.
+
+    Raises:
+        StoreNotFoundError: no such store; JetStreamError: the stream is not an object store.
+    """
+    validate_bucket_name(name)
+    try:
+        info = await js.stream_info(stream_name(name))
+    except StreamNotFoundError as exc:
+        raise StoreNotFoundError(f"object store {name!r} not found", code=exc.code) from exc
+    if f"$O.{name}.M.>" not in info.config.subjects:
+        raise JetStreamError(f"stream {info.config.name!r} is not an object store")
+    return info

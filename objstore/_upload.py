@@ -15,10 +15,9 @@ from typing import TYPE_CHECKING
 from nats.nuid import NUID
 
 from jetstream import FastPublisher, JetStreamError, UploadFailedError
-from jetstream import headers as hdr
 
 from ._io import Hasher, Source, chunks_of, known_size
-from ._models import ObjectInfo, ObjectMetaOptions, chunk_subject, meta_subject, now_rfc3339
+from ._models import ObjectInfo, ObjectMetaOptions, chunk_subject, now_rfc3339
 
 if TYPE_CHECKING:
     from ._store import ObjectStore
@@ -114,11 +113,3 @@ def _report(progress: Progress | None, done: int, total: int | None) -> None:
 async def _purge(store: ObjectStore, subject: str) -> None:
     with contextlib.suppress(JetStreamError, OSError):
         await store._js.purge_stream(store.stream, subject=subject)
-
-
-def meta_headers(ttl_headers: dict[str, str]) -> dict[str, str]:
-    """A meta record replaces the previous one of the same name (``Nats-Rollup: sub``)."""
-    return {hdr.ROLLUP: hdr.ROLLUP_SUBJECT, **ttl_headers}
-
-
-__all__ += ["meta_headers", "meta_subject"]

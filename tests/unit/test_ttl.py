@@ -72,3 +72,16 @@ def test_stored_headers_are_read_like_the_server(header: str, seconds: int) -> N
 def test_every_whole_second_round_trips(seconds: int) -> None:
     assert parse_ttl(format_ttl(seconds)) == seconds
     assert parse_ttl(timedelta(seconds=seconds)) == seconds
+
+
+def test_a_floor_refuses_shorter_ttls_but_not_never() -> None:
+    from jetstream import parse_ttl_at_least
+
+    floor = timedelta(seconds=5)
+    assert parse_ttl_at_least(5, floor, owner="bucket 'b'") == 5
+    assert parse_ttl_at_least("never", floor, owner="bucket 'b'") == NEVER
+    assert parse_ttl_at_least(1, None, owner="bucket 'b'") == 1
+    with pytest.raises(InvalidTTLError, match="bucket 'b'.*marker_ttl"):
+        parse_ttl_at_least("4s", floor, owner="bucket 'b'")
+    with pytest.raises(InvalidTTLError):
+        parse_ttl_at_least(0, None, owner="bucket 'b'")
