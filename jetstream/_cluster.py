@@ -128,7 +128,11 @@ class EmbeddedCluster(ServerProcesses):
         raise JetStreamError(f"stream {stream!r} has no leader now ({leader!r})")
 
     async def connect(self, **options: Any) -> JetStream:
-        """A context connected to every node (fails over between them)."""
+        """A context connected to every node (fails over between them).
+
+        Raises:
+            nats.errors.NoServersError: no node could be reached.
+        """
         options.setdefault("reconnect_time_wait", 0.2)
         options.setdefault("max_reconnect_attempts", -1)
         return await connect(self.urls, **options)

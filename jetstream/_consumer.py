@@ -59,6 +59,7 @@ __all__ = ["Consumer", "MessageStream", "OrderedConsumer"]
 
 ErrorCallback = Callable[[JetStreamError], None]
 _log = logging.getLogger("jetstream")
+_ORDERED_POLICIES = frozenset({"all", "last", "new", "last_per_subject"})
 MessageCallback = Callable[[PullMessage], Awaitable[None] | None]
 
 
@@ -241,12 +242,14 @@ class Consumer:
         messages, ending when the pull is complete, expires, or no more messages will come.
 
         Raises:
-            ClientValidationError: both limits, or bad values.
+            ClientValidationError: both limits, or a non-positive ``expires``/``max_messages``.
             ConsumerDeletedError, PullRequestError: the server refused or ended the pull.
             NoRespondersError: no such consumer.
         """
         if max_messages is not None and max_bytes is not None:
             raise ClientValidationError("give max_messages or max_bytes, not both")
+        if expires <= 0 or (max_messages is not None and max_messages < 1):
+            raise ClientValidationError("expires and max_messages must be positive")
         request: dict[str, int] = {"expires": int(expires * 1e9)}
         if max_bytes is not None:
             request.update(batch=1_000_000, max_bytes=max_bytes)
@@ -323,6 +326,10 @@ class OrderedConsumer:
 
     ``until_caught_up`` ends the iteration once every message that existed at the start has been
     delivered (for listings); otherwise it follows new messages forever.
+
+    Raises (on construction): ClientValidationError for an unknown ``deliver_policy`` (``all``,
+    ``last``, ``new``, ``last_per_subject``; use ``opt_start_seq`` to start at a sequence), a
+    negative ``opt_start_seq``, or out-of-range pull options.
     """
 
     def __init__(
@@ -341,6 +348,12 @@ class OrderedConsumer:
         inactive_threshold: float = 300.0,
         error_callback: ErrorCallback | None = None,
     ) -> None:
+        if deliver_policy not in _ORDERED_POLICIES:
+            raise ClientValidationError(
+                f"deliver_policy must be one of {sorted(_ORDERED_POLICIES)}: {deliver_policy!r}"
+            )
+        if opt_start_seq < 0:
+            raise ClientValidationError(f"opt_start_seq must be >= 0: {opt_start_seq}")
         self._js = js
         self.stream = stream
         self._filters = list(filter_subjects or [">"])

@@ -407,7 +407,12 @@ class JetStream:
         return await self._request(subject, body, ConsumerInfo, idempotent=True)
 
     async def create_consumer(self, stream: str, config: ConsumerConfig) -> Consumer:
-        """Create a consumer and return it (see :meth:`create_consumer_info`)."""
+        """Create a consumer and return it (see :meth:`create_consumer_info`).
+
+        Raises:
+            StreamNotFoundError, ConsumerExistsError, JetStreamError: as
+                :meth:`create_consumer_info`.
+        """
         return Consumer(self, stream, await self.create_consumer_info(stream, config))
 
     async def update_consumer(self, stream: str, config: ConsumerConfig) -> Consumer:

@@ -135,7 +135,11 @@ class ConnectionOptions:
         return kwargs
 
     async def connect(self) -> JetStream:
-        """A new connection (never reuse one across event loops)."""
+        """A new connection (never reuse one across event loops).
+
+        Raises:
+            nats.errors.NoServersError: no server could be reached (or authentication failed).
+        """
         return await connect(list(self.servers), **self.nats_kwargs())
 
 
@@ -143,6 +147,9 @@ def run_sync(factory: Callable[[], Awaitable[T]]) -> T:
     """Run a coroutine to completion from synchronous code, in a fresh event loop: with
     ``asyncio.run`` when this thread has no running loop (Spark executors), otherwise in a
     helper thread (a notebook's driver), so it never fails with "loop already running".
+
+    Raises:
+        Whatever the coroutine raises, unchanged.
     """
     try:
         asyncio.get_running_loop()

@@ -77,28 +77,50 @@ class KeyBatch:
     # -- queueing -----------------------------------------------------------------------------
 
     def put(self, key: str, value: BytesLike, *, ttl: TTLValue | None = None) -> None:
-        """Queue a value for ``key`` (see :meth:`Bucket.put`)."""
+        """Queue a value for ``key`` (see :meth:`Bucket.put`).
+
+        Raises:
+            InvalidKeyError, InvalidTTLError, ValueTooLargeError, TypeError: bad input.
+            BatchTooLargeError, BatchClosedError: no room, or the batch is over.
+        """
         self._queue(key, value, self._bucket._ttl_headers(ttl), expect=None)
 
     def create(self, key: str, value: BytesLike, *, ttl: TTLValue | None = None) -> None:
-        """Queue a value stored only if ``key`` has no live value (see :meth:`Bucket.create`)."""
+        """Queue a value stored only if ``key`` has no live value (see :meth:`Bucket.create`).
+
+        Raises:
+            As :meth:`put`; the condition itself is checked at commit.
+        """
         self._queue(key, value, self._bucket._ttl_headers(ttl), expect=0, create=True)
 
     def update(
         self, key: str, value: BytesLike, revision: int, *, ttl: TTLValue | None = None
     ) -> None:
-        """Queue a value stored only if ``key`` is at ``revision`` (see :meth:`Bucket.update`)."""
+        """Queue a value stored only if ``key`` is at ``revision`` (see :meth:`Bucket.update`).
+
+        Raises:
+            As :meth:`put`; ClientValidationError for a revision below 1.
+        """
         validate_revision(revision, allow_zero=False)
         self._queue(key, value, self._bucket._ttl_headers(ttl), expect=revision)
 
     def delete(self, key: str, *, revision: int | None = None) -> None:
-        """Queue a delete tombstone (see :meth:`Bucket.delete`)."""
+        """Queue a delete tombstone (see :meth:`Bucket.delete`).
+
+        Raises:
+            InvalidKeyError, ClientValidationError, BatchTooLargeError, BatchClosedError.
+        """
         if revision is not None:
             validate_revision(revision, allow_zero=True)
         self._queue(key, b"", self._bucket._delete_headers(), expect=revision)
 
     def purge(self, key: str, *, ttl: TTLValue | None = None, revision: int | None = None) -> None:
-        """Queue a purge (see :meth:`Bucket.purge`)."""
+        """Queue a purge (see :meth:`Bucket.purge`).
+
+        Raises:
+            InvalidKeyError, InvalidTTLError, ClientValidationError, BatchTooLargeError,
+            BatchClosedError.
+        """
         if revision is not None:
             validate_revision(revision, allow_zero=True)
         self._queue(key, b"", self._bucket._purge_headers(ttl), expect=revision)

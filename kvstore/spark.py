@@ -155,6 +155,12 @@ class KVDataSource(DataSource):
         return SCHEMA
 
     def writer(self, schema: StructType, overwrite: bool) -> KVArrowWriter:
+        """Validate options, columns and the bucket at planning time.
+
+        Raises:
+            ClientValidationError: ``overwrite`` mode, bad options, missing columns, or a
+                bucket without atomic batches; BucketNotFoundError: no such bucket.
+        """
         if overwrite:
             raise ClientValidationError("natskv supports mode('append') only")
         opts = _options(self.options)
@@ -168,10 +174,17 @@ class KVDataSource(DataSource):
         return KVArrowWriter(opts)
 
     def reader(self, schema: StructType) -> KVReader:
+        """Validate options and pin the snapshot sequence at planning time.
+
+        Raises:
+            ClientValidationError, InvalidKeyError: bad options, filters or schema columns.
+            StreamNotFoundError: no such bucket.
+        """
         opts = _options(self.options)
         return KVReader(opts, _projection(schema), run_sync(lambda: _last_seq(opts)))
 
     def streamReader(self, schema: StructType) -> KVStreamReader:
+        """Raises: ClientValidationError, InvalidKeyError: bad options, filters or columns."""
         return KVStreamReader(_options(self.options, stream=True), _projection(schema))
 
 

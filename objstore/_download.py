@@ -70,7 +70,11 @@ class ObjectReader:
             raise DigestMismatchError(f"object {info.name!r}: digest {digest} != {info.digest}")
 
     async def read(self) -> bytes:
-        """The whole object (for small objects; prefer iterating for large ones)."""
+        """The whole object (for small objects; prefer iterating for large ones).
+
+        Raises:
+            DigestMismatchError: size, chunk count or digest differ from the meta record.
+        """
         return b"".join([chunk async for chunk in self])
 
     async def __aenter__(self) -> Self:

@@ -66,7 +66,11 @@ async def delete_store(js: JetStream, name: str) -> None:
 
 
 async def list_stores(js: JetStream) -> AsyncIterator[str]:
-    """Names of every object store of the account."""
+    """Names of every object store of the account.
+
+    Raises:
+        JetStreamError: the listing failed.
+    """
     async for stream in js.stream_names(subject="$O.*.M.>"):
         if stream.startswith("OBJ_"):
             yield stream[4:]

@@ -8,7 +8,7 @@ import asyncio
 import dataclasses
 from collections.abc import Iterable
 
-from jetstream import ConnectionOptions, JetStreamError
+from jetstream import ClientValidationError, ConnectionOptions, JetStreamError
 
 from ._manage import open_store
 from ._models import DEFAULT_CHUNK_SIZE
@@ -49,8 +49,11 @@ async def upload_many(
     object's failure (its outcome carries the error). Connection and store errors do raise.
 
     Raises:
+        ClientValidationError: ``concurrency`` below 1.
         StoreNotFoundError: no such store; JetStreamError: the server cannot be reached.
     """
+    if concurrency < 1:
+        raise ClientValidationError(f"concurrency must be at least 1: {concurrency}")
     async with await connection.connect() as js:
         store = await open_store(js, store_name)
         limit = asyncio.Semaphore(concurrency)

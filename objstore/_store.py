@@ -235,7 +235,11 @@ class ObjectStore:
         return info
 
     async def seal(self) -> None:
-        """Make the store read-only, for good."""
+        """Make the store read-only, for good.
+
+        Raises:
+            StreamNotFoundError: the store was deleted.
+        """
         info = await self._js.stream_info(self.stream)
         info.config.sealed = True
         await self._js.update_stream(info.config)
@@ -244,6 +248,9 @@ class ObjectStore:
         """Remove chunks no meta record refers to (left by a crashed or killed uploader) whose
         newest chunk is older than ``older_than`` (so uploads in progress are left alone).
         Returns how many objects' chunks were removed.
+
+        Raises:
+            JetStreamError: the store could not be scanned or purged.
         """
         referenced = {info.nuid async for info in self._infos(include_deleted=False)}
         now = datetime.now(UTC)
@@ -335,7 +342,11 @@ class ObjectStore:
             partial.unlink(missing_ok=True)
 
     async def list(self, *, include_deleted: bool = False) -> AsyncIterator[ObjectInfo]:
-        """Every object's meta record (deleted ones only with ``include_deleted``)."""
+        """Every object's meta record (deleted ones only with ``include_deleted``).
+
+        Raises:
+            JetStreamError: the store could not be scanned.
+        """
         async for info in self._infos(include_deleted=include_deleted):
             yield info
 
@@ -360,6 +371,10 @@ class ObjectStore:
         """Changes of the store's objects: each put, meta update, delete (``deleted``), and
         expiry (``expired`` and ``deleted``, on stores with ``marker_ttl``), as they happen;
         first the current state unless ``updates_only``.
+
+        Raises:
+            ClientValidationError: both ``include_history`` and ``updates_only``.
+            StreamNotFoundError: the store was deleted.
         """
         if include_history and updates_only:
             raise ClientValidationError("include_history and updates_only exclude each other")

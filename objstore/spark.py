@@ -68,10 +68,12 @@ def upload_objects(
 
     Raises:
         ClientValidationError: not exactly one of ``path_col``/``data_col``, a missing column,
-            a bad store name, or no server.
+            a bad store name, ``concurrency`` below 1, or no server.
     """
     if (path_col is None) == (data_col is None):
         raise ClientValidationError("give exactly one of path_col or data_col")
+    if concurrency < 1:
+        raise ClientValidationError(f"concurrency must be at least 1: {concurrency}")
     validate_bucket_name(store)
     for column in (name_col, path_col or data_col):
         if column not in df.columns:

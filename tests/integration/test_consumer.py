@@ -210,3 +210,19 @@ async def test_pulling_from_a_push_consumer_is_a_typed_error(js: JetStream, stre
     async with push.consume(expires=2) as messages:
         with pytest.raises(jetstream.PullRequestError, match="push based"):
             await asyncio.wait_for(messages.__anext__(), 5)
+
+
+async def test_bad_consumer_options_are_refused_before_sending(js: JetStream, stream: str) -> None:
+    consumer = await js.create_consumer(stream, ConsumerConfig(durable_name="opts", **EXPLICIT))
+    for options in ({"expires": 0}, {"expires": -1}, {"max_messages": 0}):
+        with pytest.raises(jetstream.ClientValidationError):
+            [m async for m in consumer.fetch(**options)]  # type: ignore[arg-type]
+    for bad in (
+        {"deliver_policy": "by_start_time"},
+        {"deliver_policy": "x"},
+        {"opt_start_seq": -1},
+    ):
+        with pytest.raises(jetstream.ClientValidationError):
+            jetstream.OrderedConsumer(js, stream, **bad)  # type: ignore[arg-type]
+    with pytest.raises(jetstream.ClientValidationError):
+        consumer.consume(max_messages=10, max_bytes=100)

@@ -272,3 +272,11 @@ async def test_bad_store_names_and_configs(js: jetstream.JetStream) -> None:
     ):
         with pytest.raises(jetstream.InvalidBucketConfigError):
             await objstore.create_store(js, "fine", **options)
+
+
+async def test_upload_many_needs_some_concurrency(nats_server: jetstream.EmbeddedServer) -> None:
+    from objstore._many import UploadItem, upload_many
+
+    options = jetstream.ConnectionOptions.from_strings({"servers": nats_server.url})
+    with pytest.raises(jetstream.ClientValidationError, match="concurrency"):
+        await upload_many(options, "any", [UploadItem("a", data=b"x")], concurrency=0)

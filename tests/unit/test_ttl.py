@@ -81,7 +81,7 @@ def test_a_floor_refuses_shorter_ttls_but_not_never() -> None:
     assert parse_ttl_at_least(5, floor, owner="bucket 'b'") == 5
     assert parse_ttl_at_least("never", floor, owner="bucket 'b'") == NEVER
     assert parse_ttl_at_least(1, None, owner="bucket 'b'") == 1
-    with pytest.raises(InvalidTTLError, match="bucket 'b'.*marker_ttl"):
+    with pytest.raises(InvalidTTLError, match=r"bucket 'b'.*marker_ttl"):
         parse_ttl_at_least("4s", floor, owner="bucket 'b'")
     with pytest.raises(InvalidTTLError):
         parse_ttl_at_least(0, None, owner="bucket 'b'")
