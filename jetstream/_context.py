@@ -24,6 +24,7 @@ from ._errors import (
     JetStreamError,
     MessageNotFoundError,
     NoRespondersError,
+    PermissionDeniedError,
     RequestTimeoutError,
     ServerError,
     StreamNotFoundError,
@@ -156,21 +157,28 @@ class JetStream:
         Raises:
             PermissionDeniedError, NoRespondersError, RequestTimeoutError.
         """
-        denied = self.denials.waiter(subject)
-        reply = asyncio.ensure_future(
-            send(self._nc, subject, payload, timeout=timeout or self.timeout, headers=headers)
-        )
+        # No task per request (this is every put's path): a denial cancels the waiting task,
+        # and the cancellation is turned into the denial below.
+        task = asyncio.current_task()
+        assert task is not None
+        refusals: list[PermissionDeniedError] = []
+
+        def refused(error: PermissionDeniedError) -> None:
+            refusals.append(error)
+            task.cancel()
+
+        self.denials.watch(subject, refused)
         try:
-            racing: set[asyncio.Future[Any]] = {reply, denied}
-            await asyncio.wait(racing, return_when=asyncio.FIRST_COMPLETED)
-            if reply.done():
-                return reply.result()
-            await denied  # raises PermissionDeniedError
-            raise AssertionError("unreachable")
+            return await send(
+                self._nc, subject, payload, timeout=timeout or self.timeout, headers=headers
+            )
+        except asyncio.CancelledError:
+            if not refusals:
+                raise  # cancelled by someone else
+            task.uncancel()
+            raise refusals[0] from None
         finally:
-            self.denials.forget(subject, denied)
-            if not reply.done():
-                reply.cancel()
+            self.denials.forget(subject, refused)
 
     async def _request(
         self, subject: str, payload: bytes, response_type: type[T], *, idempotent: bool = False

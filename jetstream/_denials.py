@@ -3,8 +3,8 @@
 The server answers a forbidden publish or subscription with
 ``-ERR 'Permissions Violation for Publish to "<subject>"'`` on the connection, not on the
 request, so a request would otherwise wait for its full timeout. The context hands every
-connection error to :meth:`Denials.note`, which fails the waiters of that subject (and, for a
-refused reply-inbox subscription, every waiter: no reply can ever arrive).
+connection error to :meth:`Denials.note`, which calls the watchers of that subject (and, for a
+refused reply-inbox subscription, every watcher: no reply can ever arrive).
 
 nats-py lowercases the whole message, subject included, so subjects are matched without case
 (NATS subjects are case-sensitive: two in-flight subjects differing only in case would both
@@ -13,10 +13,9 @@ be failed).
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections import OrderedDict, defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from ._errors import PermissionDeniedError
 
@@ -30,9 +29,13 @@ _VIOLATION = re.compile(
 _REMEMBERED = 1024
 
 
+Refused = Callable[[PermissionDeniedError], None]
+"""Called with the refusal of a watched subject."""
+
+
 class Denials:
     def __init__(self) -> None:
-        self._waiters: dict[str, set[asyncio.Future[None]]] = defaultdict(set)
+        self._watchers: dict[str, set[Refused]] = defaultdict(set)
         self._recent: OrderedDict[str, PermissionDeniedError] = OrderedDict()
 
     def recent(self, subjects: Iterable[str]) -> PermissionDeniedError | None:
@@ -44,39 +47,33 @@ class Denials:
                 return error
         return None
 
-    def waiter(self, subject: str) -> asyncio.Future[None]:
-        """A future failed with :class:`PermissionDeniedError` if ``subject`` is refused."""
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiters[subject.lower()].add(future)
-        return future
+    def watch(self, subject: str, on_refused: Refused) -> None:
+        """Call ``on_refused`` if the server refuses ``subject`` (until :meth:`forget`)."""
+        self._watchers[subject.lower()].add(on_refused)
 
-    def forget(self, subject: str, future: asyncio.Future[None]) -> None:
+    def forget(self, subject: str, on_refused: Refused) -> None:
         key = subject.lower()
-        waiters = self._waiters.get(key)
-        if waiters is not None:
-            waiters.discard(future)
-            if not waiters:
-                del self._waiters[key]
-        if not future.done():
-            future.cancel()
+        watchers = self._watchers.get(key)
+        if watchers is not None:
+            watchers.discard(on_refused)
+            if not watchers:
+                del self._watchers[key]
 
     def note(self, error: BaseException) -> bool:
-        """Fail the waiters a permission violation concerns; True if it was one."""
+        """Tell the watchers a permission violation concerns; True if it was one."""
         match = _VIOLATION.search(str(error))
         if match is None:
             return False
         kind, subject = match.group(1).lower(), match.group(2).lower()
         if kind == "subscription":
-            targets = [f for waiters in self._waiters.values() for f in waiters]
+            targets = [w for watchers in self._watchers.values() for w in watchers]
             why = f"not allowed to subscribe to {subject!r}, so no reply can arrive (inbox prefix?)"
         else:
-            targets = list(self._waiters.get(subject, ()))
+            targets = list(self._watchers.get(subject, ()))
             why = f"not allowed to publish to {subject!r}"
-        error = PermissionDeniedError(why, subject=subject)
-        self._recent[subject] = error
+        self._recent[subject] = PermissionDeniedError(why, subject=subject)
         while len(self._recent) > _REMEMBERED:
             self._recent.popitem(last=False)
-        for future in targets:
-            if not future.done():
-                future.set_exception(PermissionDeniedError(why, subject=subject))
+        for on_refused in targets:
+            on_refused(PermissionDeniedError(why, subject=subject))
         return True

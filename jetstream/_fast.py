@@ -38,6 +38,7 @@ from ._errors import (
     FastBatchError,
     JetStreamError,
     NoRespondersError,
+    PermissionDeniedError,
     RequestTimeoutError,
 )
 from ._models import ApiError, PubAck
@@ -112,7 +113,7 @@ class FastPublisher:
         self._problems: list[str] = []
         self._failure: JetStreamError | None = None
         self._closed = False
-        self._denial: tuple[str, asyncio.Future[None]] | None = None
+        self._denial: str | None = None  # the subject watched for a refusal
 
     @property
     def sent(self) -> int:
@@ -147,7 +148,7 @@ class FastPublisher:
     async def _close(self) -> None:
         self._closed = True
         if self._denial is not None:
-            self._js.denials.forget(*self._denial)
+            self._js.denials.forget(self._denial, self._refused)
             self._denial = None
         if self._sub is not None:
             sub, self._sub = self._sub, None
@@ -167,15 +168,12 @@ class FastPublisher:
 
     def _watch_denial(self, subject: str) -> None:
         """A refused subject fails the batch at once rather than after the timeout."""
-        denied = self._js.denials.waiter(subject)
+        self._js.denials.watch(subject, self._refused)
+        self._denial = subject
 
-        def refused(future: asyncio.Future[None]) -> None:
-            if not future.cancelled() and future.exception() is not None:
-                self._failure = future.exception()  # type: ignore[assignment]
-                self._progress.set()
-
-        denied.add_done_callback(refused)
-        self._denial = (subject, denied)
+    def _refused(self, error: PermissionDeniedError) -> None:
+        self._failure = error
+        self._progress.set()
 
     async def add(self, subject: str, data: bytes, headers: dict[str, str] | None = None) -> None:
         """Send one message, waiting first if the flow window is full.
