@@ -3,6 +3,7 @@ secrets never show in reprs or error messages."""
 
 from __future__ import annotations
 
+import gc
 import os
 import ssl
 from collections.abc import Iterator
@@ -17,6 +18,20 @@ from tests.security.pki import Pki, make_pki
 
 # What a refused TLS handshake or authentication surfaces as, through nats-py.
 CONNECT_FAILURES = (OSError, nats.errors.Error)
+
+# nats-py leaves the socket of a refused connection for the garbage collector; the resulting
+# ResourceWarnings are nats-py's, so they are collected at once (see `_collect`) and ignored.
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::ResourceWarning"),
+    pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
+]
+
+
+@pytest.fixture(autouse=True)
+def _collect() -> Iterator[None]:
+    """Collect the refused connections' garbage inside the test that made it."""
+    yield
+    gc.collect()
 
 
 @pytest.fixture(scope="module")
