@@ -381,13 +381,14 @@ class BatchClosedError(JetStreamError, RuntimeError):
 
 
 class CommitUnknownError(JetStreamError):
-    """A batch commit's outcome could not be learned before the caller's deadline.
+    """A commit's outcome could not be learned before the caller's deadline.
 
-    Raised only when the server stayed unreachable; ``batch_id`` and ``msg_ids`` identify the
-    batch so its presence can be checked later (its messages keep their ``Nats-Msg-Id``).
+    Raised only when the server stayed unreachable; ``msg_ids`` identify what was sent so its
+    presence can be checked later (the messages keep their ``Nats-Msg-Id``): a batch's
+    messages (and ``batch_id``), or an object upload's meta record (``batch_id`` empty).
     """
 
-    def __init__(self, description: str, *, batch_id: str, msg_ids: list[str]) -> None:
+    def __init__(self, description: str, *, msg_ids: list[str], batch_id: str = "") -> None:
         super().__init__(description)
         self.batch_id = batch_id
         self.msg_ids = msg_ids

@@ -114,6 +114,8 @@ class ObjectStore:
             InvalidObjectNameError, InvalidTTLError, ClientValidationError, TypeError: bad input,
                 before anything is sent; FileNotFoundError etc. for an unreadable path.
             UploadFailedError: the upload failed (no meta written, its chunks removed).
+            CommitUnknownError: the meta record's ack was lost and could not be asked again
+                before the connection's ``retry_deadline``; the object may or may not exist.
         """
         validate_object_name(name)
         if isinstance(chunk_size, bool) or not 1 <= chunk_size <= _MAX_CHUNK_SIZE:
@@ -423,11 +425,15 @@ class ObjectStore:
             if include_deleted or not info.deleted:
                 yield info
 
-    async def _write_meta(self, info: ObjectInfo, ttl_headers: dict[str, str]) -> None:
+    async def _write_meta(
+        self, info: ObjectInfo, ttl_headers: dict[str, str], *, msg_id: str | None = None
+    ) -> None:
         subject = meta_subject(self.name, info.name)
-        # A meta record replaces the previous one of the same name.
+        # A meta record replaces the previous one of the same name. The Msg-Id makes a lost
+        # ack safe to ask again (the repeat is answered as a duplicate, not stored twice).
         headers = {hdr.ROLLUP: hdr.ROLLUP_SUBJECT, **ttl_headers}
-        await self._js.publish(subject, encode_info(info), headers=headers)
+        msg_id = msg_id or NUID().next().decode()
+        await self._js.publish(subject, encode_info(info), headers=headers, msg_id=msg_id)
 
 
 class _OpeningReader:

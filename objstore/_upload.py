@@ -1,8 +1,10 @@
 """The upload pipeline: read -> hash (overlapped) -> fast-ingest publish -> meta -> cleanup.
 
-One failure path: anything that goes wrong before the meta record is written purges the new
-chunks and raises :class:`UploadFailedError`; the previous version of the object, if any, is
-untouched until the new one is complete.
+Anything that goes wrong before the meta record is sent purges the new chunks and raises
+:class:`UploadFailedError`; the previous version of the object, if any, is untouched until the
+new one is complete. The meta record is idempotent (a ``Nats-Msg-Id``), so a lost ack is asked
+again; only when that cannot be answered before the deadline is the outcome unknown, and then
+the chunks are kept (a meta record may point at them) and :class:`CommitUnknownError` raised.
 """
 
 from __future__ import annotations
@@ -10,11 +12,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from nats.nuid import NUID
 
-from jetstream import FastPublisher, JetStreamError, UploadFailedError
+from jetstream import (
+    ClientValidationError,
+    CommitUnknownError,
+    FastPublisher,
+    JetStreamError,
+    NoRespondersError,
+    PermissionDeniedError,
+    ServerError,
+    UploadFailedError,
+)
 
 from ._io import Hasher, Source, chunks_of, known_size
 from ._models import ObjectInfo, ObjectMetaOptions, chunk_subject, now_rfc3339
@@ -49,28 +60,48 @@ async def upload(
         size, count, digest = await _send_chunks(
             store, subject, chunks, ttl_headers, total, progress
         )
-        info = ObjectInfo(
-            name=name,
-            bucket=store.name,
-            nuid=nuid,
-            size=size,
-            mtime=now_rfc3339(),
-            chunks=count,
-            digest=digest,
-            description=description,
-            headers=headers,
-            metadata=metadata,
-            options=ObjectMetaOptions(max_chunk_size=chunk_size),
-        )
-        await store._write_meta(info, ttl_headers)
     except BaseException as exc:
-        await asyncio.shield(_purge(store, subject))
-        if isinstance(exc, Exception) and not isinstance(exc, UploadFailedError):
-            raise UploadFailedError(f"upload of {name!r} failed: {exc}") from exc
-        raise
+        await _abandon(store, subject, name, exc)
+    info = ObjectInfo(
+        name=name,
+        bucket=store.name,
+        nuid=nuid,
+        size=size,
+        mtime=now_rfc3339(),
+        chunks=count,
+        digest=digest,
+        description=description,
+        headers=headers,
+        metadata=metadata,
+        options=ObjectMetaOptions(max_chunk_size=chunk_size),
+    )
+    try:
+        await store._write_meta(info, ttl_headers, msg_id=nuid)
+    except _NOT_STORED as exc:
+        await _abandon(store, subject, name, exc)
+    except Exception as exc:
+        raise CommitUnknownError(
+            f"upload of {name!r}: whether its meta record was stored is unknown ({exc}); "
+            "its chunks are kept, and cleanup() removes them if it was not",
+            msg_ids=[nuid],
+        ) from exc
     if previous is not None and previous.nuid and previous.nuid != nuid:
         await _purge(store, chunk_subject(store.name, previous.nuid))
     return info
+
+
+# Errors the server answered with (or that stopped the request before it was sent): the meta
+# record was not stored. Anything else (a timeout past the deadline) leaves it unknown.
+_NOT_STORED = (ServerError, ClientValidationError, PermissionDeniedError, NoRespondersError)
+
+
+async def _abandon(store: ObjectStore, subject: str, name: str, exc: BaseException) -> NoReturn:
+    """Purge the new chunks, then raise: UploadFailedError for an error, anything else
+    (a cancellation) as it is."""
+    await asyncio.shield(_purge(store, subject))
+    if isinstance(exc, Exception) and not isinstance(exc, UploadFailedError):
+        raise UploadFailedError(f"upload of {name!r} failed: {exc}") from exc
+    raise exc
 
 
 async def _send_chunks(

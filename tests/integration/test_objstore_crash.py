@@ -1,10 +1,12 @@
-"""kill -9 the server in the middle of an upload: the upload fails with UploadFailedError, no
-meta record exists after a restart, and cleanup() removes every chunk it left."""
+"""Uploads interrupted by the server: kill -9 mid-upload fails with UploadFailedError (no meta
+after a restart, cleanup() removes every chunk it left); a lost meta-record ack is asked again,
+and only an unanswerable one is CommitUnknownError, with the chunks kept."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import os
+from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
 from pathlib import Path
 
@@ -12,6 +14,7 @@ import pytest
 
 import jetstream
 import objstore
+from tests.proxy import TcpProxy
 
 CHUNK = objstore.DEFAULT_CHUNK_SIZE
 
@@ -53,6 +56,60 @@ async def test_server_killed_mid_upload(tmp_path: Path) -> None:
             assert await store.get_bytes("previous") == b"kept"
     finally:
         server.close()
+
+
+@pytest.fixture
+async def proxy(nats_server: jetstream.EmbeddedServer) -> AsyncIterator[TcpProxy]:
+    proxy = await TcpProxy(nats_server.port).start()
+    yield proxy
+    await proxy.close()
+
+
+def _lose_replies_once_sent(proxy: TcpProxy) -> objstore.Progress:
+    """A progress callback: once every chunk is confirmed, the server's replies (the meta
+    record's ack first) stop reaching the client."""
+
+    def progress(done: int, total: int | None) -> None:
+        if done == total:
+            proxy.drop_to_client = True
+
+    return progress
+
+
+async def test_lost_meta_ack_is_asked_again(
+    proxy: TcpProxy, js: jetstream.JetStream, unique_name: Callable[[str], str]
+) -> None:
+    name = unique_name("os")
+    data = os.urandom(3 * CHUNK + 5)
+    async with await jetstream.connect(proxy.url, timeout=0.5, retry_deadline=20) as proxied:
+        store = await objstore.create_store(proxied, name)
+        loop = asyncio.get_running_loop()
+        healing = loop.call_later(1.2, setattr, proxy, "drop_to_client", False)
+        info = await store.put("obj", data, progress=_lose_replies_once_sent(proxy))
+        healing.cancel()
+    mine = await objstore.open_store(js, name)
+    assert (await mine.info("obj")).nuid == info.nuid
+    assert await mine.get_bytes("obj") == data
+    metas = [m async for m in jetstream.scan_stream(js, mine.stream, [f"$O.{name}.M.>"])]
+    assert len(metas) == 1, "the repeat was answered as a duplicate, not stored twice"
+    await objstore.delete_store(js, name)
+
+
+async def test_unanswered_meta_ack_is_commit_unknown_and_keeps_the_chunks(
+    proxy: TcpProxy, js: jetstream.JetStream, unique_name: Callable[[str], str]
+) -> None:
+    name = unique_name("os")
+    data = os.urandom(2 * CHUNK)
+    async with await jetstream.connect(proxy.url, timeout=0.5, retry_deadline=1.5) as proxied:
+        store = await objstore.create_store(proxied, name)
+        with pytest.raises(jetstream.CommitUnknownError) as unknown:
+            await store.put("obj", data, progress=_lose_replies_once_sent(proxy))
+        proxy.drop_to_client = False  # lets the connection close cleanly
+    mine = await objstore.open_store(js, name)
+    stored = await mine.info("obj")  # the meta record did arrive: only its ack was lost
+    assert unknown.value.msg_ids == [stored.nuid]
+    assert await mine.get_bytes("obj") == data, "its chunks were kept"
+    await objstore.delete_store(js, name)
 
 
 async def _until_ready(js: jetstream.JetStream) -> None:
