@@ -15,6 +15,7 @@ from ._cluster import EmbeddedCluster
 from ._consumer import Consumer, MessageStream, OrderedConsumer
 from ._context import DEFAULT_TIMEOUT, Feature, JetStream, connect
 from ._errors import (
+    AuthenticationError,
     BatchAbandonedError,
     BatchClosedError,
     BatchProtocolError,
@@ -25,6 +26,7 @@ from ._errors import (
     BucketNotFoundError,
     ClientValidationError,
     CommitUnknownError,
+    ConnectionFailedError,
     ConsumerDeletedError,
     ConsumerExistsError,
     ConsumerNotFoundError,
@@ -97,6 +99,7 @@ __all__ = [
     "ApiStats",
     "ApiSubjects",
     "AtomicBatch",
+    "AuthenticationError",
     "BatchAbandonedError",
     "BatchAck",
     "BatchClosedError",
@@ -108,6 +111,7 @@ __all__ = [
     "BucketNotFoundError",
     "ClientValidationError",
     "CommitUnknownError",
+    "ConnectionFailedError",
     "ConnectionOptions",
     "Consumer",
     "ConsumerConfig",

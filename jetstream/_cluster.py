@@ -131,7 +131,7 @@ class EmbeddedCluster(ServerProcesses):
         """A context connected to every node (fails over between them).
 
         Raises:
-            nats.errors.NoServersError: no node could be reached.
+            ConnectionFailedError: no node could be reached.
         """
         options.setdefault("reconnect_time_wait", 0.2)
         options.setdefault("max_reconnect_attempts", -1)

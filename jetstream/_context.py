@@ -30,6 +30,7 @@ from ._errors import (
     StreamNotFoundError,
     UnsupportedServerFeatureError,
     WrongLastSequenceError,
+    connection_error,
 )
 from ._message import StoredMessage, parse_header_block
 from ._models import (
@@ -695,17 +696,25 @@ async def connect(
     logged as one warning line on the ``jetstream`` logger instead of nats-py's tracebacks.
 
     Raises:
-        nats.errors.NoServersError: no server could be reached (nats-py's error, unchanged).
+        AuthenticationError: the server refused the credentials.
+        ConnectionFailedError: no server could be reached (or the TLS handshake failed).
     """
     contexts: list[JetStream] = []
+    attempts: list[BaseException] = []  # what went wrong while connecting, for the error
     user_error_cb = nats_options.pop("error_cb", _log_connection_error)
 
     async def on_error(error: Exception) -> None:
+        if not contexts:
+            attempts.append(error)
         for context in contexts:
             context.note_error(error)
         await user_error_cb(error)
 
-    nc = await nats.connect(servers, error_cb=on_error, **nats_options)
+    try:
+        nc = await nats.connect(servers, error_cb=on_error, **nats_options)
+    except (nats.errors.Error, OSError) as exc:
+        urls = [servers] if isinstance(servers, str) else list(servers)
+        raise connection_error(urls, [*attempts, exc]) from exc
     context = JetStream(
         nc,
         api_prefix=api_prefix,

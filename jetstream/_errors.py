@@ -48,6 +48,8 @@
     ├── ObjectExistsError                  a link would replace an object that is not a link
     ├── FastBatchError                     a fast batch lost or refused messages
     │   └── UploadFailedError              (objstore: the upload stored nothing)
+    ├── ConnectionFailedError (ConnectionError)  connect(): no server reachable, TLS refused
+    │   └── AuthenticationError            connect(): the server refused the credentials
     ├── NoRespondersError                  503: no stream / leader answering (yet)
     ├── PermissionDeniedError              the server refused a publish or subscription (ACL)
     ├── RequestTimeoutError (TimeoutError) no reply within the deadline
@@ -63,6 +65,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 __all__ = [
+    "AuthenticationError",
     "BatchAbandonedError",
     "BatchClosedError",
     "BatchProtocolError",
@@ -73,6 +76,7 @@ __all__ = [
     "BucketNotFoundError",
     "ClientValidationError",
     "CommitUnknownError",
+    "ConnectionFailedError",
     "ConsumerDeletedError",
     "ConsumerExistsError",
     "ConsumerNotFoundError",
@@ -113,6 +117,7 @@ __all__ = [
     "ValueTooLargeError",
     "WrongLastSequenceError",
     "WrongRevisionError",
+    "connection_error",
     "error_from_api",
 ]
 
@@ -441,6 +446,37 @@ class PermissionDeniedError(JetStreamError, PermissionError):
     def __init__(self, description: str, *, subject: str = "") -> None:
         super().__init__(description, code=403)
         self.subject = subject
+
+
+class ConnectionFailedError(JetStreamError, ConnectionError):
+    """:func:`~jetstream.connect` reached no server: refused, unreachable, or the TLS handshake
+    failed (the last error is the ``__cause__``; server URLs are shown without credentials)."""
+
+
+class AuthenticationError(ConnectionFailedError):
+    """The server refused the credentials (authorization violation, expired or revoked user,
+    unknown nkey or JWT)."""
+
+
+# What nats-py's errors say when the server refused the credentials (lowercased).
+_AUTH_REFUSALS = ("authorization violation", "authentication expired", "authentication revoked")
+
+
+def connection_error(servers: list[str], errors: list[BaseException]) -> ConnectionFailedError:
+    """The typed error for a failed connect, from what nats-py reported while trying:
+    :class:`AuthenticationError` if any attempt was refused for its credentials."""
+    where = ", ".join(_without_credentials(url) for url in servers)
+    refused = [e for e in errors if any(r in str(e).lower() for r in _AUTH_REFUSALS)]
+    telling = refused or errors
+    reason = f": {telling[-1]}" if telling and str(telling[-1]) else ""
+    if refused:
+        return AuthenticationError(f"{where} refused the credentials{reason}")
+    return ConnectionFailedError(f"cannot connect to {where}{reason or ': no server reachable'}")
+
+
+def _without_credentials(url: str) -> str:
+    scheme, sep, rest = url.rpartition("://")
+    return f"{scheme}{sep}{rest.rpartition('@')[2]}"
 
 
 class NoRespondersError(JetStreamError):

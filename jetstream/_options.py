@@ -138,7 +138,8 @@ class ConnectionOptions:
         """A new connection (never reuse one across event loops).
 
         Raises:
-            nats.errors.NoServersError: no server could be reached (or authentication failed).
+            AuthenticationError: the credentials were refused.
+            ConnectionFailedError: no server could be reached.
         """
         return await connect(list(self.servers), **self.nats_kwargs())
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Callable
 
 import pytest
@@ -105,3 +106,19 @@ async def test_scan_sees_the_last_message_of_every_subject(
     assert len(seen) == 2500
     assert seen[f"{name}.k0"] == b"new"
     await js.delete_stream(name)
+
+
+@pytest.mark.filterwarnings("ignore::ResourceWarning")  # nats-py leaves the failed socket
+async def test_an_unreachable_server_is_a_connection_failed_error() -> None:
+    with socket.socket() as probe:  # a loopback port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with pytest.raises(jetstream.ConnectionFailedError) as failed:
+        await jetstream.connect(
+            f"nats://user:s3cret@127.0.0.1:{port}",
+            max_reconnect_attempts=1,
+            reconnect_time_wait=0.05,
+        )
+    assert isinstance(failed.value, ConnectionError)
+    assert not isinstance(failed.value, jetstream.AuthenticationError)
+    assert f"nats://127.0.0.1:{port}" in str(failed.value) and "s3cret" not in str(failed.value)

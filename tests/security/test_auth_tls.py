@@ -9,15 +9,11 @@ import ssl
 from collections.abc import Iterator
 from pathlib import Path
 
-import nats.errors
 import pytest
 
 import jetstream
 import kvstore
 from tests.security.pki import Pki, make_pki
-
-# What a refused TLS handshake or authentication surfaces as, through nats-py.
-CONNECT_FAILURES = (OSError, nats.errors.Error)
 
 # nats-py leaves the socket of a refused connection for the garbage collector; the resulting
 # ResourceWarnings are nats-py's, so they are collected at once (see `_collect`) and ignored.
@@ -79,7 +75,7 @@ async def test_tls(tls_server: jetstream.EmbeddedServer, pki: Pki) -> None:
     url = f"tls://127.0.0.1:{tls_server.port}"
     async with await jetstream.connect(url, tls=_context(pki)) as js:
         await _round_trip(js, "tls")
-    with pytest.raises(CONNECT_FAILURES):  # the system trust store does not know our CA
+    with pytest.raises(jetstream.ConnectionFailedError):  # the system trust store lacks our CA
         await jetstream.connect(
             url, tls=ssl.create_default_context(), max_reconnect_attempts=0, allow_reconnect=False
         )
@@ -91,7 +87,7 @@ async def test_mutual_tls(mtls_server: jetstream.EmbeddedServer, pki: Pki) -> No
     async with await jetstream.connect(url, tls=_context(pki, client=client)) as js:
         await _round_trip(js, "mtls")
     for certificate in (None, (pki.rogue_client_cert, pki.rogue_client_key)):
-        with pytest.raises(CONNECT_FAILURES):
+        with pytest.raises(jetstream.ConnectionFailedError):
             await jetstream.connect(
                 url,
                 tls=_context(pki, client=certificate),
@@ -105,11 +101,16 @@ async def test_token_and_password(tmp_path: Path) -> None:
         url = f"nats://127.0.0.1:{server.port}"
         async with await jetstream.connect(url, token="t0ken-s3cret") as js:
             await _round_trip(js, "token")
-        with pytest.raises(CONNECT_FAILURES) as wrong:
+        with pytest.raises(jetstream.AuthenticationError) as wrong:
             await jetstream.connect(
                 url, token="wrong-t0ken", allow_reconnect=False, max_reconnect_attempts=0
             )
         assert "wrong-t0ken" not in str(wrong.value)
+        # With reconnects on, nats-py only says "no servers"; the refusal is still reported.
+        with pytest.raises(jetstream.AuthenticationError):
+            await jetstream.connect(
+                url, token="wrong-t0ken", max_reconnect_attempts=1, reconnect_time_wait=0.05
+            )
 
 
 async def test_password_stays_out_of_reprs_and_errors(tmp_path: Path) -> None:
@@ -121,13 +122,14 @@ async def test_password_stays_out_of_reprs_and_errors(tmp_path: Path) -> None:
             assert "pa55-w0rd-x" not in repr(js)
             bucket = await kvstore.open_bucket(js, "password")
             assert "pa55-w0rd-x" not in repr(bucket)
-        with pytest.raises(CONNECT_FAILURES) as wrong:
+        with pytest.raises(jetstream.AuthenticationError) as wrong:
             await jetstream.connect(
                 f"nats://app:bad-pa55@127.0.0.1:{server.port}",
                 allow_reconnect=False,
                 max_reconnect_attempts=0,
             )
-        assert "bad-pa55" not in str(wrong.value)
+        assert "bad-pa55" not in str(wrong.value) and "app:" not in str(wrong.value)
+        assert f"127.0.0.1:{server.port}" in str(wrong.value), "says which server refused"
     options = jetstream.ConnectionOptions.from_strings(
         {
             "servers": "nats://127.0.0.1:4222",

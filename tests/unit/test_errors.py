@@ -6,7 +6,7 @@ import pytest
 
 import jetstream
 import kvstore
-from jetstream._errors import error_from_api
+from jetstream._errors import connection_error, error_from_api
 
 
 @pytest.mark.parametrize(
@@ -69,3 +69,21 @@ def test_unsupported_feature_names_the_feature() -> None:
         feature="atomic batch publish", required_level=2, server_level=1
     )
     assert "atomic batch publish" in str(error) and "level 2" in str(error)
+
+
+def test_a_failed_connect_is_typed_by_what_the_attempts_said() -> None:
+    refused = connection_error(
+        ["nats://app:pw@127.0.0.1:4222", "tls://127.0.0.1:4223"],
+        [OSError("connect call failed"), Exception("nats: 'Authorization Violation'")],
+    )
+    assert isinstance(refused, jetstream.AuthenticationError)
+    assert str(refused) == (
+        "nats://127.0.0.1:4222, tls://127.0.0.1:4223 refused the credentials: "
+        "nats: 'Authorization Violation'"
+    )
+    unreachable = connection_error(["127.0.0.1:4222"], [OSError("connect call failed")])
+    assert type(unreachable) is jetstream.ConnectionFailedError
+    assert isinstance(unreachable, ConnectionError)
+    assert str(unreachable) == "cannot connect to 127.0.0.1:4222: connect call failed"
+    silent = connection_error(["nats://h:1"], [])
+    assert str(silent) == "cannot connect to nats://h:1: no server reachable"
