@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -710,9 +711,14 @@ async def connect(
             context.note_error(error)
         await user_error_cb(error)
 
+    nc = Client()
     try:
-        nc = await nats.connect(servers, error_cb=on_error, **nats_options)
+        await nc.connect(servers, error_cb=on_error, **nats_options)
     except (nats.errors.Error, OSError) as exc:
+        # nats-py leaves a failed client's socket and tasks open: repeated attempts would leak.
+        # (Bounded: after a refused TLS handshake nats-py waits forever for the socket to close.)
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(nc.close(), timeout=1.0)
         urls = [servers] if isinstance(servers, str) else list(servers)
         raise connection_error(urls, [*attempts, exc]) from exc
     context = JetStream(

@@ -108,7 +108,6 @@ async def test_scan_sees_the_last_message_of_every_subject(
     await js.delete_stream(name)
 
 
-@pytest.mark.filterwarnings("ignore::ResourceWarning")  # nats-py leaves the failed socket
 async def test_an_unreachable_server_is_a_connection_failed_error() -> None:
     with socket.socket() as probe:  # a loopback port nobody listens on
         probe.bind(("127.0.0.1", 0))

@@ -13,19 +13,14 @@ import pytest
 
 import jetstream
 import kvstore
+from tests.security.jwts import make_operator
 from tests.security.pki import Pki, make_pki
-
-# nats-py leaves the socket of a refused connection for the garbage collector; the resulting
-# ResourceWarnings are nats-py's, so they are collected at once (see `_collect`) and ignored.
-pytestmark = [
-    pytest.mark.filterwarnings("ignore::ResourceWarning"),
-    pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
-]
 
 
 @pytest.fixture(autouse=True)
 def _collect() -> Iterator[None]:
-    """Collect the refused connections' garbage inside the test that made it."""
+    """A refused connection must leave no socket behind (connect() closes it): collect now, so
+    a leak shows as a ResourceWarning (an error) in the test that made it."""
     yield
     gc.collect()
 
@@ -156,3 +151,23 @@ async def test_nkey_users(tmp_path: Path) -> None:
         )
         async with await options.connect() as js:
             assert (await js.account_info()).api.level >= 1
+
+
+async def test_user_credentials_from_a_creds_file(tmp_path: Path) -> None:
+    """Decentralized auth: an operator-signed account and user JWTs, as ``nsc`` would make."""
+    operator = make_operator()
+    good = operator.user_creds(tmp_path / "app.creds", "app")
+    expired = operator.user_creds(tmp_path / "old.creds", "old", expires_in=-60)
+    with _server(tmp_path, operator.server_config()) as server:
+        url = f"nats://127.0.0.1:{server.port}"
+        async with await jetstream.connect(url, user_credentials=str(good)) as js:
+            await _round_trip(js, "creds")
+        options = jetstream.ConnectionOptions.from_strings({"servers": url, "creds": str(good)})
+        async with await options.connect() as js:
+            assert (await kvstore.open_bucket(js, "creds")).name == "creds"
+        with pytest.raises(jetstream.AuthenticationError):
+            await jetstream.connect(
+                url, user_credentials=str(expired), allow_reconnect=False, max_reconnect_attempts=0
+            )
+        with pytest.raises(jetstream.AuthenticationError):  # no credentials at all
+            await jetstream.connect(url, allow_reconnect=False, max_reconnect_attempts=0)
