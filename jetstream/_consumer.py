@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import inspect
 import logging
+import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
@@ -315,6 +316,14 @@ def _status_error(status: str, description: str) -> JetStreamError:
     return PullRequestError(f"pull refused: {status} {description}", code=int(status))
 
 
+def reset_backoff(attempt: int) -> float:
+    """Seconds before re-creating an ordered consumer after ``attempt`` failures: doubling from
+    0.5 s up to 5 s, each drawn at random from its upper half, so that the watches of many
+    clients that lost the same server do not retry in lockstep."""
+    ceiling = min(0.25 * 2**attempt, 5.0)
+    return random.uniform(ceiling / 2, ceiling)
+
+
 class OrderedConsumer:
     """An ephemeral, in-order, gap-free view of a stream (ADR-37 ordered consumer).
 
@@ -436,7 +445,7 @@ class OrderedConsumer:
                 if self._on_error is not None:
                     self._on_error(JetStreamError(f"ordered consumer reset ({why}) failed: {exc}"))
             attempt += 1
-            await asyncio.sleep(min(0.25 * 2**attempt, 5.0))
+            await asyncio.sleep(reset_backoff(attempt))
 
     async def _forget(self, name: str) -> None:
         with contextlib.suppress(JetStreamError, nats.errors.Error, OSError):

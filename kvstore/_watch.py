@@ -58,7 +58,9 @@ class KeyWatcher:
     once that first part has been delivered. Tombstones arrive as ``Op.DELETE``/``Op.PURGE`` and
     server expiry markers as ``Op.EXPIRED``, unless ``ignore_deletes``. With ``meta_only`` the
     values are left out. After a disconnect or a server restart the watch resumes after the last
-    revision it delivered.
+    revision it delivered (one lost before the first entry starts over from the values current
+    then). Revisions that the bucket's ``history`` limit removed while the watch was away are
+    not delivered; the key's newer ones are.
     """
 
     def __init__(
@@ -96,6 +98,12 @@ class KeyWatcher:
         self.initial_done = asyncio.Event()
         """Set once the initial values (or history) have been delivered."""
         self._started = False
+
+    @property
+    def resets(self) -> int:
+        """How many times the watch re-created its consumer (after reconnects, restarts,
+        missed heartbeats): it resumed after the last delivered revision each time."""
+        return self._consumer.resets
 
     async def _start(self) -> None:
         self._started = True

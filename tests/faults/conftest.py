@@ -4,11 +4,13 @@ stopped by pid), with helpers to kill the stream leader and bring a node back.""
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import Iterator
 
 import pytest
 
 import jetstream
+import kvstore
 
 
 @pytest.fixture(scope="module")
@@ -53,3 +55,39 @@ async def replicas_agree(
             return states[0] or {}
         assert loop.time() < deadline, f"replicas disagree: {states}"
         await asyncio.sleep(0.2)
+
+
+Outcome = dict[str, int] | BaseException
+"""What one put_many returned: its revisions, or the error it raised."""
+
+
+async def assert_records_all_or_nothing(
+    cluster: jetstream.EmbeddedCluster,
+    js: jetstream.JetStream,
+    bucket: kvstore.Bucket,
+    outcomes: dict[int, Outcome],
+    keys_per_record: int,
+) -> None:
+    """The put_many invariants once the replicas agree: record ``n`` (keys ``r<n>.k<i>``) is
+    stored whole or not at all; returned revisions are exactly where its keys are stored; a
+    definite error means nothing stored; no CommitUnknownError (the deadline was not hit)."""
+    state = await replicas_agree(cluster, bucket.stream)
+    stored: Counter[int] = Counter()
+    async for message in jetstream.scan_stream(js, bucket.stream, [f"$KV.{bucket.name}.>"]):
+        stored[int(message.subject.split(".")[2][1:])] += 1
+    assert sum(stored.values()) == state["messages"], "the bucket holds only the records"
+    for record, outcome in outcomes.items():
+        assert not isinstance(outcome, jetstream.CommitUnknownError), outcome
+        if isinstance(outcome, dict):
+            assert stored[record] == keys_per_record, f"record {record} returned revisions"
+            for key, revision in outcome.items():
+                message = await js.get_message(bucket.stream, revision, direct=False)
+                assert message.subject == f"$KV.{bucket.name}.{key}"
+        else:
+            assert stored[record] == 0, f"record {record} failed ({outcome!r}) but was stored"
+    assert all(stored[r] in (0, keys_per_record) for r in stored), "never half a record"
+
+
+def record(n: int, keys: int) -> dict[str, bytes]:
+    """Record ``n``: ``keys`` keys ``r<n>.k<i>`` carrying ``n``."""
+    return {f"r{n}.k{i}": str(n).encode() for i in range(keys)}

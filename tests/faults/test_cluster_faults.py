@@ -8,19 +8,29 @@ import os
 import subprocess
 import sys
 import textwrap
-from collections import Counter
+from datetime import timedelta
 
 import pytest
 
 import jetstream
 import kvstore
 import objstore
-from tests.faults.conftest import kill_leader, replicas_agree, restart
+from tests.faults.conftest import (
+    Outcome,
+    assert_records_all_or_nothing,
+    kill_leader,
+    record,
+    replicas_agree,
+    restart,
+)
 
 pytestmark = pytest.mark.faults
 
 RECORD_KEYS = 20
-COMMIT_RACE_DELAYS_MS = [0, 1, 3, 10, 30]
+# Delays (ms) between starting a put_many and killing the leader. CI runs these; set
+# JETSTORE_FAULT_TRIALS=N for a longer sweep (the delays repeat).
+COMMIT_RACE_DELAYS_MS = [0, 1, 2, 3, 5, 10, 20, 30]
+TRIALS = int(os.environ.get("JETSTORE_FAULT_TRIALS", len(COMMIT_RACE_DELAYS_MS)))
 
 
 async def test_leader_kill_racing_put_many_commits(cluster: jetstream.EmbeddedCluster) -> None:
@@ -28,10 +38,10 @@ async def test_leader_kill_racing_put_many_commits(cluster: jetstream.EmbeddedCl
     error (nothing stored); no CommitUnknownError within the deadline."""
     async with await cluster.connect(timeout=2.0) as js:
         bucket = await kvstore.create_bucket(js, "race", replicas=3)
-        outcomes: dict[int, dict[str, int] | BaseException] = {}
-        for trial, delay_ms in enumerate(COMMIT_RACE_DELAYS_MS):
-            record = {f"t{trial}.k{i}": f"{trial}".encode() for i in range(RECORD_KEYS)}
-            writing = asyncio.create_task(bucket.put_many(record, deadline=45))
+        outcomes: dict[int, Outcome] = {}
+        for trial in range(TRIALS):
+            delay_ms = COMMIT_RACE_DELAYS_MS[trial % len(COMMIT_RACE_DELAYS_MS)]
+            writing = asyncio.create_task(bucket.put_many(record(trial, RECORD_KEYS), deadline=45))
             await asyncio.sleep(delay_ms / 1000)
             leader = await kill_leader(cluster, js, bucket.stream)
             try:
@@ -39,21 +49,7 @@ async def test_leader_kill_racing_put_many_commits(cluster: jetstream.EmbeddedCl
             except jetstream.JetStreamError as exc:
                 outcomes[trial] = exc
             await restart(cluster, leader)
-        state = await replicas_agree(cluster, bucket.stream)
-        stored: Counter[int] = Counter()
-        async for message in jetstream.scan_stream(js, bucket.stream, ["$KV.race.>"]):
-            stored[int(message.subject.split(".")[2][1:])] += 1
-        assert sum(stored.values()) == state["messages"]
-        for trial, outcome in outcomes.items():
-            assert not isinstance(outcome, jetstream.CommitUnknownError), outcome
-            if isinstance(outcome, dict):
-                assert stored[trial] == RECORD_KEYS, f"trial {trial} returned revisions"
-                for key, revision in outcome.items():
-                    message = await js.get_message(bucket.stream, revision, direct=False)
-                    assert message.subject == f"$KV.race.{key}"
-            else:
-                assert stored[trial] == 0, f"trial {trial} failed ({outcome!r}) but was stored"
-        assert all(stored[t] in (0, RECORD_KEYS) for t in outcomes), "never half a record"
+        await assert_records_all_or_nothing(cluster, js, bucket, outcomes, RECORD_KEYS)
 
 
 async def test_leader_kill_mid_upload(cluster: jetstream.EmbeddedCluster) -> None:
@@ -79,7 +75,7 @@ async def test_leader_kill_mid_upload(cluster: jetstream.EmbeddedCluster) -> Non
         else:
             with pytest.raises(objstore.ObjectNotFoundError):
                 await store.info("big")
-        await store.cleanup(older_than=__import__("datetime").timedelta(0))
+        await store.cleanup(older_than=timedelta(0))
         referenced = {i.nuid async for i in store.list()}
         chunk_subjects = {
             m.subject.rsplit(".", 1)[1]
@@ -180,7 +176,7 @@ async def test_client_killed_mid_upload_leaves_only_removable_orphans(
         store = await objstore.open_store(js, "killed")
         with pytest.raises(objstore.ObjectNotFoundError):
             await store.info("partial")
-        assert await store.cleanup(older_than=__import__("datetime").timedelta(0)) == 1
+        assert await store.cleanup(older_than=timedelta(0)) == 1
         assert [m async for m in jetstream.scan_stream(js, store.stream, ["$O.killed.C.>"])] == []
 
 
@@ -206,7 +202,7 @@ async def test_leader_stepdown_mid_upload(cluster: jetstream.EmbeddedCluster) ->
         else:
             with pytest.raises(objstore.ObjectNotFoundError):
                 await store.info("big")
-        await store.cleanup(older_than=__import__("datetime").timedelta(0))
+        await store.cleanup(older_than=timedelta(0))
         referenced = {i.nuid async for i in store.list()}
         chunks = {
             m.subject.rsplit(".", 1)[1]
