@@ -84,12 +84,16 @@ async def test_leader_kill_mid_upload(cluster: jetstream.EmbeddedCluster) -> Non
         assert chunk_subjects <= referenced, "no orphan chunks after cleanup"
 
 
-async def test_watch_across_failover_and_full_restart(cluster: jetstream.EmbeddedCluster) -> None:
+@pytest.mark.parametrize("history", [30, 10])
+async def test_watch_across_failover_and_full_restart(
+    cluster: jetstream.EmbeddedCluster, history: int
+) -> None:
     """In order and each once, through a leader kill and a restart of all nodes: every revision
     the bucket still holds is delivered; the only ones skipped are those its history limit
-    removed while the watch was away (the key's newer revisions are delivered instead)."""
+    removed while the watch was away (the key's newer revisions are delivered instead). With
+    history for all 18 revisions per key, that is every revision."""
     async with await cluster.connect(timeout=2.0) as js:
-        bucket = await kvstore.create_bucket(js, "watched", replicas=3, history=10)
+        bucket = await kvstore.create_bucket(js, f"watched{history}", replicas=3, history=history)
         written: list[int] = []
         delivered: list[int] = []
 
@@ -123,6 +127,8 @@ async def test_watch_across_failover_and_full_restart(cluster: jetstream.Embedde
             with pytest.raises(jetstream.MessageNotFoundError):
                 await js.get_message(bucket.stream, revision, direct=False)  # beyond history
         assert len(delivered) >= 51, "at least the 51 revisions the bucket holds at the end"
+        if history >= 18:
+            assert delivered == written, "nothing trimmed: every revision exactly once"
 
 
 async def test_operations_ride_out_an_election_within_the_deadline(

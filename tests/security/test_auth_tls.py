@@ -4,6 +4,7 @@ secrets never show in reprs or error messages."""
 from __future__ import annotations
 
 import gc
+import logging
 import os
 import ssl
 from collections.abc import Iterator
@@ -108,7 +109,10 @@ async def test_token_and_password(tmp_path: Path) -> None:
             )
 
 
-async def test_password_stays_out_of_reprs_and_errors(tmp_path: Path) -> None:
+async def test_password_stays_out_of_reprs_errors_and_logs(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)  # every logger, every level
     config = 'authorization { users = [ { user: "app", password: "pa55-w0rd-x" } ] }\n'
     with _server(tmp_path, config) as server:
         url = f"nats://app:pa55-w0rd-x@127.0.0.1:{server.port}"
@@ -125,6 +129,14 @@ async def test_password_stays_out_of_reprs_and_errors(tmp_path: Path) -> None:
             )
         assert "bad-pa55" not in str(wrong.value) and "app:" not in str(wrong.value)
         assert f"127.0.0.1:{server.port}" in str(wrong.value), "says which server refused"
+        with pytest.raises(jetstream.AuthenticationError):  # logs each attempt
+            await jetstream.connect(
+                f"nats://app:bad-pa55@127.0.0.1:{server.port}",
+                max_reconnect_attempts=2,
+                reconnect_time_wait=0.05,
+            )
+    assert "nats connection" in caplog.text, "the failed attempts were logged"
+    assert "pa55-w0rd-x" not in caplog.text and "bad-pa55" not in caplog.text
     options = jetstream.ConnectionOptions.from_strings(
         {
             "servers": "nats://127.0.0.1:4222",
