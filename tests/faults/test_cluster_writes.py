@@ -61,6 +61,19 @@ async def _follower_of(
     return next(i for i, node in enumerate(cluster.nodes) if i != leader and node.running)
 
 
+def _frozen(node: jetstream.EmbeddedServer, seconds: float) -> Callable[[], Awaitable[None]]:
+    """A fault: SIGSTOP ``node`` for ``seconds``, then SIGCONT."""
+
+    async def freeze() -> None:
+        node.pause()
+        try:
+            await asyncio.sleep(seconds)
+        finally:
+            node.resume()
+
+    return freeze
+
+
 async def test_follower_killed_during_put_many(cluster: jetstream.EmbeddedCluster) -> None:
     """A follower's kill -9 and restart cost no record: quorum remains, so every put_many
     succeeds, whole, on every replica."""
@@ -86,15 +99,7 @@ async def test_follower_frozen_during_put_many(cluster: jetstream.EmbeddedCluste
     async with await cluster.connect(timeout=2.0) as js:
         bucket = await kvstore.create_bucket(js, "ffreeze", replicas=3)
         follower = await _follower_of(cluster, js, bucket.stream)
-
-        async def freeze() -> None:
-            cluster.nodes[follower].pause()
-            try:
-                await asyncio.sleep(3)
-            finally:
-                cluster.nodes[follower].resume()
-
-        outcomes = await _writes_during(bucket, freeze)
+        outcomes = await _writes_during(bucket, _frozen(cluster.nodes[follower], 3))
         failed = {n: o for n, o in outcomes.items() if not isinstance(o, dict)}
         assert not failed, f"a frozen follower failed writes: {failed}"
         await assert_records_all_or_nothing(cluster, js, bucket, outcomes, KEYS)
@@ -106,15 +111,7 @@ async def test_leader_frozen_past_an_election(cluster: jetstream.EmbeddedCluster
     async with await cluster.connect(timeout=2.0) as js:
         bucket = await kvstore.create_bucket(js, "lfreeze", replicas=3)
         leader = await cluster.leader_of(js, bucket.stream)
-
-        async def freeze() -> None:
-            cluster.nodes[leader].pause()
-            try:
-                await asyncio.sleep(8)
-            finally:
-                cluster.nodes[leader].resume()
-
-        outcomes = await _writes_during(bucket, freeze)
+        outcomes = await _writes_during(bucket, _frozen(cluster.nodes[leader], 8))
         assert any(isinstance(o, dict) for o in outcomes.values())
         await assert_records_all_or_nothing(cluster, js, bucket, outcomes, KEYS)
 
