@@ -29,6 +29,8 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[jetstream.Embe
                 "writer": kv_writer("profiles", "alice"),
                 "uploader": object_uploader("files"),
                 "private": kv_writer("profiles", "alice", inbox="_PRIVATE"),
+                "private-reader": kv_reader("profiles", inbox="_PRIVATE"),
+                "private-uploader": object_uploader("files", inbox="_PRIVATE"),
             }
         )
     )
@@ -99,14 +101,29 @@ async def test_uploader_limited_to_one_store(secured: jetstream.EmbeddedServer) 
         await _fast_denial(other.put("b.bin", b"y" * 300_000))
 
 
-async def test_custom_inbox_prefix_for_requests_watches_and_reads(
+async def test_custom_inbox_prefix_for_requests_watches_and_uploads(
     secured: jetstream.EmbeddedServer,
 ) -> None:
+    """Users who may only subscribe under ``_PRIVATE.>``: every reply inbox (requests, batch
+    commits, watch pulls, fast-ingest flow control, downloads) must use the given prefix."""
     async with await jetstream.connect(url(secured, "private"), inbox_prefix="_PRIVATE") as js:
         bucket = await kvstore.open_bucket(js, "profiles")
         await bucket.put("alice.private", b"ok")
         assert (await bucket.get("alice.private")).value == b"ok"
         await bucket.put_many({"alice.p1": b"1", "alice.p2": b"2"})
+    reader_url = url(secured, "private-reader")
+    async with await jetstream.connect(reader_url, inbox_prefix="_PRIVATE") as js:
+        bucket = await kvstore.open_bucket(js, "profiles")
+        async with bucket.watch("alice.private") as watcher:  # a consumer and its pulls
+            entry = await anext(watcher)
+        assert (entry.key, entry.value) == ("alice.private", b"ok")
+        assert [e.value async for e in bucket.history("alice.name")] == [b"Alice"]
+    uploader_url = url(secured, "private-uploader")
+    async with await jetstream.connect(uploader_url, inbox_prefix="_PRIVATE") as js:
+        store = await objstore.open_store(js, "files")
+        data = bytes(range(256)) * 4096  # 1 MiB: several chunks, flow-controlled
+        await store.put("private.bin", data, chunk_size=128 * 1024)
+        assert await store.get_bytes("private.bin") == data
     async with await jetstream.connect(url(secured, "private")) as wrong_prefix:
         bucket = kvstore.Bucket(wrong_prefix, "profiles", kvstore.BucketConfig())
         error = await _fast_denial(bucket.put("alice.private", b"x"))
