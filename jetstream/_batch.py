@@ -44,11 +44,13 @@ from ._errors import (
     DuplicateMessageIdError,
     InvalidHeaderError,
     JetStreamError,
+    MessageIdInProcessError,
     MessageNotFoundError,
     NoRespondersError,
     RequestTimeoutError,
     ServerError,
     TooManyInflightBatchesError,
+    UnavailableError,
     ValueTooLargeError,
 )
 from ._message import StoredMessage
@@ -70,6 +72,7 @@ _RESERVED = frozenset({hdr.BATCH_ID, hdr.BATCH_SEQUENCE, hdr.BATCH_COMMIT})
 # Transient: the batch surely did not commit in this attempt, or we cannot tell yet.
 _RETRYABLE = (
     NoRespondersError,
+    UnavailableError,
     RequestTimeoutError,
     BatchAbandonedError,
     TooManyInflightBatchesError,
@@ -313,9 +316,12 @@ class AtomicBatch:
                 denied = self._js.denials.recent(m.subject for m in self._messages)
                 if denied is not None:  # a refused message leaves a gap: it can never commit
                     raise denied from exc
-                # Only silence after the commit left is ambiguous: a 503 or 10176 is a definite
-                # "not stored" for this attempt.
-                in_doubt = in_doubt or (self._commit_sent and isinstance(exc, RequestTimeoutError))
+                # Only silence after the commit left, or an earlier attempt still in flight
+                # (10158), is ambiguous: a 503 or 10176 is a definite "not stored".
+                in_doubt = in_doubt or (
+                    self._commit_sent
+                    and isinstance(exc, RequestTimeoutError | MessageIdInProcessError)
+                )
                 if loop.time() >= deadline:
                     if in_doubt:
                         raise self._unknown(

@@ -15,6 +15,7 @@ from typing import Any, Self
 
 from ._context import JetStream, connect
 from ._errors import JetStreamError
+from ._links import Link
 from ._server import EmbeddedServer, ServerProcesses, _free_port
 
 __all__ = ["EmbeddedCluster"]
@@ -24,19 +25,35 @@ class EmbeddedCluster(ServerProcesses):
     """``size`` nats-servers (default 3) forming JetStream cluster ``name``, on 127.0.0.1.
 
     ``urls`` lists every node's client URL (give all of them to ``connect`` so a client fails
-    over). Use as a (async) context manager or call :meth:`start` / :meth:`close`.
+    over). Use as a (async) context manager or call :meth:`start` / :meth:`close`. With
+    ``partitionable=True`` the routes between nodes pass through loopback links that
+    :meth:`partition` cuts and :meth:`heal` restores (a network partition between servers).
     """
 
     def __init__(
-        self, size: int = 3, *, name: str = "jetstore", store_dir: Path | None = None
+        self,
+        size: int = 3,
+        *,
+        name: str = "jetstore",
+        store_dir: Path | None = None,
+        partitionable: bool = False,
     ) -> None:
         if size < 1:
             raise ValueError("a cluster needs at least one node")
         self.name = name
         self._root = store_dir or Path(tempfile.mkdtemp(prefix="jetstore-cluster-"))
         routes = [_free_port() for _ in range(size)]
-        route_urls = ",".join(f"nats://127.0.0.1:{port}" for port in routes)
         self.monitor_ports = [_free_port() for _ in range(size)]
+        # With partitionable, node i reaches node j only through links[i, j] (see partition).
+        self.links: dict[tuple[int, int], Link] = {}
+        self._dead_ends: list[Link] = []
+        if partitionable:
+            self.links = {
+                (i, j): Link(_free_port(), routes[j])
+                for i in range(size)
+                for j in range(size)
+                if i != j
+            }
         self.nodes = [
             EmbeddedServer(
                 store_dir=self._root / f"n{i}",
@@ -47,14 +64,51 @@ class EmbeddedCluster(ServerProcesses):
                     name,
                     "--cluster",
                     f"nats://127.0.0.1:{routes[i]}",
-                    "--routes",
-                    route_urls,
                     "-m",
                     str(self.monitor_ports[i]),
+                    *self._route_args(i, routes),
                 ],
             )
             for i in range(size)
         ]
+
+    def _route_args(self, i: int, routes: list[int]) -> list[str]:
+        if not self.links:
+            return ["--routes", ",".join(f"nats://127.0.0.1:{port}" for port in routes)]
+        # Gossip would let nodes route to each other directly, around the links: advertise a
+        # port that refuses every connection instead of the real route port.
+        dead_end = Link(_free_port(), routes[i])
+        dead_end.cut()
+        self._dead_ends.append(dead_end)
+        mine = [link for (src, _), link in self.links.items() if src == i]
+        return [
+            "--routes",
+            ",".join(f"nats://127.0.0.1:{link.port}" for link in mine),
+            "--cluster_advertise",
+            f"127.0.0.1:{dead_end.port}",
+        ]
+
+    def partition(self, *groups: set[int]) -> None:
+        """Cut every route between nodes of different ``groups`` (nodes left out form one more
+        group) and restore those within a group; clients still reach every node.
+
+        Raises:
+            JetStreamError: the cluster was not made with ``partitionable=True``.
+        """
+        if not self.links:
+            raise JetStreamError("partition() needs EmbeddedCluster(..., partitionable=True)")
+        rest = set(range(len(self.nodes))).difference(*groups)
+        side = {node: n for n, group in enumerate([*groups, rest]) for node in group}
+        for (i, j), link in self.links.items():
+            if side[i] == side[j]:
+                link.restore()
+            else:
+                link.cut()
+
+    def heal(self) -> None:
+        """Restore every route (the nodes reconnect on their own)."""
+        for link in self.links.values():
+            link.restore()
 
     @property
     def urls(self) -> list[str]:
@@ -92,6 +146,8 @@ class EmbeddedCluster(ServerProcesses):
         """Stop every node (by pid) and remove the temporary store."""
         for node in self.nodes:
             node.close()
+        for link in [*self.links.values(), *self._dead_ends]:
+            link.close()
 
     def jsz(self, index: int, **params: str) -> dict[str, Any]:
         """A node's ``/jsz`` monitoring report (its own view: per-replica stream state)."""

@@ -29,6 +29,7 @@ from ._errors import (
     RequestTimeoutError,
     ServerError,
     StreamNotFoundError,
+    UnavailableError,
     UnsupportedServerFeatureError,
     WrongLastSequenceError,
     connection_error,
@@ -206,8 +207,9 @@ class JetStream:
     ) -> T:
         """Run ``attempt``; on a 503 (no responders) keep retrying with backoff until
         ``retry_deadline`` while ``still_there()`` says the target exists: a 503 then means a
-        leader election, not a missing stream. Only a 503 is retried: nothing was delivered, so
-        a retry cannot apply a write twice."""
+        leader election, not a missing stream. JetStream's own "temporarily unavailable"
+        answers (:class:`UnavailableError`) are retried the same way. Only these are retried
+        for writes: nothing was stored, so a retry cannot apply a write twice."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.retry_deadline
         delay = 0.05
@@ -216,6 +218,9 @@ class JetStream:
                 return await attempt()
             except NoRespondersError:
                 if loop.time() >= deadline or not await self._probe(still_there):
+                    raise
+            except UnavailableError:
+                if loop.time() >= deadline:
                     raise
             except RequestTimeoutError:
                 if not retry_timeouts or loop.time() >= deadline:

@@ -28,6 +28,8 @@
     │   ├── DuplicateMessageIdError        10201 (Nats-Msg-Id seen in batch or window)
     │   ├── RollupError                    10111
     │   ├── TooManyInflightBatchesError    10210, 10211 (429: too many open batches)
+    │   ├── UnavailableError               10008, 10009, 10163 (election under way: retried)
+    │   │   └── MessageIdInProcessError    10158 (an earlier send of this Msg-Id is in flight)
     │   ├── ConsumerNotFoundError          10014, 10149
     │   ├── ConsumerExistsError            10148, 10013
     │   ├── ConsumerDeletedError           409 Consumer Deleted during a pull (ends consume)
@@ -94,6 +96,7 @@ __all__ = [
     "JetStreamError",
     "KeyExistsError",
     "KeyNotFoundError",
+    "MessageIdInProcessError",
     "MessageNotFoundError",
     "MessageTTLDisabledError",
     "MessageTooLargeError",
@@ -112,6 +115,7 @@ __all__ = [
     "StreamExistsError",
     "StreamNotFoundError",
     "TooManyInflightBatchesError",
+    "UnavailableError",
     "UnsupportedServerFeatureError",
     "UploadFailedError",
     "ValueTooLargeError",
@@ -333,6 +337,20 @@ class TooManyInflightBatchesError(ServerError):
     """The server has too many open batches (429: 10210 atomic, 10211 fast ingest)."""
 
     err_codes = (10210, 10211)
+
+
+class UnavailableError(ServerError):
+    """JetStream answered that it cannot serve the request right now, typically while a leader
+    is being elected (nothing was stored). Requests retry it until ``retry_deadline``."""
+
+    err_codes: ClassVar[tuple[int, ...]] = (10008, 10009, 10163)
+
+
+class MessageIdInProcessError(UnavailableError):
+    """An earlier publish with the same ``Nats-Msg-Id`` is still being replicated: its outcome
+    is not known yet. Asking again later gets the duplicate ack (it was stored) or stores."""
+
+    err_codes = (10158,)
 
 
 class ConsumerNotFoundError(ServerError):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 
 import pytest
 
@@ -91,3 +91,43 @@ async def assert_records_all_or_nothing(
 def record(n: int, keys: int) -> dict[str, bytes]:
     """Record ``n``: ``keys`` keys ``r<n>.k<i>`` carrying ``n``."""
     return {f"r{n}.k{i}": str(n).encode() for i in range(keys)}
+
+
+async def writes_during(
+    buckets: list[kvstore.Bucket],
+    fault: Callable[[], Awaitable[None]],
+    keys: int = 10,
+) -> dict[int, Outcome]:
+    """One writer per bucket (each its own client, say) calls put_many in a loop, from 0.3 s
+    before ``fault()`` until 0.3 s after it; writer ``w`` writes records ``w``, ``w + W``, ...
+    Returns every record's outcome."""
+    outcomes: dict[int, Outcome] = {}
+    faulting = asyncio.Event()
+
+    async def write(first: int, bucket: kvstore.Bucket) -> None:
+        n = first
+        while not faulting.is_set():
+            try:
+                outcomes[n] = await bucket.put_many(record(n, keys), deadline=45)
+            except jetstream.JetStreamError as exc:
+                outcomes[n] = exc
+            n += len(buckets)
+
+    writers = [asyncio.create_task(write(w, b)) for w, b in enumerate(buckets)]
+    try:
+        await asyncio.sleep(0.3)
+        await fault()
+        await asyncio.sleep(0.3)
+    finally:
+        faulting.set()
+        await asyncio.gather(*writers)
+    return outcomes
+
+
+async def until(condition: Callable[[], bool], what: str, within: float = 60) -> None:
+    """Wait for ``condition()``; fail the test naming ``what`` if it is not true ``within``."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while not condition():
+        assert loop.time() < deadline, f"not within {within}s: {what}"
+        await asyncio.sleep(0.05)

@@ -14,44 +14,16 @@ import kvstore
 from kvstore import Op
 from kvstore._models import op_from_headers
 from tests.faults.conftest import (
-    Outcome,
     assert_records_all_or_nothing,
     kill_leader,
-    record,
     replicas_agree,
     restart,
+    writes_during,
 )
 
 pytestmark = pytest.mark.faults
 
 KEYS = 10
-
-
-async def _writes_during(
-    bucket: kvstore.Bucket, fault: Callable[[], Awaitable[None]]
-) -> dict[int, Outcome]:
-    """put_many records one after another for as long as ``fault()`` runs."""
-    outcomes: dict[int, Outcome] = {}
-    faulting = asyncio.Event()
-
-    async def write() -> None:
-        n = 0
-        while not faulting.is_set():
-            try:
-                outcomes[n] = await bucket.put_many(record(n, KEYS), deadline=45)
-            except jetstream.JetStreamError as exc:
-                outcomes[n] = exc
-            n += 1
-
-    writer = asyncio.create_task(write())
-    try:
-        await asyncio.sleep(0.3)
-        await fault()
-        await asyncio.sleep(0.3)
-    finally:
-        faulting.set()
-        await writer
-    return outcomes
 
 
 async def _follower_of(
@@ -86,7 +58,7 @@ async def test_follower_killed_during_put_many(cluster: jetstream.EmbeddedCluste
             await asyncio.sleep(2)
             await restart(cluster, follower)
 
-        outcomes = await _writes_during(bucket, kill_and_restart)
+        outcomes = await writes_during([bucket], kill_and_restart, KEYS)
         assert len(outcomes) >= 3
         failed = {n: o for n, o in outcomes.items() if not isinstance(o, dict)}
         assert not failed, f"a follower loss failed writes: {failed}"
@@ -99,7 +71,7 @@ async def test_follower_frozen_during_put_many(cluster: jetstream.EmbeddedCluste
     async with await cluster.connect(timeout=2.0) as js:
         bucket = await kvstore.create_bucket(js, "ffreeze", replicas=3)
         follower = await _follower_of(cluster, js, bucket.stream)
-        outcomes = await _writes_during(bucket, _frozen(cluster.nodes[follower], 3))
+        outcomes = await writes_during([bucket], _frozen(cluster.nodes[follower], 3), KEYS)
         failed = {n: o for n, o in outcomes.items() if not isinstance(o, dict)}
         assert not failed, f"a frozen follower failed writes: {failed}"
         await assert_records_all_or_nothing(cluster, js, bucket, outcomes, KEYS)
@@ -111,7 +83,7 @@ async def test_leader_frozen_past_an_election(cluster: jetstream.EmbeddedCluster
     async with await cluster.connect(timeout=2.0) as js:
         bucket = await kvstore.create_bucket(js, "lfreeze", replicas=3)
         leader = await cluster.leader_of(js, bucket.stream)
-        outcomes = await _writes_during(bucket, _frozen(cluster.nodes[leader], 8))
+        outcomes = await writes_during([bucket], _frozen(cluster.nodes[leader], 8), KEYS)
         assert any(isinstance(o, dict) for o in outcomes.values())
         await assert_records_all_or_nothing(cluster, js, bucket, outcomes, KEYS)
 

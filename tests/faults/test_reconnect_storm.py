@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 import jetstream
 import kvstore
+from tests.faults.conftest import until
 
 pytestmark = pytest.mark.faults
 
@@ -43,7 +44,7 @@ async def test_every_watch_resumes_after_the_server_comes_back(
             watchers.append(watcher)
             stack.push_async_callback(_cancel, asyncio.create_task(_collect(watcher, seen[i])))
 
-        await _until(lambda: all(s == [first] for s in seen), "every watch has the value")
+        await until(lambda: all(s == [first] for s in seen), "every watch has the value")
         await asyncio.to_thread(server.kill)
         await asyncio.sleep(0.5)
         await asyncio.to_thread(server.start)
@@ -51,18 +52,10 @@ async def test_every_watch_resumes_after_the_server_comes_back(
         for n in range(1, WRITES_AFTER + 1):
             last = await bucket.put("k", str(n).encode())
 
-        await _until(lambda: all(s[-1] == last for s in seen), "every watch resumed")
+        await until(lambda: all(s[-1] == last for s in seen), "every watch resumed")
         for revisions in seen:
             assert revisions == list(range(first, last + 1)), "gap-free, in order, each once"
         assert max(w.resets for w in watchers) <= 5, [w.resets for w in watchers]
-
-
-async def _until(condition: Callable[[], bool], what: str, within: float = 60) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    while not condition():
-        assert loop.time() < deadline, f"not within {within}s: {what}"
-        await asyncio.sleep(0.05)
 
 
 async def _collect(watcher: kvstore.KeyWatcher, into: list[int]) -> None:

@@ -13,6 +13,10 @@ from jetstream._errors import connection_error, error_from_api
     ("err_code", "cls"),
     [
         (10059, jetstream.StreamNotFoundError),
+        (10008, jetstream.UnavailableError),
+        (10009, jetstream.UnavailableError),
+        (10163, jetstream.UnavailableError),
+        (10158, jetstream.MessageIdInProcessError),
         (10058, jetstream.StreamExistsError),
         (10037, jetstream.MessageNotFoundError),
         (10071, jetstream.WrongLastSequenceError),
