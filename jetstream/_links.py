@@ -59,7 +59,7 @@ class Link:
                 client, _ = self._listener.accept()
             except OSError:
                 return  # closed
-            if not self._up:
+            if not self._up:  # refused at once (the check below closes the race with cut())
                 _close(client)
                 continue
             try:
@@ -68,8 +68,14 @@ class Link:
                 _close(client)
                 continue
             server.settimeout(None)
-            with self._lock:
-                self._sockets.update((client, server))
+            with self._lock:  # decided with the registration, so a cut() cannot miss it
+                accepted = self._up
+                if accepted:
+                    self._sockets.update((client, server))
+            if not accepted:
+                _close(client)
+                _close(server)
+                continue
             for source, sink in ((client, server), (server, client)):
                 threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
 
