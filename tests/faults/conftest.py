@@ -131,3 +131,19 @@ async def until(condition: Callable[[], bool], what: str, within: float = 60) ->
     while not condition():
         assert loop.time() < deadline, f"not within {within}s: {what}"
         await asyncio.sleep(0.05)
+
+
+def fault_for(
+    seconds: float, begin: Callable[[], object], end: Callable[[], object]
+) -> Callable[[], Awaitable[None]]:
+    """A fault for :func:`writes_during`: ``begin()``, wait ``seconds``, then ``end()``
+    (always), e.g. ``fault_for(3, node.pause, node.resume)``."""
+
+    async def fault() -> None:
+        begin()
+        try:
+            await asyncio.sleep(seconds)
+        finally:
+            end()
+
+    return fault

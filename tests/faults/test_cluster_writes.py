@@ -4,7 +4,6 @@ leader freezes past an election, or the whole cluster restarts (see docs/RELIABI
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
 import pytest
@@ -15,6 +14,7 @@ from kvstore import Op
 from kvstore._models import op_from_headers
 from tests.faults.conftest import (
     assert_records_all_or_nothing,
+    fault_for,
     kill_leader,
     replicas_agree,
     restart,
@@ -31,19 +31,6 @@ async def _follower_of(
 ) -> int:
     leader = await cluster.leader_of(js, stream)
     return next(i for i, node in enumerate(cluster.nodes) if i != leader and node.running)
-
-
-def _frozen(node: jetstream.EmbeddedServer, seconds: float) -> Callable[[], Awaitable[None]]:
-    """A fault: SIGSTOP ``node`` for ``seconds``, then SIGCONT."""
-
-    async def freeze() -> None:
-        node.pause()
-        try:
-            await asyncio.sleep(seconds)
-        finally:
-            node.resume()
-
-    return freeze
 
 
 async def test_follower_killed_during_put_many(cluster: jetstream.EmbeddedCluster) -> None:
@@ -70,8 +57,8 @@ async def test_follower_frozen_during_put_many(cluster: jetstream.EmbeddedCluste
     follower catches up once resumed."""
     async with await cluster.connect(timeout=2.0) as js:
         bucket = await kvstore.create_bucket(js, "ffreeze", replicas=3)
-        follower = await _follower_of(cluster, js, bucket.stream)
-        outcomes = await writes_during([bucket], _frozen(cluster.nodes[follower], 3), KEYS)
+        node = cluster.nodes[await _follower_of(cluster, js, bucket.stream)]
+        outcomes = await writes_during([bucket], fault_for(3, node.pause, node.resume), KEYS)
         failed = {n: o for n, o in outcomes.items() if not isinstance(o, dict)}
         assert not failed, f"a frozen follower failed writes: {failed}"
         await assert_records_all_or_nothing(cluster, js, bucket, outcomes, KEYS)
@@ -82,8 +69,8 @@ async def test_leader_frozen_past_an_election(cluster: jetstream.EmbeddedCluster
     believing it leads. Every record is whole or absent, outcomes definite."""
     async with await cluster.connect(timeout=2.0) as js:
         bucket = await kvstore.create_bucket(js, "lfreeze", replicas=3)
-        leader = await cluster.leader_of(js, bucket.stream)
-        outcomes = await writes_during([bucket], _frozen(cluster.nodes[leader], 8), KEYS)
+        node = cluster.nodes[await cluster.leader_of(js, bucket.stream)]
+        outcomes = await writes_during([bucket], fault_for(8, node.pause, node.resume), KEYS)
         assert any(isinstance(o, dict) for o in outcomes.values())
         await assert_records_all_or_nothing(cluster, js, bucket, outcomes, KEYS)
 

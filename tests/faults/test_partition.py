@@ -4,7 +4,7 @@ writes on both sides stay all-or-nothing, and a watch on the minority side catch
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 
@@ -12,6 +12,7 @@ import jetstream
 import kvstore
 from tests.faults.conftest import (
     assert_records_all_or_nothing,
+    fault_for,
     replicas_agree,
     until,
     writes_during,
@@ -30,17 +31,6 @@ def whole_cluster() -> Iterator[jetstream.EmbeddedCluster]:
         yield nodes
 
 
-def _isolate(cluster: jetstream.EmbeddedCluster, node: int) -> Callable[[], Awaitable[None]]:
-    async def partition() -> None:
-        cluster.partition({node})
-        try:
-            await asyncio.sleep(PARTITION_SECONDS)
-        finally:
-            cluster.heal()
-
-    return partition
-
-
 async def test_writes_on_both_sides_of_a_partition(cluster: jetstream.EmbeddedCluster) -> None:
     """The leader is cut off from the others for 8 s while one client writes through it and
     another through the majority: the majority side keeps writing, the minority side's write
@@ -55,7 +45,8 @@ async def test_writes_on_both_sides_of_a_partition(cluster: jetstream.EmbeddedCl
         await jetstream.connect(others, **options) as majority,
     ):
         buckets = [await kvstore.open_bucket(js, "split") for js in (minority, majority)]
-        outcomes = await writes_during(buckets, _isolate(cluster, leader), KEYS)
+        cut_off = fault_for(PARTITION_SECONDS, lambda: cluster.partition({leader}), cluster.heal)
+        outcomes = await writes_during(buckets, cut_off, KEYS)
         await assert_records_all_or_nothing(cluster, majority, buckets[1], outcomes, KEYS)
     failed = {n: o for n, o in outcomes.items() if not isinstance(o, dict)}
     assert not failed, f"a partition shorter than the deadline failed writes: {failed}"
