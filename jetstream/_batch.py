@@ -443,7 +443,7 @@ class AtomicBatch:
 
     async def _get(self, stream: str, seq: int) -> StoredMessage | None:
         try:
-            return await self._js.get_message(stream, seq, direct=None)
+            return await self._js.get_message(stream, seq, direct=False)  # the leader knows
         except MessageNotFoundError:
             return None
 

@@ -573,6 +573,19 @@ class JetStream:
         """
         return await self._get(stream, {"last_by_subj": subject}, direct, what=subject)
 
+    async def get_next_message(
+        self, stream: str, subject: str, seq: int, *, direct: bool | None = True
+    ) -> StoredMessage:
+        """The first message on ``subject`` (wildcards allowed) at or after stream sequence
+        ``seq`` (``direct`` as in :meth:`get_last_message`).
+
+        Raises:
+            MessageNotFoundError: none at or after ``seq``.
+            NoRespondersError: no such stream, or direct get is off.
+        """
+        query = {"seq": seq, "next_by_subj": subject}
+        return await self._get(stream, query, direct, what=f"{subject} from {seq}")
+
     async def get_message(
         self, stream: str, seq: int, *, direct: bool | None = True
     ) -> StoredMessage:

@@ -1,6 +1,6 @@
 """A one-shot, point-in-time listing of a stream, on an :class:`OrderedConsumer`.
 
-Used where many subjects must be listed (KV ``purge_deletes``, batch lookups): direct get's
+Used where many subjects must be listed (KV ``purge_deletes``, ``keys``): direct get's
 ``multi_last`` stops at 1024 subjects (413 Too Many Results), a consumer does not. The scan
 ends once every message that existed when it started has been delivered.
 """
@@ -63,18 +63,22 @@ async def find_by_msg_id(
     """The message of ``subject`` carrying ``Nats-Msg-Id: msg_id``: usually the subject's last
     one, else searched in its history (a later write may have followed it). None if absent.
 
+    Read from the stream leader only: this decides whether an in-doubt write was stored, and a
+    replica that is still catching up (after a partition or restart) would say "absent".
+
     Raises:
         JetStreamError: the stream cannot be read.
     """
     try:
-        latest = await js.get_last_message(stream, subject, direct=None)
-    except MessageNotFoundError:
+        latest = await js.get_last_message(stream, subject, direct=False)
+        if latest.headers.get(hdr.MSG_ID) == msg_id:
+            return latest
+        seq = 1
+        while seq < latest.seq:  # the subject's history, oldest first, up to its last message
+            stored = await js.get_next_message(stream, subject, seq, direct=False)
+            if stored.headers.get(hdr.MSG_ID) == msg_id:
+                return stored
+            seq = stored.seq + 1
+    except MessageNotFoundError:  # nothing on the subject (or purged meanwhile)
         return None
-    if latest.headers.get(hdr.MSG_ID) == msg_id:
-        return latest
-    async for stored in scan_stream(
-        js, stream, [subject], last_per_subject=False, headers_only=True
-    ):
-        if stored.headers.get(hdr.MSG_ID) == msg_id:
-            return stored
     return None

@@ -9,6 +9,7 @@ import pytest
 
 import jetstream
 from jetstream import JetStream, StreamConfig
+from jetstream._scan import find_by_msg_id
 
 
 async def test_account_info_reports_the_api_level(js: JetStream) -> None:
@@ -105,6 +106,30 @@ async def test_scan_sees_the_last_message_of_every_subject(
     seen = {m.subject: m.data async for m in jetstream.scan_stream(js, name, [f"{name}.>"])}
     assert len(seen) == 2500
     assert seen[f"{name}.k0"] == b"new"
+    await js.delete_stream(name)
+
+
+async def test_next_by_subject_and_lookup_by_message_id(
+    js: JetStream, unique_name: Callable[[str], str]
+) -> None:
+    name = unique_name("ID")
+    await js.add_stream(StreamConfig(name=name, subjects=[f"{name}.>"], allow_direct=True))
+    acks = {}
+    for msg_id in ("a", "b", "c"):
+        await js.publish(f"{name}.other", b"noise")
+        acks[msg_id] = await js.publish(f"{name}.k", msg_id.encode(), msg_id=msg_id)
+    for direct in (True, False):
+        found = await js.get_next_message(name, f"{name}.k", 1, direct=direct)
+        assert (found.seq, found.data) == (acks["a"].seq, b"a")
+        after = await js.get_next_message(name, f"{name}.k", acks["a"].seq + 1, direct=direct)
+        assert after.seq == acks["b"].seq
+        with pytest.raises(jetstream.MessageNotFoundError):
+            await js.get_next_message(name, f"{name}.k", acks["c"].seq + 1, direct=direct)
+    for msg_id, ack in acks.items():  # in the subject's history, not only its last message
+        stored = await find_by_msg_id(js, name, f"{name}.k", msg_id)
+        assert stored is not None and stored.seq == ack.seq
+    assert await find_by_msg_id(js, name, f"{name}.k", "never-sent") is None
+    assert await find_by_msg_id(js, name, f"{name}.empty", "a") is None
     await js.delete_stream(name)
 
 
