@@ -70,6 +70,8 @@ _MAX_ID_LENGTH = 64
 _SUBJECT = re.compile(r"[^\s*>.]+(\.[^\s*>.]+)*")
 _RESERVED = frozenset({hdr.BATCH_ID, hdr.BATCH_SEQUENCE, hdr.BATCH_COMMIT})
 # Transient: the batch surely did not commit in this attempt, or we cannot tell yet.
+# Answers after which an attempt whose commit left may still have been stored.
+_AMBIGUOUS = (RequestTimeoutError, MessageIdInProcessError, BatchAbandonedError)
 _RETRYABLE = (
     NoRespondersError,
     UnavailableError,
@@ -162,6 +164,8 @@ class AtomicBatch:
         self._msg_ids: set[str] = set()
         self._state = _State.OPEN
         self._commit_sent = False
+        self._sent_ids: set[str] = set()  # the batch ids of every attempt
+        self._own_fence = False  # the last message's Msg-Id is ours, not the caller's
         self.ack: BatchAck | None = None
         """The commit's result, once committed."""
 
@@ -293,6 +297,7 @@ class AtomicBatch:
         last = self._messages[-1]
         if not last.msg_id:
             msg_id = f"{self._id}-{len(self._messages)}"
+            self._own_fence = True
             headers = {**last.headers, hdr.MSG_ID: msg_id}
             self._messages[-1] = _Message(last.subject, last.data, headers, msg_id)
 
@@ -309,19 +314,19 @@ class AtomicBatch:
                 ack = await self._send(batch_id)
                 return self._checked(ack, batch_id, resolved=in_doubt)
             except DuplicateMessageIdError:
-                if not in_doubt:
+                if attempt == 0:  # the caller's Msg-Id was used before this batch
                     raise
+                # An earlier attempt committed, whatever it answered (a leader change can
+                # abandon a batch that a quorum already stored).
                 return await self._committed_earlier(deadline)
             except _RETRYABLE as exc:
                 denied = self._js.denials.recent(m.subject for m in self._messages)
                 if denied is not None:  # a refused message leaves a gap: it can never commit
                     raise denied from exc
-                # Only silence after the commit left, or an earlier attempt still in flight
-                # (10158), is ambiguous: a 503 or 10176 is a definite "not stored".
-                in_doubt = in_doubt or (
-                    self._commit_sent
-                    and isinstance(exc, RequestTimeoutError | MessageIdInProcessError)
-                )
+                # Once the commit left, silence, an earlier attempt still in flight (10158) or
+                # an abandon (10176: a leader change can abandon a batch a quorum stored) are
+                # ambiguous; a 503 or a send that never left is a definite "not stored".
+                in_doubt = in_doubt or (self._commit_sent and isinstance(exc, _AMBIGUOUS))
                 if loop.time() >= deadline:
                     if in_doubt:
                         raise self._unknown(
@@ -341,6 +346,7 @@ class AtomicBatch:
     async def _send(self, batch_id: str) -> PubAck:
         """One attempt: the messages under ``batch_id``; return the commit's pub ack."""
         self._commit_sent = False
+        self._sent_ids.add(batch_id)
         last = len(self._messages)
         eob = self._commit_with == "eob"
         run: list[tuple[str, dict[str, str], bytes]] = []  # messages without a reply
@@ -402,11 +408,15 @@ class AtomicBatch:
         )
 
     async def _committed_earlier(self, deadline: float) -> BatchAck:
-        """The server refused a resend as a duplicate: an earlier attempt committed."""
+        """The server refused a resend as a duplicate: an earlier attempt committed (or, with
+        the caller's own Msg-Id on the last message, that id was used by another write)."""
         found = await self._find_stored(deadline)
-        if found is None:  # the server said "duplicate", yet the messages are gone (purged)
-            raise self._unknown("committed, but its messages are no longer stored")
-        return found
+        if found is not None:
+            return found
+        if not self._own_fence:
+            raise DuplicateMessageIdError("the last message's Nats-Msg-Id was used before")
+        # The server said "duplicate" to our own id, yet the messages are gone (purged).
+        raise self._unknown("committed, but its messages are no longer stored")
 
     async def _find_stored(self, deadline: float) -> BatchAck | None:
         """Look the batch up by message id, retrying while the server is unreachable."""
@@ -428,8 +438,8 @@ class AtomicBatch:
         stream = self._stream or await self._stream_for(self._messages[0].subject)
         last = self._messages[-1]
         stored = await find_by_msg_id(self._js, stream, last.subject, last.msg_id)
-        if stored is None:
-            return None
+        if stored is None or stored.headers.get(hdr.BATCH_ID) not in self._sent_ids:
+            return None  # absent, or another write's message with the caller's Msg-Id
         count = len(self._messages)
         first_seq = stored.seq - count + 1
         batch_id = stored.headers.get(hdr.BATCH_ID, self._id)

@@ -133,14 +133,16 @@ class EmbeddedCluster(ServerProcesses):
 
     def _whole(self) -> bool:
         """Every node knows the meta leader, and the leader (the only node that tracks them)
-        sees every other node as current."""
+        sees every other node as current and online (placement skips offline peers)."""
         metas = [self.jsz(i).get("meta_cluster", {}) for i in range(len(self.nodes))]
         leaders = {meta.get("leader") for meta in metas}
         if len(leaders) != 1 or None in leaders:
             return False
         leader = metas[int(str(leaders.pop())[1:])]
         peers = leader.get("replicas") or []
-        return len(peers) == len(self.nodes) - 1 and all(p.get("current") for p in peers)
+        return len(peers) == len(self.nodes) - 1 and all(
+            p.get("current") and not p.get("offline") for p in peers
+        )
 
     def close(self) -> None:
         """Stop every node (by pid) and remove the temporary store."""

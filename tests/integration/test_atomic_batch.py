@@ -127,6 +127,18 @@ async def test_bad_messages_are_refused_when_added(js: JetStream, stream: str) -
     assert len(other) == 1, "refused messages are not queued"
 
 
+async def test_a_caller_msg_id_used_before_refuses_the_whole_batch(
+    js: JetStream, stream: str
+) -> None:
+    await js.publish(f"{stream}.earlier", b"x", msg_id="order-17")
+    batch = AtomicBatch(js, stream=stream)
+    batch.add(f"{stream}.a", b"1")
+    batch.add(f"{stream}.b", b"2", headers={"Nats-Msg-Id": "order-17"})
+    with pytest.raises(jetstream.DuplicateMessageIdError):
+        await batch.commit()
+    assert [m.subject for m in await _stored(js, stream)] == [f"{stream}.earlier"]
+
+
 # -- lost commit replies ----------------------------------------------------------------------
 
 
