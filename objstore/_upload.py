@@ -21,6 +21,7 @@ from jetstream import (
     CommitUnknownError,
     FastPublisher,
     JetStreamError,
+    MessageIdInProcessError,
     NoRespondersError,
     PermissionDeniedError,
     ServerError,
@@ -77,14 +78,12 @@ async def upload(
     )
     try:
         await store._write_meta(info, ttl_headers, msg_id=nuid)
+    except MessageIdInProcessError as exc:  # an earlier send is in flight: it may be stored
+        raise _unknown(name, nuid, exc) from exc
     except _NOT_STORED as exc:
         await _abandon(store, subject, name, exc)
     except Exception as exc:
-        raise CommitUnknownError(
-            f"upload of {name!r}: whether its meta record was stored is unknown ({exc}); "
-            "its chunks are kept, and cleanup() removes them if it was not",
-            msg_ids=[nuid],
-        ) from exc
+        raise _unknown(name, nuid, exc) from exc
     if previous is not None and previous.nuid and previous.nuid != nuid:
         await _purge(store, chunk_subject(store.name, previous.nuid))
     return info
@@ -93,6 +92,14 @@ async def upload(
 # Errors the server answered with (or that stopped the request before it was sent): the meta
 # record was not stored. Anything else (a timeout past the deadline) leaves it unknown.
 _NOT_STORED = (ServerError, ClientValidationError, PermissionDeniedError, NoRespondersError)
+
+
+def _unknown(name: str, nuid: str, exc: Exception) -> CommitUnknownError:
+    return CommitUnknownError(
+        f"upload of {name!r}: whether its meta record was stored is unknown ({exc}); "
+        "its chunks are kept, and cleanup() removes them if it was not",
+        msg_ids=[nuid],
+    )
 
 
 async def _abandon(store: ObjectStore, subject: str, name: str, exc: BaseException) -> NoReturn:
