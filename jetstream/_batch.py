@@ -70,8 +70,6 @@ _MAX_ID_LENGTH = 64
 _SUBJECT = re.compile(r"[^\s*>.]+(\.[^\s*>.]+)*")
 _RESERVED = frozenset({hdr.BATCH_ID, hdr.BATCH_SEQUENCE, hdr.BATCH_COMMIT})
 # Transient: the batch surely did not commit in this attempt, or we cannot tell yet.
-# Answers after which an attempt whose commit left may still have been stored.
-_AMBIGUOUS = (RequestTimeoutError, MessageIdInProcessError, BatchAbandonedError)
 _RETRYABLE = (
     NoRespondersError,
     UnavailableError,
@@ -81,6 +79,8 @@ _RETRYABLE = (
     nats.errors.ConnectionReconnectingError,
     nats.errors.OutboundBufferLimitError,
 )
+# Answers after which an attempt whose commit left may still have been stored.
+_AMBIGUOUS = (RequestTimeoutError, MessageIdInProcessError, BatchAbandonedError)
 
 
 class BatchAck(msgspec.Struct, frozen=True):
