@@ -85,6 +85,7 @@ from ._models import (
 )
 from ._options import ConnectionOptions, bool_option, int_option, run_sync, str_option
 from ._pull import PullMessage
+from ._resource import AsyncResource
 from ._scan import scan_stream
 from ._server import EmbeddedServer, find_server_binary
 from ._ttl import NEVER, TTLValue, format_ttl, parse_ttl, parse_ttl_at_least, parse_ttl_header
@@ -100,6 +101,7 @@ __all__ = [
     "ApiError",
     "ApiStats",
     "ApiSubjects",
+    "AsyncResource",
     "AtomicBatch",
     "AuthenticationError",
     "BatchAbandonedError",

@@ -25,8 +25,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import re
-from types import TracebackType
-from typing import Literal, Self
+from typing import Literal
 
 import msgspec
 import nats.errors
@@ -55,6 +54,7 @@ from ._errors import (
 )
 from ._message import StoredMessage
 from ._models import PubAck
+from ._resource import AsyncResource
 from ._scan import find_by_msg_id
 from ._wire import publish_frames
 
@@ -116,7 +116,7 @@ class _Message(msgspec.Struct, frozen=True):
     msg_id: str
 
 
-class AtomicBatch:
+class AtomicBatch(AsyncResource):
     """An all-or-nothing group of messages to one stream (ADR-50 atomic batch publish).
 
     ::
@@ -250,17 +250,11 @@ class AtomicBatch:
 
     # -- context manager ----------------------------------------------------------------------
 
-    async def __aenter__(self) -> Self:
+    async def _enter(self) -> None:
         self._check_open("enter")
-        return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is not None:
+    async def _exit(self, error: BaseException | None) -> None:
+        if error is not None:
             self.abandon()
         elif self._state is _State.OPEN:
             await self.commit()

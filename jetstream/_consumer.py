@@ -52,6 +52,7 @@ from ._pull import (
     message_size,
     pull_options,
 )
+from ._resource import AsyncResource
 
 if TYPE_CHECKING:
     from ._context import JetStream
@@ -64,7 +65,7 @@ _ORDERED_POLICIES = frozenset({"all", "last", "new", "last_per_subject"})
 MessageCallback = Callable[[PullMessage], Awaitable[None] | None]
 
 
-class MessageStream:
+class MessageStream(AsyncResource):
     """Messages of a running :meth:`Consumer.consume`: an async iterator and context manager.
 
     ``stop()`` ends it at once; ``drain()`` stops pulling and ends once what was requested has
@@ -142,15 +143,7 @@ class MessageStream:
         """Wait until the stream has ended."""
         await self._done.wait()
 
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def _exit(self, error: BaseException | None) -> None:
         await self.stop()
 
 
@@ -324,7 +317,7 @@ def reset_backoff(attempt: int) -> float:
     return random.uniform(ceiling / 2, ceiling)
 
 
-class OrderedConsumer:
+class OrderedConsumer(AsyncResource):
     """An ephemeral, in-order, gap-free view of a stream (ADR-37 ordered consumer).
 
     A memory-storage, ack-none consumer is created and, whenever delivery could have skipped
@@ -510,14 +503,8 @@ class OrderedConsumer:
         if self._name:
             await self._forget(self._name)
 
-    async def __aenter__(self) -> Self:
+    async def _enter(self) -> None:
         await self.start()
-        return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def _exit(self, error: BaseException | None) -> None:
         await self.close()

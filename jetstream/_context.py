@@ -7,8 +7,7 @@ import contextlib
 import enum
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from types import TracebackType
-from typing import Any, Literal, Self, TypeVar
+from typing import Any, Literal, TypeVar
 
 import msgspec
 import nats
@@ -48,6 +47,7 @@ from ._models import (
     StreamNamesResponse,
     SuccessResponse,
 )
+from ._resource import AsyncResource
 from ._scan import find_by_msg_id
 
 __all__ = ["DEFAULT_RETRY_DEADLINE", "DEFAULT_TIMEOUT", "Feature", "JetStream", "connect"]
@@ -83,7 +83,7 @@ class Feature(enum.Enum):
         self.api_level = api_level
 
 
-class JetStream:
+class JetStream(AsyncResource):
     """A JetStream context on a nats-py connection; an async context manager.
 
     Create it with :func:`connect` (it then owns and closes the connection) or wrap an existing
@@ -118,15 +118,7 @@ class JetStream:
         """The API subjects this context uses."""
         return self._api
 
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def _exit(self, error: BaseException | None) -> None:
         await self.close()
 
     async def close(self) -> None:

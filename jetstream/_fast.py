@@ -22,8 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
-from types import TracebackType
-from typing import Literal, Self
+from typing import Literal
 
 import msgspec
 import nats.errors
@@ -42,6 +41,7 @@ from ._errors import (
     RequestTimeoutError,
 )
 from ._models import ApiError, PubAck
+from ._resource import AsyncResource
 
 __all__ = ["FastPublisher"]
 
@@ -65,7 +65,7 @@ class _FlowMessage(msgspec.Struct):
 _decode = msgspec.json.Decoder(_FlowMessage).decode
 
 
-class FastPublisher:
+class FastPublisher(AsyncResource):
     """Publish many messages to one stream (``allow_batched``) with server flow control.
 
     ::
@@ -132,16 +132,8 @@ class FastPublisher:
 
     # -- context manager ----------------------------------------------------------------------
 
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None and not self._closed and self._sent:
+    async def _exit(self, error: BaseException | None) -> None:
+        if error is None and not self._closed and self._sent:
             await self.commit()
         await self._close()
 

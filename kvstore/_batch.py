@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from types import TracebackType
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING
 
 import msgspec
 
 from jetstream import (
     DEFAULT_COMMIT_DEADLINE,
     DEFAULT_MAX_BATCH,
+    AsyncResource,
     AtomicBatch,
     BatchClosedError,
     BatchTooLargeError,
@@ -28,6 +28,7 @@ from ._models import Op, op_from_headers
 if TYPE_CHECKING:
     from ._bucket import Bucket, BytesLike
 
+
 __all__ = ["KeyBatch"]
 
 
@@ -41,7 +42,7 @@ class _Write(msgspec.Struct, frozen=True):
     """``create`` semantics: no live value, tombstones and expiry markers allowed."""
 
 
-class KeyBatch:
+class KeyBatch(AsyncResource):
     """Writes to several keys of one bucket that are stored all together or not at all.
 
     Get one from :meth:`Bucket.batch`. Each method validates its input at once (a bad key, TTL
@@ -158,18 +159,12 @@ class KeyBatch:
         """Drop every queued write; nothing is sent."""
         self._closed = True
 
-    async def __aenter__(self) -> Self:
+    async def _enter(self) -> None:
         if self._closed:
             raise BatchClosedError("the batch was already committed or abandoned")
-        return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is not None:
+    async def _exit(self, error: BaseException | None) -> None:
+        if error is not None:
             self.abandon()
         elif not self._closed:
             await self.commit()

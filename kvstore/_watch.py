@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from types import TracebackType
 from typing import TYPE_CHECKING, Self
 
 from jetstream import (
+    AsyncResource,
     ClientValidationError,
     KeyNotFoundError,
     OrderedConsumer,
@@ -22,6 +22,7 @@ from ._models import Entry, Op, op_from_headers
 
 if TYPE_CHECKING:
     from ._bucket import Bucket
+
 
 __all__ = ["KeyWatcher", "iter_history", "iter_keys", "watch_subjects"]
 
@@ -50,7 +51,7 @@ def entry_from(bucket: Bucket, message: PullMessage) -> Entry:
     )
 
 
-class KeyWatcher:
+class KeyWatcher(AsyncResource):
     """Changes of the keys matching the filters, in revision order, each revision once.
 
     First the current value of each key (or its whole history with ``include_history``, or
@@ -130,17 +131,11 @@ class KeyWatcher:
         """Stop watching and delete the consumer."""
         await self._consumer.close()
 
-    async def __aenter__(self) -> Self:
+    async def _enter(self) -> None:
         if not self._started:
             await self._start()
-        return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def _exit(self, error: BaseException | None) -> None:
         await self.stop()
 
 

@@ -3,10 +3,9 @@ bounded by the consumer window (about 8 MiB) whatever the object size."""
 
 from __future__ import annotations
 
-from types import TracebackType
 from typing import TYPE_CHECKING, Self
 
-from jetstream import DigestMismatchError, OrderedConsumer
+from jetstream import AsyncResource, DigestMismatchError, OrderedConsumer
 
 from ._io import Hasher
 from ._models import ObjectInfo, chunk_subject
@@ -14,13 +13,14 @@ from ._models import ObjectInfo, chunk_subject
 if TYPE_CHECKING:
     from ._store import ObjectStore
 
+
 __all__ = ["WINDOW_BYTES", "ObjectReader"]
 
 WINDOW_BYTES = 8 * 1024 * 1024
 """Bytes of chunks requested or buffered at any time."""
 
 
-class ObjectReader:
+class ObjectReader(AsyncResource):
     """``async with store.open(name) as reader: async for chunk in reader: ...``
 
     Raises :class:`DigestMismatchError` after the last chunk if the size, chunk count or SHA-256
@@ -77,15 +77,7 @@ class ObjectReader:
         """
         return b"".join([chunk async for chunk in self])
 
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def _exit(self, error: BaseException | None) -> None:
         await self._consumer.close()
         self._hasher.close()
 
