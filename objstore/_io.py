@@ -78,9 +78,9 @@ def chunks_of(source: Source, chunk_size: int) -> AsyncIterator[bytes]:
     if callable(getattr(source, "read", None)):
         return _from_file(source, chunk_size, close=False)  # type: ignore[arg-type]
     if isinstance(source, AsyncIterable):
-        return _rechunk_async(source, chunk_size)
-    if isinstance(source, Iterable):
         return _rechunk(source, chunk_size)
+    if isinstance(source, Iterable):
+        return _rechunk(_as_async(source), chunk_size)
     raise TypeError(
         f"unsupported source {type(source).__name__}: use bytes, a path, a binary file, "
         "or an (async) iterable of bytes"
@@ -105,7 +105,7 @@ async def _from_file(file: BinaryIO, chunk_size: int, *, close: bool) -> AsyncIt
             file.close()
 
 
-async def _rechunk_async(source: AsyncIterable[bytes], chunk_size: int) -> AsyncIterator[bytes]:
+async def _rechunk(source: AsyncIterable[bytes], chunk_size: int) -> AsyncIterator[bytes]:
     buffer = bytearray()
     async for piece in source:
         buffer += _checked_piece(piece)
@@ -116,15 +116,9 @@ async def _rechunk_async(source: AsyncIterable[bytes], chunk_size: int) -> Async
         yield bytes(buffer)
 
 
-async def _rechunk(source: Iterable[bytes], chunk_size: int) -> AsyncIterator[bytes]:
-    buffer = bytearray()
+async def _as_async(source: Iterable[bytes]) -> AsyncIterator[bytes]:
     for piece in source:
-        buffer += _checked_piece(piece)
-        while len(buffer) >= chunk_size:
-            yield bytes(buffer[:chunk_size])
-            del buffer[:chunk_size]
-    if buffer:
-        yield bytes(buffer)
+        yield piece
 
 
 def _checked_piece(piece: object) -> bytes | bytearray | memoryview:

@@ -70,18 +70,7 @@ async def test_leader_kill_mid_upload(cluster: jetstream.EmbeddedCluster) -> Non
             info = None
         await restart(cluster, await killing)
         await replicas_agree(cluster, store.stream)
-        if info is not None:
-            assert await store.get_bytes("big") == data
-        else:
-            with pytest.raises(objstore.ObjectNotFoundError):
-                await store.info("big")
-        await store.cleanup(older_than=timedelta(0))
-        referenced = {i.nuid async for i in store.list()}
-        chunk_subjects = {
-            m.subject.rsplit(".", 1)[1]
-            async for m in jetstream.scan_stream(js, store.stream, ["$O.upl.C.>"])
-        }
-        assert chunk_subjects <= referenced, "no orphan chunks after cleanup"
+        await _assert_complete_or_absent(js, store, "big", data, info)
 
 
 @pytest.mark.parametrize("history", [30, 10])
@@ -203,18 +192,7 @@ async def test_leader_stepdown_mid_upload(cluster: jetstream.EmbeddedCluster) ->
         except objstore.UploadFailedError:
             info = None
         await stepping
-        if info is not None:
-            assert await store.get_bytes("big") == data
-        else:
-            with pytest.raises(objstore.ObjectNotFoundError):
-                await store.info("big")
-        await store.cleanup(older_than=timedelta(0))
-        referenced = {i.nuid async for i in store.list()}
-        chunks = {
-            m.subject.rsplit(".", 1)[1]
-            async for m in jetstream.scan_stream(js, store.stream, ["$O.stepdown.C.>"])
-        }
-        assert chunks <= referenced
+        await _assert_complete_or_absent(js, store, "big", data, info)
 
 
 async def test_client_killed_mid_atomic_batch_stores_nothing(
@@ -242,6 +220,29 @@ async def test_client_killed_mid_atomic_batch_stores_nothing(
         bucket = await kvstore.open_bucket(js, "halfbatch")
         assert [k async for k in bucket.keys()] == ["before"], "nothing of the batch is visible"
         assert (await bucket.status()).values == 1
+
+
+async def _assert_complete_or_absent(
+    js: jetstream.JetStream,
+    store: objstore.ObjectStore,
+    name: str,
+    data: bytes,
+    info: objstore.ObjectInfo | None,
+) -> None:
+    """An upload's outcome: returned ``info`` means the object reads back whole; None (it
+    raised UploadFailedError) means no object; either way cleanup leaves no orphan chunks."""
+    if info is not None:
+        assert await store.get_bytes(name) == data
+    else:
+        with pytest.raises(objstore.ObjectNotFoundError):
+            await store.info(name)
+    await store.cleanup(older_than=timedelta(0))
+    referenced = {i.nuid async for i in store.list()}
+    chunks = {
+        m.subject.rsplit(".", 1)[1]
+        async for m in jetstream.scan_stream(js, store.stream, [f"$O.{store.name}.C.>"])
+    }
+    assert chunks <= referenced, "no orphan chunks after cleanup"
 
 
 async def _kill_when_it_says_sent(script: str) -> None:
