@@ -60,6 +60,7 @@ DEFAULT_RETRY_DEADLINE = 20.0
 after a leader is killed)."""
 
 T = TypeVar("T")
+P = TypeVar("P", StreamNamesResponse, ConsumerNamesResponse)
 
 
 async def _always() -> bool:
@@ -354,23 +355,10 @@ class JetStream(AsyncResource):
         Raises:
             JetStreamError: a page could not be fetched.
         """
-        offset = 0
-        while True:
-            body: dict[str, Any] = {"offset": offset}
-            if subject is not None:
-                body["subject"] = subject
-            page = await self._request(
-                self._api.stream_names(),
-                _encode(body),
-                StreamNamesResponse,
-                idempotent=True,
-            )
-            names = page.streams or []
-            for name in names:
+        query = {} if subject is None else {"subject": subject}
+        async for page in self._pages(self._api.stream_names(), query, StreamNamesResponse):
+            for name in page.streams or []:
                 yield name
-            offset += len(names)
-            if not names or offset >= page.total:
-                return
 
     async def delete_message(self, stream: str, seq: int, *, erase: bool = False) -> None:
         """Delete one message by stream sequence (``erase`` overwrites it on disk).
@@ -472,19 +460,22 @@ class JetStream(AsyncResource):
         Raises:
             StreamNotFoundError: no such stream.
         """
+        subject = self._api.consumer_names(stream)
+        async for page in self._pages(subject, {}, ConsumerNamesResponse):
+            for name in page.consumers or []:
+                yield name
+
+    async def _pages(
+        self, subject: str, query: dict[str, Any], page_type: type[P]
+    ) -> AsyncIterator[P]:
+        """The pages of a paged names listing, fetched one after another by offset."""
         offset = 0
         while True:
-            page = await self._request(
-                self._api.consumer_names(stream),
-                _encode({"offset": offset}),
-                ConsumerNamesResponse,
-                idempotent=True,
-            )
-            names = page.consumers or []
-            for name in names:
-                yield name
-            offset += len(names)
-            if not names or offset >= page.total:
+            body = _encode({"offset": offset, **query})
+            page = await self._request(subject, body, page_type, idempotent=True)
+            yield page
+            offset += page.count
+            if page.count == 0 or offset >= page.total:
                 return
 
     # -- publish and direct get ---------------------------------------------------------------

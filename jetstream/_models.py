@@ -224,6 +224,11 @@ class ConsumerNamesResponse(msgspec.Struct, frozen=True):
     limit: int = 0
     consumers: list[str] | None = None
 
+    @property
+    def count(self) -> int:
+        """How many names this page holds."""
+        return len(self.consumers or [])
+
 
 class RawStoredMessage(msgspec.Struct, frozen=True):
     """A message in ``STREAM.MSG.GET`` replies: headers and data are base64 on the wire."""
@@ -248,6 +253,11 @@ class StreamNamesResponse(msgspec.Struct, frozen=True):
     offset: int = 0
     limit: int = 0
     streams: list[str] | None = None
+
+    @property
+    def count(self) -> int:
+        """How many names this page holds."""
+        return len(self.streams or [])
 
 
 class PurgeResponse(msgspec.Struct, frozen=True):
