@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 from datetime import datetime, timedelta
-from typing import Final, Literal
+from typing import Final, Literal, Protocol
 
 import msgspec
 
@@ -126,30 +126,65 @@ class BucketConfig:
             raise InvalidBucketConfigError(f"history must be an int, not {self.history!r}")
         if not 1 <= self.history <= MAX_HISTORY:
             raise InvalidBucketConfigError(f"history must be 1..{MAX_HISTORY}: {self.history}")
-        _check_duration("max_age", self.max_age, minimum=timedelta(0))
-        _check_duration("marker_ttl", self.marker_ttl, minimum=timedelta(seconds=1))
-        for name in ("max_value_size", "max_bytes"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value == 0 or value < -1:
-                raise InvalidBucketConfigError(f"{name} must be -1 or a positive int: {value!r}")
-        if self.storage not in ("file", "memory"):
-            raise InvalidBucketConfigError(f"storage must be 'file' or 'memory': {self.storage!r}")
-        if isinstance(self.replicas, bool) or self.replicas not in range(1, 6):
-            raise InvalidBucketConfigError(f"replicas must be 1..5: {self.replicas!r}")
-        if any(key.startswith(_SERVER_METADATA_PREFIX) for key in self.metadata):
-            raise InvalidBucketConfigError("metadata keys starting with '_nats.' are the server's")
+        _check_size("max_value_size", self.max_value_size)
+        check_stream_limits(self)
         if _MAX_VALUE_KEY in self.metadata:
             raise InvalidBucketConfigError(f"metadata key {_MAX_VALUE_KEY!r} is reserved")
 
 
-def _check_duration(name: str, value: timedelta | None, *, minimum: timedelta) -> None:
+class StreamLimits(Protocol):
+    """What :func:`check_stream_limits` reads (``BucketConfig`` and ``StoreConfig`` have it)."""
+
+    @property
+    def max_age(self) -> timedelta | None: ...
+    @property
+    def marker_ttl(self) -> timedelta | None: ...
+    @property
+    def max_bytes(self) -> int: ...
+    @property
+    def storage(self) -> str: ...
+    @property
+    def replicas(self) -> int: ...
+    @property
+    def metadata(self) -> dict[str, str]: ...
+
+
+def check_stream_limits(config: StreamLimits) -> None:
+    """The limits buckets and object stores share (``max_age``, ``marker_ttl``, ``max_bytes``,
+    ``storage``, ``replicas``, ``metadata``).
+
+    Raises:
+        InvalidBucketConfigError: one is out of range.
+    """
+    _check_duration("max_age", config.max_age)
+    _check_duration("marker_ttl", config.marker_ttl, at_least=timedelta(seconds=1), whole=True)
+    _check_size("max_bytes", config.max_bytes)
+    if config.storage not in ("file", "memory"):
+        raise InvalidBucketConfigError(f"storage must be 'file' or 'memory': {config.storage!r}")
+    if isinstance(config.replicas, bool) or config.replicas not in range(1, 6):
+        raise InvalidBucketConfigError(f"replicas must be 1..5: {config.replicas!r}")
+    if any(key.startswith(_SERVER_METADATA_PREFIX) for key in config.metadata):
+        raise InvalidBucketConfigError("metadata keys starting with '_nats.' are the server's")
+
+
+def _check_size(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value == 0 or value < -1:
+        raise InvalidBucketConfigError(f"{name} must be -1 or a positive int: {value!r}")
+
+
+def _check_duration(
+    name: str, value: timedelta | None, *, at_least: timedelta | None = None, whole: bool = False
+) -> None:
+    """None, or a positive timedelta (``at_least`` long, in whole seconds if ``whole``)."""
     if value is None:
         return
     if not isinstance(value, timedelta):
         raise InvalidBucketConfigError(f"{name} must be a timedelta or None, not {value!r}")
-    if value < minimum:
-        raise InvalidBucketConfigError(f"{name} must be at least {minimum}: {value}")
-    if minimum and value % timedelta(seconds=1):
+    if value <= timedelta(0):
+        raise InvalidBucketConfigError(f"{name} must be positive (None for no limit): {value}")
+    if at_least is not None and value < at_least:
+        raise InvalidBucketConfigError(f"{name} must be at least {at_least}: {value}")
+    if whole and value % timedelta(seconds=1):
         raise InvalidBucketConfigError(f"{name} must be whole seconds: {value}")
 
 

@@ -10,7 +10,8 @@ from typing import Literal
 
 import msgspec
 
-from jetstream import InvalidBucketConfigError, StreamConfig, StreamInfo, parse_timestamp
+from jetstream import StreamConfig, StreamInfo, parse_timestamp
+from kvstore._models import check_stream_limits  # the limits buckets and stores share
 
 __all__ = [
     "DEFAULT_CHUNK_SIZE",
@@ -133,18 +134,7 @@ class StoreConfig:
     metadata: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        for name in ("max_age", "marker_ttl"):
-            value = getattr(self, name)
-            if value is not None and (not isinstance(value, timedelta) or value <= timedelta(0)):
-                raise InvalidBucketConfigError(f"{name} must be a positive timedelta: {value!r}")
-        if self.marker_ttl is not None and self.marker_ttl < timedelta(seconds=1):
-            raise InvalidBucketConfigError("marker_ttl must be at least 1 second")
-        if isinstance(self.max_bytes, bool) or self.max_bytes == 0 or self.max_bytes < -1:
-            raise InvalidBucketConfigError(f"max_bytes must be -1 or positive: {self.max_bytes}")
-        if self.storage not in ("file", "memory"):
-            raise InvalidBucketConfigError(f"storage must be 'file' or 'memory': {self.storage!r}")
-        if self.replicas not in range(1, 6):
-            raise InvalidBucketConfigError(f"replicas must be 1..5: {self.replicas!r}")
+        check_stream_limits(self)
 
 
 @dataclasses.dataclass(frozen=True)

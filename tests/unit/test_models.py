@@ -8,6 +8,8 @@ import msgspec
 import pytest
 
 import jetstream
+import kvstore
+import objstore
 from jetstream._message import parse_ack_reply, parse_timestamp
 from kvstore import BucketConfig, InvalidBucketConfigError, Op
 from kvstore._models import bucket_config_from_stream, op_from_headers, stream_config_for_bucket
@@ -135,3 +137,22 @@ def test_header_validation_refuses_what_would_break_the_header_block() -> None:
     for bad in ({"": "v"}, {"A B": "v"}, {"A:B": "v"}, {"A": "v\r\nInjected: 1"}, {"A": 1}):
         with pytest.raises(jetstream.InvalidHeaderError):
             validate_headers(bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "limits",
+    [
+        {"max_age": timedelta(0)},
+        {"max_age": 60},
+        {"marker_ttl": timedelta(milliseconds=1500)},
+        {"max_bytes": 0},
+        {"max_bytes": True},
+        {"replicas": True},
+        {"storage": "disk"},
+        {"metadata": {"_nats.level": "1"}},
+    ],
+)
+def test_buckets_and_stores_refuse_the_same_limits(limits: dict[str, object]) -> None:
+    for config in (kvstore.BucketConfig, objstore.StoreConfig):
+        with pytest.raises(jetstream.InvalidBucketConfigError):
+            config(**limits)  # type: ignore[arg-type]
