@@ -94,10 +94,15 @@ class EmbeddedCluster(ServerProcesses):
 
         Raises:
             JetStreamError: the cluster was not made with ``partitionable=True``.
+            ValueError: a group names an unknown node, or a node is in two groups.
         """
         if not self.links:
             raise JetStreamError("partition() needs EmbeddedCluster(..., partitionable=True)")
-        rest = set(range(len(self.nodes))).difference(*groups)
+        nodes = set(range(len(self.nodes)))
+        named = [node for group in groups for node in group]
+        if not set(named) <= nodes or len(named) != len(set(named)):
+            raise ValueError(f"groups must be disjoint sets of node indexes 0..{len(nodes) - 1}")
+        rest = nodes.difference(*groups)
         side = {node: n for n, group in enumerate([*groups, rest]) for node in group}
         for (i, j), link in self.links.items():
             if side[i] == side[j]:

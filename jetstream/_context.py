@@ -21,6 +21,7 @@ from ._api import DEFAULT_API_PREFIX, ApiSubjects, decode_reply, request, send
 from ._consumer import Consumer
 from ._denials import Denials
 from ._errors import (
+    ClientValidationError,
     JetStreamError,
     MessageNotFoundError,
     NoRespondersError,
@@ -563,9 +564,14 @@ class JetStream(AsyncResource):
         ``seq`` (``direct`` as in :meth:`get_last_message`).
 
         Raises:
+            ClientValidationError: ``seq`` is not a positive int, or ``subject`` is empty.
             MessageNotFoundError: none at or after ``seq``.
             NoRespondersError: no such stream, or direct get is off.
         """
+        if isinstance(seq, bool) or not isinstance(seq, int) or seq < 1:
+            raise ClientValidationError(f"seq must be a stream sequence >= 1: {seq!r}")
+        if not isinstance(subject, str) or not subject:
+            raise ClientValidationError(f"subject must be a non-empty string: {subject!r}")
         query = {"seq": seq, "next_by_subj": subject}
         return await self._get(stream, query, direct, what=f"{subject} from {seq}")
 

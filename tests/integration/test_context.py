@@ -128,6 +128,9 @@ async def test_next_by_subject_and_lookup_by_message_id(
     for msg_id, ack in acks.items():  # in the subject's history, not only its last message
         stored = await find_by_msg_id(js, name, f"{name}.k", msg_id)
         assert stored is not None and stored.seq == ack.seq
+    for seq, subject in ((0, f"{name}.k"), (True, f"{name}.k"), (1, "")):
+        with pytest.raises(jetstream.ClientValidationError):
+            await js.get_next_message(name, subject, seq)
     assert await find_by_msg_id(js, name, f"{name}.k", "never-sent") is None
     assert await find_by_msg_id(js, name, f"{name}.empty", "a") is None
     await js.delete_stream(name)

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
+import jetstream
 from jetstream._links import Link
 from jetstream._server import _free_port
 
@@ -55,3 +56,22 @@ def test_a_link_forwards_until_cut_and_again_once_restored(echo_port: int) -> No
         assert _echo(link.port, b"back") == b"back"
     finally:
         link.close()
+
+
+def test_partition_refuses_unknown_or_overlapping_groups() -> None:
+    cluster = jetstream.EmbeddedCluster(3, partitionable=True)  # nodes not started
+    try:
+        for groups in ([{3}], [{0}, {0, 1}], [{-1}]):
+            with pytest.raises(ValueError, match="disjoint"):
+                cluster.partition(*groups)
+        assert all(link.up for link in cluster.links.values()), "nothing was cut"
+        cluster.partition({0})
+        assert not cluster.links[0, 1].up and cluster.links[1, 2].up
+    finally:
+        cluster.close()
+    plain = jetstream.EmbeddedCluster(3)
+    try:
+        with pytest.raises(jetstream.JetStreamError, match="partitionable"):
+            plain.partition({0})
+    finally:
+        plain.close()
