@@ -480,14 +480,29 @@ class Bucket:
         return message
 
     def _entry(self, message: StoredMessage) -> Entry:
+        return self._entry_of(
+            message.subject, message.data, message.seq, message.time, message.headers
+        )
+
+    def _entry_of(
+        self,
+        subject: str,
+        value: bytes,
+        revision: int,
+        created: datetime,
+        headers: dict[str, str],
+        delta: int | None = None,
+    ) -> Entry:
+        """The entry a stored message (get) or a delivered one (watch, history) stands for."""
         return Entry(
             bucket=self._name,
-            key=message.subject[len(self._prefix) :],
-            value=message.data,
-            revision=message.seq,
-            created=message.time,
-            op=op_from_headers(message.headers),
-            ttl=self._stored_ttl(message.headers),
+            key=subject[len(self._prefix) :],
+            value=value,
+            revision=revision,
+            created=created,
+            op=op_from_headers(headers),
+            delta=delta,
+            ttl=self._stored_ttl(headers) if hdr.TTL in headers else None,
         )
 
 

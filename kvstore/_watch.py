@@ -15,7 +15,6 @@ from jetstream import (
     PullMessage,
     scan_stream,
 )
-from jetstream import headers as hdr
 
 from ._keys import validate_filter
 from ._models import Entry, Op, op_from_headers
@@ -38,16 +37,8 @@ def watch_subjects(bucket: Bucket, keys: str | list[str]) -> list[str]:
 
 def entry_from(bucket: Bucket, message: PullMessage) -> Entry:
     meta = message.metadata
-    headers = message.headers
-    return Entry(
-        bucket=bucket.name,
-        key=message.subject[len(bucket._prefix) :],
-        value=message.data,
-        revision=meta.stream_seq,
-        created=meta.time,
-        op=op_from_headers(headers),
-        delta=meta.pending,
-        ttl=bucket._stored_ttl(headers) if hdr.TTL in headers else None,
+    return bucket._entry_of(
+        message.subject, message.data, meta.stream_seq, meta.time, message.headers, meta.pending
     )
 
 
