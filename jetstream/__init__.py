@@ -14,6 +14,7 @@ from ._batch import DEFAULT_COMMIT_DEADLINE, DEFAULT_MAX_BATCH, AtomicBatch, Bat
 from ._cluster import EmbeddedCluster
 from ._consumer import Consumer, MessageStream, OrderedConsumer
 from ._context import DEFAULT_TIMEOUT, Feature, JetStream, connect
+from ._duration import Duration, DurationValue, parse_duration
 from ._errors import (
     AuthenticationError,
     BatchAbandonedError,
@@ -22,35 +23,26 @@ from ._errors import (
     BatchPublishDisabledError,
     BatchTooLargeError,
     BatchUnsupportedHeaderError,
-    BucketExistsError,
-    BucketNotFoundError,
     ClientValidationError,
     CommitUnknownError,
     ConnectionFailedError,
     ConsumerDeletedError,
     ConsumerExistsError,
     ConsumerNotFoundError,
-    DigestMismatchError,
     DuplicateMessageIdError,
     FastBatchError,
     HeartbeatMissedError,
     InvalidBucketConfigError,
     InvalidBucketNameError,
     InvalidHeaderError,
-    InvalidKeyError,
-    InvalidObjectNameError,
     InvalidStreamConfigError,
     InvalidTTLError,
     JetStreamError,
-    KeyExistsError,
-    KeyNotFoundError,
     MessageIdInProcessError,
     MessageNotFoundError,
     MessageTooLargeError,
     MessageTTLDisabledError,
     NoRespondersError,
-    ObjectExistsError,
-    ObjectNotFoundError,
     PermissionDeniedError,
     PullRequestError,
     RequestTimeoutError,
@@ -58,19 +50,16 @@ from ._errors import (
     ServerError,
     ServerNotFoundError,
     StorageLimitError,
-    StoreExistsError,
-    StoreNotFoundError,
     StreamExistsError,
     StreamNotFoundError,
     TooManyInflightBatchesError,
     UnavailableError,
     UnsupportedServerFeatureError,
-    UploadFailedError,
     ValueTooLargeError,
     WrongLastSequenceError,
-    WrongRevisionError,
 )
 from ._fast import FastPublisher
+from ._limits import MAX_BUCKET_NAME, check_size, check_stream_limits, validate_bucket_name
 from ._message import AckReply, StoredMessage, parse_ack_reply, parse_timestamp
 from ._models import (
     AccountInfo,
@@ -95,6 +84,7 @@ __all__ = [
     "DEFAULT_COMMIT_DEADLINE",
     "DEFAULT_MAX_BATCH",
     "DEFAULT_TIMEOUT",
+    "MAX_BUCKET_NAME",
     "NEVER",
     "AccountInfo",
     "AckReply",
@@ -111,8 +101,6 @@ __all__ = [
     "BatchPublishDisabledError",
     "BatchTooLargeError",
     "BatchUnsupportedHeaderError",
-    "BucketExistsError",
-    "BucketNotFoundError",
     "ClientValidationError",
     "CommitUnknownError",
     "ConnectionFailedError",
@@ -123,8 +111,9 @@ __all__ = [
     "ConsumerExistsError",
     "ConsumerInfo",
     "ConsumerNotFoundError",
-    "DigestMismatchError",
     "DuplicateMessageIdError",
+    "Duration",
+    "DurationValue",
     "EmbeddedCluster",
     "EmbeddedServer",
     "FastBatchError",
@@ -134,22 +123,16 @@ __all__ = [
     "InvalidBucketConfigError",
     "InvalidBucketNameError",
     "InvalidHeaderError",
-    "InvalidKeyError",
-    "InvalidObjectNameError",
     "InvalidStreamConfigError",
     "InvalidTTLError",
     "JetStream",
     "JetStreamError",
-    "KeyExistsError",
-    "KeyNotFoundError",
     "MessageIdInProcessError",
     "MessageNotFoundError",
     "MessageStream",
     "MessageTTLDisabledError",
     "MessageTooLargeError",
     "NoRespondersError",
-    "ObjectExistsError",
-    "ObjectNotFoundError",
     "OrderedConsumer",
     "PermissionDeniedError",
     "PubAck",
@@ -160,8 +143,6 @@ __all__ = [
     "ServerError",
     "ServerNotFoundError",
     "StorageLimitError",
-    "StoreExistsError",
-    "StoreNotFoundError",
     "StoredMessage",
     "StreamConfig",
     "StreamExistsError",
@@ -172,17 +153,18 @@ __all__ = [
     "TooManyInflightBatchesError",
     "UnavailableError",
     "UnsupportedServerFeatureError",
-    "UploadFailedError",
     "ValueTooLargeError",
     "WrongLastSequenceError",
-    "WrongRevisionError",
     "bool_option",
+    "check_size",
+    "check_stream_limits",
     "connect",
     "find_server_binary",
     "format_ttl",
     "headers",
     "int_option",
     "parse_ack_reply",
+    "parse_duration",
     "parse_timestamp",
     "parse_ttl",
     "parse_ttl_at_least",
@@ -190,4 +172,33 @@ __all__ = [
     "run_sync",
     "scan_stream",
     "str_option",
+    "validate_bucket_name",
 ]
+
+
+# Errors that moved to the layer they belong to (kvstore, objstore) stay importable here by
+# their old names. Resolved lazily so that jetstream itself never imports the layers above it.
+_MOVED_ERRORS = {
+    "BucketExistsError": "kvstore",
+    "BucketNotFoundError": "kvstore",
+    "InvalidKeyError": "kvstore",
+    "KeyExistsError": "kvstore",
+    "KeyNotFoundError": "kvstore",
+    "WrongRevisionError": "kvstore",
+    "DigestMismatchError": "objstore",
+    "InvalidObjectNameError": "objstore",
+    "ObjectExistsError": "objstore",
+    "ObjectNotFoundError": "objstore",
+    "StoreExistsError": "objstore",
+    "StoreNotFoundError": "objstore",
+    "UploadFailedError": "objstore",
+}
+
+
+def __getattr__(name: str) -> object:
+    package = _MOVED_ERRORS.get(name)
+    if package is None:
+        raise AttributeError(f"module 'jetstream' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(package), name)

@@ -20,6 +20,7 @@ from . import headers as hdr
 from ._api import DEFAULT_API_PREFIX, ApiSubjects, decode_reply, request, send
 from ._consumer import Consumer
 from ._denials import Denials
+from ._duration import encode_hook
 from ._errors import (
     ClientValidationError,
     JetStreamError,
@@ -68,7 +69,7 @@ async def _always() -> bool:
     return True
 
 
-_encode = msgspec.json.encode
+_encode = msgspec.json.Encoder(enc_hook=encode_hook).encode  # durations as nanoseconds
 _log = logging.getLogger("jetstream")
 
 

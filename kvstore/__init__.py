@@ -11,22 +11,25 @@ Buckets use the NATS KV layout (stream ``KV_<bucket>``, subjects ``$KV.<bucket>.
 from jetstream import (
     BatchClosedError,
     BatchTooLargeError,
-    BucketExistsError,
-    BucketNotFoundError,
     CommitUnknownError,
     InvalidBucketConfigError,
     InvalidBucketNameError,
-    InvalidKeyError,
     InvalidTTLError,
-    KeyExistsError,
-    KeyNotFoundError,
     ValueTooLargeError,
-    WrongRevisionError,
+    validate_bucket_name,
 )
 
 from ._batch import KeyBatch
 from ._bucket import Bucket
-from ._keys import validate_bucket_name, validate_filter, validate_key
+from ._errors import (
+    BucketExistsError,
+    BucketNotFoundError,
+    InvalidKeyError,
+    KeyExistsError,
+    KeyNotFoundError,
+    WrongRevisionError,
+)
+from ._keys import validate_filter, validate_key
 from ._manage import (
     BucketOptions,
     create_bucket,

@@ -11,19 +11,14 @@ from jetstream import (
     DEFAULT_COMMIT_DEADLINE,
     DEFAULT_MAX_BATCH,
     NEVER,
-    BucketNotFoundError,
-    InvalidKeyError,
     InvalidTTLError,
     JetStream,
-    KeyExistsError,
-    KeyNotFoundError,
     MessageNotFoundError,
     StoredMessage,
     StreamNotFoundError,
     TTLValue,
     ValueTooLargeError,
     WrongLastSequenceError,
-    WrongRevisionError,
     format_ttl,
     parse_ttl_at_least,
     parse_ttl_header,
@@ -32,6 +27,13 @@ from jetstream import (
 from jetstream import headers as hdr
 
 from ._batch import KeyBatch
+from ._errors import (
+    BucketNotFoundError,
+    InvalidKeyError,
+    KeyExistsError,
+    KeyNotFoundError,
+    WrongRevisionError,
+)
 from ._keys import validate_key, validate_revision
 from ._models import (
     BucketConfig,

@@ -1,18 +1,19 @@
-"""KV key, filter and bucket-name rules (the same as nats.go's ``kv.go``), checked before send."""
+"""KV key and filter rules (the same as nats.go's ``kv.go``), checked before send. Bucket names
+follow :func:`jetstream.validate_bucket_name` (shared with object stores)."""
 
 from __future__ import annotations
 
 import re
 from typing import Final
 
-from jetstream import ClientValidationError, InvalidBucketNameError, InvalidKeyError
+from jetstream import ClientValidationError
 
-__all__ = ["validate_bucket_name", "validate_filter", "validate_key", "validate_revision"]
+from ._errors import InvalidKeyError
+
+__all__ = ["validate_filter", "validate_key", "validate_revision"]
 
 _KEY: Final = re.compile(r"[-/_=.a-zA-Z0-9]+")
 _FILTER_TOKEN: Final = re.compile(r"[-/_=a-zA-Z0-9]+|\*|>")
-_BUCKET: Final = re.compile(r"[a-zA-Z0-9_-]+")
-MAX_BUCKET_NAME: Final = 255 - len("KV_")  # stream names are limited to 255 characters
 
 
 def validate_key(key: str) -> None:
@@ -45,20 +46,6 @@ def validate_filter(pattern: str) -> None:
             raise InvalidKeyError(f"invalid key filter {pattern!r}: bad token {token!r}")
         if token == ">" and index != len(tokens) - 1:
             raise InvalidKeyError(f"invalid key filter {pattern!r}: '>' must be the last token")
-
-
-def validate_bucket_name(name: str) -> None:
-    """Check a bucket name: ``[a-zA-Z0-9_-]+``, at most 252 characters.
-
-    Raises:
-        InvalidBucketNameError: the name breaks a rule.
-    """
-    if not isinstance(name, str) or not _BUCKET.fullmatch(name):
-        raise InvalidBucketNameError(
-            f"invalid bucket name {name!r}: use only letters, digits, '-' and '_'"
-        )
-    if len(name) > MAX_BUCKET_NAME:
-        raise InvalidBucketNameError(f"bucket name longer than {MAX_BUCKET_NAME} characters")
 
 
 def validate_revision(revision: int, *, allow_zero: bool) -> None:

@@ -9,18 +9,17 @@ from typing import Literal, TypedDict, Unpack
 import msgspec
 
 from jetstream import (
-    BucketExistsError,
-    BucketNotFoundError,
     Feature,
     JetStream,
     JetStreamError,
     StreamExistsError,
     StreamInfo,
     StreamNotFoundError,
+    validate_bucket_name,
 )
 
 from ._bucket import Bucket
-from ._keys import validate_bucket_name
+from ._errors import BucketExistsError, BucketNotFoundError
 from ._models import (
     BucketConfig,
     bucket_config_from_stream,

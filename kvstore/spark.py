@@ -68,9 +68,10 @@ from jetstream import (
     int_option,
     run_sync,
     str_option,
+    validate_bucket_name,
 )
 
-from ._keys import validate_bucket_name, validate_filter
+from ._keys import validate_filter
 from ._manage import open_bucket
 from ._models import Op, op_from_headers, stream_name, subject_prefix
 

@@ -9,7 +9,8 @@ meta ``$O.<store>.M.<base64url(name)>``), so nats.go, nats-py and the ``nats`` C
         async for chunk in reader: ...
 """
 
-from jetstream import (
+from ._download import ObjectReader
+from ._errors import (
     DigestMismatchError,
     InvalidObjectNameError,
     ObjectExistsError,
@@ -18,8 +19,6 @@ from jetstream import (
     StoreNotFoundError,
     UploadFailedError,
 )
-
-from ._download import ObjectReader
 from ._manage import create_store, delete_store, list_stores, open_store
 from ._models import (
     DEFAULT_CHUNK_SIZE,

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Self
 
-from jetstream import AsyncResource, DigestMismatchError, OrderedConsumer
+from jetstream import AsyncResource, OrderedConsumer
 
+from ._errors import DigestMismatchError
 from ._io import Hasher
 from ._models import ObjectInfo, chunk_subject
 

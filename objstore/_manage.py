@@ -9,13 +9,12 @@ from typing import Any
 from jetstream import (
     Feature,
     JetStream,
-    StoreExistsError,
-    StoreNotFoundError,
     StreamExistsError,
     StreamNotFoundError,
+    validate_bucket_name,
 )
-from kvstore import validate_bucket_name
 
+from ._errors import StoreExistsError, StoreNotFoundError
 from ._models import StoreConfig, stream_config_for_store, stream_name
 from ._store import ObjectStore, open_store, store_info
 

@@ -10,8 +10,7 @@ from typing import Literal
 
 import msgspec
 
-from jetstream import StreamConfig, StreamInfo, parse_timestamp
-from kvstore._models import check_stream_limits  # the limits buckets and stores share
+from jetstream import Duration, StreamConfig, StreamInfo, check_stream_limits, parse_timestamp
 
 __all__ = [
     "DEFAULT_CHUNK_SIZE",
@@ -124,7 +123,8 @@ class StoreConfig:
 
     description: str = ""
     max_age: timedelta | None = None
-    """Lifetime of every object (None = forever); per-object TTLs can be shorter."""
+    """Lifetime of every object (None = forever); per-object TTLs can be shorter. Seconds, a
+    ``timedelta`` or a duration string (``"30d"``) are accepted, stored as a ``timedelta``."""
     marker_ttl: timedelta | None = None
     """When set, an object whose TTL ran out shows up in watches (for this long)."""
     max_bytes: int = -1
@@ -149,8 +149,9 @@ class StoreStatus:
     stream_info: StreamInfo
 
 
-def _ns(value: timedelta | None) -> int:
-    return 0 if value is None else value // timedelta(microseconds=1) * 1_000
+def _plain(value: timedelta | None) -> timedelta | None:
+    """A wire duration as a plain ``timedelta`` (the config's type)."""
+    return None if value is None else timedelta(seconds=value.total_seconds())
 
 
 def stream_config_for_store(
@@ -161,7 +162,7 @@ def stream_config_for_store(
         name=stream_name(store),
         description=config.description,
         subjects=[f"$O.{store}.C.>", f"$O.{store}.M.>"],
-        max_age=_ns(config.max_age),
+        max_age=Duration.of(config.max_age),
         max_bytes=config.max_bytes,
         storage=config.storage,
         num_replicas=config.replicas,
@@ -171,7 +172,7 @@ def stream_config_for_store(
         compression="s2" if config.compression else "none",
         metadata=dict(config.metadata) or None,
         allow_msg_ttl=True,
-        subject_delete_marker_ttl=_ns(config.marker_ttl),
+        subject_delete_marker_ttl=Duration.of(config.marker_ttl),
         allow_batched=allow_batched,
     )
 
@@ -179,12 +180,8 @@ def stream_config_for_store(
 def store_config_from_stream(config: StreamConfig) -> StoreConfig:
     return StoreConfig(
         description=config.description,
-        max_age=timedelta(microseconds=config.max_age // 1_000) if config.max_age else None,
-        marker_ttl=(
-            timedelta(seconds=config.subject_delete_marker_ttl // 1_000_000_000)
-            if config.subject_delete_marker_ttl
-            else None
-        ),
+        max_age=_plain(config.max_age),
+        marker_ttl=_plain(config.subject_delete_marker_ttl),
         max_bytes=config.max_bytes if config.max_bytes > 0 else -1,
         storage=config.storage,
         replicas=max(1, config.num_replicas),

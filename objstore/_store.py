@@ -12,26 +12,28 @@ from nats.nuid import NUID
 
 from jetstream import (
     ClientValidationError,
-    InvalidObjectNameError,
     JetStream,
     JetStreamError,
     MessageNotFoundError,
-    ObjectExistsError,
-    ObjectNotFoundError,
     OrderedConsumer,
     StoredMessage,
-    StoreNotFoundError,
     StreamInfo,
     StreamNotFoundError,
     TTLValue,
     format_ttl,
     parse_ttl_at_least,
     scan_stream,
+    validate_bucket_name,
 )
 from jetstream import headers as hdr
-from kvstore import validate_bucket_name
 
 from ._download import ObjectReader
+from ._errors import (
+    InvalidObjectNameError,
+    ObjectExistsError,
+    ObjectNotFoundError,
+    StoreNotFoundError,
+)
 from ._io import Source
 from ._models import (
     DEFAULT_CHUNK_SIZE,

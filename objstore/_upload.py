@@ -25,9 +25,9 @@ from jetstream import (
     NoRespondersError,
     PermissionDeniedError,
     ServerError,
-    UploadFailedError,
 )
 
+from ._errors import UploadFailedError
 from ._io import Hasher, Source, chunks_of, known_size
 from ._models import ObjectInfo, ObjectMetaOptions, chunk_subject, now_rfc3339
 

@@ -25,8 +25,14 @@ except ImportError as exc:  # pragma: no cover - exercised by the missing-extra 
         "objstore.spark needs PySpark >= 4.2, pyarrow and pandas: pip install 'jetstore[spark]'"
     ) from exc
 
-from jetstream import ClientValidationError, ConnectionOptions, int_option, run_sync, str_option
-from kvstore import validate_bucket_name
+from jetstream import (
+    ClientValidationError,
+    ConnectionOptions,
+    int_option,
+    run_sync,
+    str_option,
+    validate_bucket_name,
+)
 
 from ._manage import open_store
 from ._many import UploadItem, upload_many
