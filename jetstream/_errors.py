@@ -61,7 +61,8 @@ Each error is defined in the layer it belongs to: the KV and object store classe
 live in ``kvstore/_errors.py`` and ``objstore/_errors.py`` (importable from those packages),
 built on the protocol classes here. Call sites never compare ``err_code`` themselves:
 :func:`error_from_api` turns the server's ``{"code", "err_code", "description"}`` into the
-registered class, and upper layers translate to their own subclasses (``raise KeyExistsError(...) from exc``).
+registered class, and upper layers translate to their own subclasses
+(``raise KeyExistsError(...) from exc``).
 """
 
 from __future__ import annotations
