@@ -18,6 +18,7 @@ from jetstream import (
     ValueTooLargeError,
     validate_bucket_name,
 )
+from jetstream._public import show_as as _show_as
 
 from ._batch import KeyBatch
 from ._bucket import Bucket
@@ -76,15 +77,4 @@ __all__ = [
     "validate_key",
 ]
 
-for _name in (
-    "Bucket",
-    "BucketConfig",
-    "BucketStatus",
-    "Entry",
-    "KeyBatch",
-    "KeyWatcher",
-    "Op",
-    "Snapshot",
-):
-    globals()[_name].__module__ = __name__
-del _name
+_show_as(__name__, Bucket, BucketConfig, BucketStatus, Entry, KeyBatch, KeyWatcher, Op, Snapshot)

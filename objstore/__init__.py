@@ -9,6 +9,8 @@ meta ``$O.<store>.M.<base64url(name)>``), so nats.go, nats-py and the ``nats`` C
         async for chunk in reader: ...
 """
 
+from jetstream._public import show_as as _show_as
+
 from ._download import ObjectReader
 from ._errors import (
     DigestMismatchError,
@@ -52,6 +54,4 @@ __all__ = [
     "open_store",
 ]
 
-for _name in ("ObjectInfo", "ObjectReader", "ObjectStore", "StoreConfig", "StoreStatus"):
-    globals()[_name].__module__ = __name__
-del _name
+_show_as(__name__, ObjectInfo, ObjectReader, ObjectStore, StoreConfig, StoreStatus)
