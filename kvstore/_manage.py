@@ -9,6 +9,7 @@ from typing import Literal, TypedDict, Unpack
 import msgspec
 
 from jetstream import (
+    DurationValue,
     Feature,
     JetStream,
     JetStreamError,
@@ -44,8 +45,8 @@ class BucketOptions(TypedDict, total=False):
     :class:`BucketConfig`."""
 
     history: int
-    max_age: object
-    marker_ttl: object
+    max_age: DurationValue | None
+    marker_ttl: DurationValue | None
     max_value_size: int
     max_bytes: int
     storage: Literal["file", "memory"]
