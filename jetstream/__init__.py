@@ -59,7 +59,7 @@ from ._errors import (
     WrongLastSequenceError,
 )
 from ._fast import FastPublisher
-from ._limits import MAX_BUCKET_NAME, check_size, check_stream_limits, validate_bucket_name
+from ._shared_config import MAX_BUCKET_NAME, check_size, check_stream_limits, validate_bucket_name
 from ._message import AckReply, StoredMessage, parse_ack_reply, parse_timestamp
 from ._models import (
     AccountInfo,
