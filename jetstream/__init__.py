@@ -71,6 +71,14 @@ from ._errors import (
     WrongRevisionError,
 )
 from ._fast import FastPublisher
+from ._limits import (
+    MAX_CONTROL_LINE,
+    check_message_size,
+    check_subject_length,
+    header_block_size,
+    payload_room,
+    subject_room,
+)
 from ._message import AckReply, StoredMessage, parse_ack_reply, parse_timestamp
 from ._models import (
     AccountInfo,
@@ -95,6 +103,7 @@ __all__ = [
     "DEFAULT_COMMIT_DEADLINE",
     "DEFAULT_MAX_BATCH",
     "DEFAULT_TIMEOUT",
+    "MAX_CONTROL_LINE",
     "NEVER",
     "AccountInfo",
     "AckReply",
@@ -177,9 +186,12 @@ __all__ = [
     "WrongLastSequenceError",
     "WrongRevisionError",
     "bool_option",
+    "check_message_size",
+    "check_subject_length",
     "connect",
     "find_server_binary",
     "format_ttl",
+    "header_block_size",
     "headers",
     "int_option",
     "parse_ack_reply",
@@ -187,7 +199,9 @@ __all__ = [
     "parse_ttl",
     "parse_ttl_at_least",
     "parse_ttl_header",
+    "payload_room",
     "run_sync",
     "scan_stream",
     "str_option",
+    "subject_room",
 ]

@@ -50,9 +50,9 @@ from ._errors import (
     ServerError,
     TooManyInflightBatchesError,
     UnavailableError,
-    ValueTooLargeError,
 )
 from ._fence import Fence
+from ._limits import check_message_size, check_subject_length, header_lines_size
 from ._message import StoredMessage
 from ._models import PubAck
 from ._resource import AsyncResource
@@ -202,11 +202,6 @@ class AtomicBatch(AsyncResource):
         hdr.validate_headers(own)
         self._check_batch_headers(own)
         payload = bytes(data)
-        max_payload = self._js.nc.max_payload
-        if max_payload and len(payload) > max_payload:
-            raise ValueTooLargeError(
-                f"message of {len(payload)} bytes exceeds the server's max payload {max_payload}"
-            )
         msg_id = own.get(hdr.MSG_ID, "")
         if msg_id:
             if msg_id in self._msg_ids:
@@ -215,8 +210,17 @@ class AtomicBatch(AsyncResource):
         return self._append(subject, payload, own)
 
     def _append(self, subject: str, data: bytes, headers: dict[str, str]) -> int:
-        """Queue a message validated by the caller (``add``, or kvstore's KeyBatch)."""
+        """Queue a message whose subject and headers the caller validated (``add``, or
+        kvstore's KeyBatch); its size is checked here, with the batch headers it will carry.
+
+        Raises:
+            BatchTooLargeError, BatchClosedError, ValueTooLargeError, ClientValidationError.
+        """
         self._check_room()
+        nc = self._js.nc
+        check_subject_length(nc, subject)
+        extra = batch_header_size(len(self._messages) + 1)
+        check_message_size(nc, subject, headers, len(data), extra_headers=extra)
         self._messages.append(_Message(subject, data, headers, headers.get(hdr.MSG_ID, "")))
         return len(self._messages) - 1
 
@@ -301,6 +305,7 @@ class AtomicBatch(AsyncResource):
         if not self._messages:
             return BatchAck(self._stream or "", self._id, first_seq=0, last_seq=-1, count=0)
         fence = Fence(self._fence())
+        self._check_commit_size()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._deadline
         batch_id = self._id
@@ -337,6 +342,21 @@ class AtomicBatch(AsyncResource):
                 raise
             await asyncio.sleep(min(0.1 * 2**fence.attempts, 2.0, max(0.0, deadline - loop.time())))
             batch_id = _new_batch_id()
+
+    def _check_commit_size(self) -> None:
+        """The last message also carries the commit header and the fence's Msg-Id: check it
+        again as it will be sent, before anything is.
+
+        Raises:
+            ValueTooLargeError: it no longer fits the server's max payload.
+        """
+        if self._commit_with == "eob":
+            return  # the end-of-batch message is empty; the last data message is unchanged
+        last = self._messages[-1]
+        extra = batch_header_size(len(self._messages)) + _COMMIT_HEADER
+        check_message_size(
+            self._js.nc, last.subject, last.headers, len(last.data), extra_headers=extra
+        )
 
     async def _send(self, batch_id: str) -> PubAck:
         """One attempt: the messages under ``batch_id``; return the commit's pub ack."""
@@ -458,6 +478,15 @@ class AtomicBatch(AsyncResource):
             raise NoRespondersError(f"no stream listens on {subject}")
         self._stream = stream
         return stream
+
+
+_ID_LENGTH = 22  # a NUID, for every attempt
+_COMMIT_HEADER = header_lines_size({hdr.BATCH_COMMIT: "1"})
+
+
+def batch_header_size(seq: int) -> int:
+    """Bytes of the batch header lines message ``seq`` of a batch carries (id, sequence)."""
+    return header_lines_size({hdr.BATCH_ID: "x" * _ID_LENGTH, hdr.BATCH_SEQUENCE: str(seq)})
 
 
 def _new_batch_id() -> str:

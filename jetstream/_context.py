@@ -36,6 +36,7 @@ from ._errors import (
     connection_error,
 )
 from ._fence import Fence
+from ._limits import check_message_size, check_subject_length
 from ._message import StoredMessage, parse_header_block
 from ._models import (
     AccountInfo,
@@ -504,12 +505,18 @@ class JetStream(AsyncResource):
 
         Raises:
             JetStreamError: the registered error from the ack (e.g. WrongLastSequenceError).
+            ValueTooLargeError: headers plus payload exceed the server's ``max_payload``;
+                ClientValidationError: the subject does not fit the server's control line
+                (nothing is sent, the connection stays up).
             NoRespondersError: no stream listens on ``subject``.
             RequestTimeoutError: no ack within the timeout (or the deadline, with ``msg_id``).
             PermissionDeniedError: the account may not publish there.
         """
         if msg_id is not None:
             headers = {**(headers or {}), hdr.MSG_ID: msg_id}
+        # The server would close the connection on either: refuse before anything is sent.
+        check_subject_length(self._nc, subject)
+        check_message_size(self._nc, subject, headers, len(data))
         fence = Fence(msg_id) if msg_id is not None else None
 
         async def attempt() -> PubAck:
