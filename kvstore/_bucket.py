@@ -302,7 +302,10 @@ class Bucket:
 
         Returns a :class:`Snapshot` (a mapping of key to live :class:`Entry`) with ``.missing``
         (keys without a live value) and ``.revision`` (the stream sequence it reflects). Any
-        number of keys: beyond 1000 the reads are split but share one ``up_to_seq``.
+        number of keys, under any concurrent writes: beyond 1000 keys the batched reads share
+        one ``up_to_seq``; a key whose revision at that point was replaced meanwhile (history 1)
+        makes the whole read repeat at a newer point, and after a few tries the keys are read
+        through a consumer snapshot instead. The result is always the bucket at one sequence.
 
         Raises:
             InvalidKeyError: a bad key; nothing is sent.

@@ -15,6 +15,7 @@ import jetstream
 import kvstore
 import objstore
 from kvstore import Bucket
+from tests.conftest import BucketFactory
 
 # -- finding 11: a refused CAS costs one round trip -------------------------------------------
 
@@ -266,3 +267,55 @@ async def test_publish_refuses_a_subject_the_control_line_cannot_hold(
         assert (await js.stream_info(name)).state.messages == 1
     finally:
         await js.delete_stream(name)
+
+
+# -- finding 8: get_many of any size is one point in time ----------------------------------------
+
+RECORD_KEYS = 100  # keys per record; a record is always written whole by one put_many
+
+
+@pytest.mark.parametrize(("size", "trials"), [(1500, 12), (5000, 6)])
+async def test_big_get_many_is_consistent_under_concurrent_put_many(
+    make_bucket: BucketFactory, size: int, trials: int
+) -> None:
+    """A writer keeps rewriting whole records (every key of a record carries the record's
+    version) on a history-1 bucket; every read must see every key (none is ever deleted) and
+    each record at one version."""
+    bucket = await make_bucket(history=1)
+    keys = [f"r{i // RECORD_KEYS}.f{i % RECORD_KEYS}" for i in range(size)]
+    records = [keys[i : i + RECORD_KEYS] for i in range(0, size, RECORD_KEYS)]
+    for start in range(0, size, 1000):
+        await bucket.put_many({key: b"0" for key in keys[start : start + 1000]})
+    done = asyncio.Event()
+    writes = 0
+
+    async def write() -> None:
+        nonlocal writes
+        version = 0
+        while not done.is_set():
+            version += 1
+            for record in records:
+                await bucket.put_many({key: str(version).encode() for key in record})
+                writes += 1
+
+    async def read(trials: int) -> list[str]:
+        problems = []
+        for _ in range(trials):
+            before = writes
+            snapshot = await bucket.get_many(keys)
+            assert writes > before  # the writer really ran during the read
+            if snapshot.missing:
+                problems.append(f"{len(snapshot.missing)} live keys missing")
+            for record in records:
+                versions = {snapshot[k].value for k in record if k in snapshot}
+                if len(versions) > 1:
+                    problems.append(f"record {record[0]} torn: {sorted(versions)}")
+        return problems
+
+    writer = asyncio.create_task(write())
+    try:
+        problems = await read(trials)
+    finally:
+        done.set()
+        await writer
+    assert problems == []
