@@ -16,6 +16,7 @@ import kvstore
 import objstore
 from kvstore import Bucket
 from tests.conftest import BucketFactory
+from tests.proxy import TcpProxy
 
 # -- finding 11: a refused CAS costs one round trip -------------------------------------------
 
@@ -319,3 +320,32 @@ async def test_big_get_many_is_consistent_under_concurrent_put_many(
         done.set()
         await writer
     assert problems == []
+
+
+async def test_an_update_whose_ack_was_lost_is_stored_once(
+    nats_server: jetstream.EmbeddedServer, make_bucket: BucketFactory
+) -> None:
+    """The retried path still resolves: the first attempt's ack is dropped, the retry (same
+    Nats-Msg-Id) learns that it was stored, and the update returns its revision."""
+    bucket = await make_bucket(history=5)
+    revision = await bucket.put("k", b"1")
+    proxy = await TcpProxy(nats_server.port).start()
+    try:
+        async with await jetstream.connect(proxy.url, timeout=0.5) as proxied:
+            lossy = await kvstore.open_bucket(proxied, bucket.name)
+
+            def lose_the_ack(chunk: bytes) -> bool:
+                if f"$KV.{bucket.name}.k".encode() in chunk:
+                    if proxy.drop_to_client:
+                        proxy.drop_to_client = False  # the retry: let its answer through
+                        proxy.on_client_bytes = None
+                    else:
+                        proxy.drop_to_client = True  # stored, but its ack is lost
+                return True
+
+            proxy.on_client_bytes = lose_the_ack
+            new = await lossy.update("k", b"2", revision)
+    finally:
+        await proxy.close()
+    assert [e.revision async for e in bucket.history("k")] == [revision, new]
+    assert (await bucket.get("k")).value == b"2"
