@@ -127,7 +127,9 @@ class Bucket:
 
         Raises:
             InvalidKeyError, InvalidTTLError, ValueTooLargeError: bad input; nothing is sent.
-                A TTL below the bucket's ``marker_ttl`` is refused when history > 1.
+                A TTL below the bucket's ``marker_ttl`` is refused when history > 1; a key
+                longer than :attr:`max_key_length`, or a value that with its headers exceeds
+                the server's ``max_payload``, is refused (the server would drop the connection).
             TypeError: ``value`` is not bytes-like.
             StorageLimitError: the bucket is full (``max_bytes``).
             JetStreamError: any other server error.
