@@ -59,7 +59,14 @@ from ._errors import (
     WrongLastSequenceError,
 )
 from ._fast import FastPublisher
-from ._shared_config import MAX_BUCKET_NAME, check_size, check_stream_limits, validate_bucket_name
+from ._limits import (
+    MAX_CONTROL_LINE,
+    check_message_size,
+    check_subject_length,
+    header_block_size,
+    payload_room,
+    subject_room,
+)
 from ._message import AckReply, StoredMessage, parse_ack_reply, parse_timestamp
 from ._models import (
     AccountInfo,
@@ -77,6 +84,7 @@ from ._pull import PullMessage
 from ._resource import AsyncResource
 from ._scan import scan_stream
 from ._server import EmbeddedServer, find_server_binary
+from ._shared_config import MAX_BUCKET_NAME, check_size, check_stream_limits, validate_bucket_name
 from ._ttl import NEVER, TTLValue, format_ttl, parse_ttl, parse_ttl_at_least, parse_ttl_header
 
 __all__ = [
@@ -85,6 +93,7 @@ __all__ = [
     "DEFAULT_MAX_BATCH",
     "DEFAULT_TIMEOUT",
     "MAX_BUCKET_NAME",
+    "MAX_CONTROL_LINE",
     "NEVER",
     "AccountInfo",
     "AckReply",
@@ -156,11 +165,14 @@ __all__ = [
     "ValueTooLargeError",
     "WrongLastSequenceError",
     "bool_option",
+    "check_message_size",
     "check_size",
     "check_stream_limits",
+    "check_subject_length",
     "connect",
     "find_server_binary",
     "format_ttl",
+    "header_block_size",
     "headers",
     "int_option",
     "parse_ack_reply",
@@ -169,9 +181,11 @@ __all__ = [
     "parse_ttl",
     "parse_ttl_at_least",
     "parse_ttl_header",
+    "payload_room",
     "run_sync",
     "scan_stream",
     "str_option",
+    "subject_room",
     "validate_bucket_name",
 ]
 

@@ -27,7 +27,7 @@ __all__ = [
     "seconds_of",
 ]
 
-DurationValue: TypeAlias = "int | float | timedelta | str"
+DurationValue: TypeAlias = int | float | timedelta | str
 """What callers may pass as a duration: seconds, a timedelta, ``"90s"``, ``"1h"``, ``"30d"``."""
 
 _NS_PER_UNIT: Final = {

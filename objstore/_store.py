@@ -22,6 +22,7 @@ from jetstream import (
     TTLValue,
     format_ttl,
     parse_ttl_at_least,
+    payload_room,
     scan_stream,
     validate_bucket_name,
 )
@@ -124,6 +125,9 @@ class ObjectStore:
             raise ClientValidationError(f"chunk_size must be 1..{_MAX_CHUNK_SIZE}: {chunk_size}")
         _check_metadata(meta, headers)
         ttl_headers = {hdr.TTL: format_ttl(self._checked_ttl(ttl))} if ttl is not None else {}
+        # A chunk and its headers must fit the server's max_payload (it would drop the
+        # connection otherwise): shrink the chunks to fit.
+        chunk_size = min(chunk_size, payload_room(self._js.nc, ttl_headers))
         return await upload(
             self,
             name,
