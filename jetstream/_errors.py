@@ -48,6 +48,8 @@
     ├── HeartbeatMissedError               a warning (error callback), never raised by consume
     ├── DigestMismatchError                a downloaded object does not match its digest or size
     ├── ObjectExistsError                  a link would replace an object that is not a link
+    ├── ObjectChangedError                 a meta record kept changing under a rewrite (retried)
+    ├── InvalidObjectMetaError             a meta record no ADR-20 field layout explains
     ├── FastBatchError                     a fast batch lost or refused messages
     │   └── UploadFailedError              (objstore: the upload stored nothing)
     ├── ConnectionFailedError (ConnectionError)  connect(): no server reachable, TLS refused
@@ -90,6 +92,7 @@ __all__ = [
     "InvalidBucketNameError",
     "InvalidHeaderError",
     "InvalidKeyError",
+    "InvalidObjectMetaError",
     "InvalidObjectNameError",
     "InvalidStreamConfigError",
     "InvalidTTLError",
@@ -101,6 +104,7 @@ __all__ = [
     "MessageTTLDisabledError",
     "MessageTooLargeError",
     "NoRespondersError",
+    "ObjectChangedError",
     "ObjectExistsError",
     "ObjectNotFoundError",
     "PermissionDeniedError",
@@ -379,6 +383,16 @@ class DigestMismatchError(JetStreamError):
 
 class ObjectExistsError(JetStreamError):
     """A link was to replace an existing object that is not a link."""
+
+
+class ObjectChangedError(JetStreamError):
+    """An object's meta record changed between reading and rewriting it more often than the
+    rewrite retries (a store under constant writes to that name); nothing was written."""
+
+
+class InvalidObjectMetaError(JetStreamError):
+    """An object's meta record is not ADR-20 JSON (not an object, or fields of the wrong type).
+    Raised on direct access (``info``, reads); listings skip such records with a warning."""
 
 
 class FastBatchError(JetStreamError):

@@ -11,7 +11,9 @@ meta ``$O.<store>.M.<base64url(name)>``), so nats.go, nats-py and the ``nats`` C
 
 from jetstream import (
     DigestMismatchError,
+    InvalidObjectMetaError,
     InvalidObjectNameError,
+    ObjectChangedError,
     ObjectExistsError,
     ObjectNotFoundError,
     StoreExistsError,
@@ -34,7 +36,9 @@ from ._store import ObjectStore
 __all__ = [
     "DEFAULT_CHUNK_SIZE",
     "DigestMismatchError",
+    "InvalidObjectMetaError",
     "InvalidObjectNameError",
+    "ObjectChangedError",
     "ObjectExistsError",
     "ObjectInfo",
     "ObjectLink",

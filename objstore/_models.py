@@ -10,7 +10,7 @@ from typing import Literal
 
 import msgspec
 
-from jetstream import StreamConfig, StreamInfo, parse_timestamp
+from jetstream import InvalidObjectMetaError, StreamConfig, StreamInfo, parse_timestamp
 from kvstore._models import check_stream_limits  # the limits buckets and stores share
 
 __all__ = [
@@ -82,8 +82,36 @@ class ObjectInfo(msgspec.Struct, omit_defaults=True, kw_only=True):
         return self.options.link if self.options is not None else None
 
 
+class _WireLink(msgspec.Struct):
+    bucket: str | None = None
+    name: str | None = None
+
+
+class _WireOptions(msgspec.Struct):
+    link: _WireLink | None = None
+    max_chunk_size: int | None = None
+
+
+class _WireInfo(msgspec.Struct):
+    """A meta record as any ADR-20 writer leaves it: every field may be omitted or null (nats.js
+    link records carry only ``name``, ``bucket`` and ``options``; nats-py drops None fields)."""
+
+    name: str | None = None
+    bucket: str | None = None
+    nuid: str | None = None
+    size: int | None = None
+    mtime: str | None = None
+    chunks: int | None = None
+    digest: str | None = None
+    deleted: bool | None = None
+    description: str | None = None
+    headers: dict[str, list[str]] | None = None
+    metadata: dict[str, str] | None = None
+    options: _WireOptions | None = None
+
+
 _encode_info = msgspec.json.Encoder().encode
-_decode_info = msgspec.json.Decoder(ObjectInfo).decode
+_decode_wire = msgspec.json.Decoder(_WireInfo).decode
 
 
 def now_rfc3339() -> str:
@@ -95,8 +123,41 @@ def encode_info(info: ObjectInfo) -> bytes:
     return _encode_info(info)
 
 
-def decode_info(data: bytes) -> ObjectInfo:
-    return _decode_info(data)
+def decode_info(data: bytes, *, name: str = "", bucket: str = "") -> ObjectInfo:
+    """Decode a meta record tolerantly: what a writer omitted (or wrote as null) takes its
+    default; ``name``/``bucket`` (from the subject and the store) stand in for missing ones.
+
+    Raises:
+        InvalidObjectMetaError: not a JSON object, or a field of the wrong type.
+    """
+    try:
+        wire = _decode_wire(data)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise InvalidObjectMetaError(f"unreadable meta record of {name!r}: {exc}") from exc
+    return ObjectInfo(
+        name=wire.name or name,
+        bucket=wire.bucket or bucket,
+        nuid=wire.nuid or "",
+        size=wire.size or 0,
+        mtime=wire.mtime or "",
+        chunks=wire.chunks or 0,
+        digest=wire.digest or "",
+        deleted=bool(wire.deleted),
+        description=wire.description or "",
+        headers=wire.headers,
+        metadata=wire.metadata,
+        options=_options_of(wire.options),
+    )
+
+
+def _options_of(wire: _WireOptions | None) -> ObjectMetaOptions | None:
+    if wire is None:
+        return None
+    link = wire.link
+    return ObjectMetaOptions(
+        link=None if link is None else ObjectLink(bucket=link.bucket or "", name=link.name or ""),
+        max_chunk_size=wire.max_chunk_size or 0,
+    )
 
 
 def stream_name(store: str) -> str:
