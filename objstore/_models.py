@@ -176,7 +176,14 @@ def meta_subject(store: str, name: str) -> str:
 
 
 def name_from_meta_subject(subject: str) -> str:
-    return base64.urlsafe_b64decode(subject.rsplit(".", 1)[1]).decode()
+    """The object name a meta subject encodes (padding optional); a token that is not
+    base64url of UTF-8 (a peer's oddity) names itself rather than failing a listing."""
+    token = subject.rsplit(".", 1)[1]
+    try:
+        padded = token + "=" * (-len(token) % 4)
+        return base64.b64decode(padded, altchars=b"-_", validate=True).decode()
+    except ValueError:  # binascii.Error and UnicodeDecodeError are ValueErrors
+        return token
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
