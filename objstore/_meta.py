@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from jetstream import (
     NEVER,
+    InvalidObjectMetaError,
     InvalidTTLError,
     MessageNotFoundError,
     ObjectChangedError,
@@ -129,12 +130,14 @@ def remaining_ttl(message: StoredMessage, now: datetime | None = None) -> dict[s
     return {hdr.TTL: format_ttl(left)} if left >= 1 else None
 
 
-async def read_record(store: ObjectStore, name: str) -> MetaRecord | None:
+async def read_record(store: ObjectStore, name: str, *, strict: bool = True) -> MetaRecord | None:
     """The newest record of ``name`` read from the stream leader (a replica may lag, and the
     sequence is what the next write is conditional on); None if the subject is empty.
+    Without ``strict`` an unreadable record reads as a deleted one (to be written over).
 
     Raises:
-        InvalidObjectMetaError: the record is unreadable; JetStreamError: the read failed.
+        InvalidObjectMetaError: the record is unreadable (``strict``); JetStreamError: the
+            read failed.
     """
     try:
         message = await store._js.get_last_message(
@@ -142,7 +145,13 @@ async def read_record(store: ObjectStore, name: str) -> MetaRecord | None:
         )
     except MessageNotFoundError:
         return None
-    info = info_from_message(store.name, message.subject, message.data, message.headers)
+    try:
+        info = info_from_message(store.name, message.subject, message.data, message.headers)
+    except InvalidObjectMetaError:
+        if strict:
+            raise
+        # Its chunks, if any, are unknown: cleanup() finds them once this record is gone.
+        info = info_from_message(store.name, message.subject, b"", {})
     ttl = remaining_ttl(message)
     return MetaRecord(info=info, seq=message.seq, ttl_headers=ttl or {}, expiring=ttl is None)
 
@@ -174,11 +183,14 @@ async def replace_record(
     *,
     msg_id: str,
     in_doubt: list[str],
+    known: MetaRecord | None,
 ) -> ObjectInfo | None:
     """Make ``info`` the record of its name whatever is there (an upload's commit: the last
     writer wins) and return the record it replaced (None if none), read right before the write
     that succeeded, so its chunks, and only those, can be purged.
 
+    ``known`` is the record read before the upload began: the first write is conditional on
+    it (no extra read on the way to the commit); after a conflict the record is read again.
     ``in_doubt`` receives the ``Nats-Msg-Id`` of a write whose outcome is unknown when this
     raises (empty: nothing was stored). The first try uses ``msg_id``, later ones ``msg_id-N``.
 
@@ -187,7 +199,7 @@ async def replace_record(
             :func:`write_record`.
     """
     for attempt in attempts(f"upload of {info.name!r}"):
-        replaced = await read_record(store, info.name)
+        replaced = known if attempt == 0 else await read_record(store, info.name, strict=False)
         attempt_id = msg_id if attempt == 0 else f"{msg_id}-{attempt}"
         in_doubt[:] = [attempt_id]
         try:

@@ -29,7 +29,7 @@ from jetstream import (
 )
 
 from ._io import Hasher, Source, chunks_of, known_size
-from ._meta import replace_record
+from ._meta import read_record, replace_record
 from ._models import ObjectInfo, ObjectMetaOptions, chunk_subject, now_rfc3339
 
 if TYPE_CHECKING:
@@ -55,6 +55,7 @@ async def upload(
 ) -> ObjectInfo:
     chunks = chunks_of(source, chunk_size)  # raises TypeError/OSError before anything is sent
     total = known_size(source)
+    previous = await read_record(store, name, strict=False)  # the commit is conditional on it
     nuid = NUID().next().decode()
     subject = chunk_subject(store.name, nuid)
     try:
@@ -78,7 +79,9 @@ async def upload(
     )
     in_doubt: list[str] = []  # the Msg-Id of a meta write whose outcome is unknown
     try:
-        replaced = await replace_record(store, info, ttl_headers, msg_id=nuid, in_doubt=in_doubt)
+        replaced = await replace_record(
+            store, info, ttl_headers, msg_id=nuid, in_doubt=in_doubt, known=previous
+        )
     except MessageIdInProcessError as exc:  # an earlier send is in flight: it may be stored
         raise _unknown(name, in_doubt, exc) from exc
     except Exception as exc:

@@ -359,6 +359,9 @@ async def test_we_rewrite_over_lean_peer_records(
     await store.update_meta("nulls", description="now described")
     assert (await store.info("nulls")).description == "now described"
     await store.delete("go-link")
+    await _publish_raw(js, store, "junk", b"\x00 not a record")
+    await store.put("junk", b"J")  # an unreadable record is written over, not fatal
+    assert await store.get_bytes("junk") == b"J"
     with pytest.raises(objstore.ObjectNotFoundError):
         await store.info("go-link")
     await _assert_consistent(js, store)
