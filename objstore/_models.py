@@ -194,7 +194,11 @@ class StoreConfig:
     max_age: timedelta | None = None
     """Lifetime of every object (None = forever); per-object TTLs can be shorter."""
     marker_ttl: timedelta | None = None
-    """When set, an object whose TTL ran out shows up in watches (for this long)."""
+    """Opt-in, off by default. When set, the server leaves an empty "expired" marker on an
+    object's meta subject when its TTL runs out (for this long), so :meth:`ObjectStore.watch`
+    reports expiries. Trade-off: ADR-20 clients (nats.js, nats-py, nats.go) cannot parse that
+    empty record, and their ``info``/``get``/``put`` of that name fail until the marker
+    expires; ours read it as a deleted object. Per-object TTLs must be at least this long."""
     max_bytes: int = -1
     storage: Literal["file", "memory"] = "file"
     replicas: int = 1

@@ -76,6 +76,20 @@ class ObjectStore:
     whole second and not below the store's ``marker_ttl`` (the server would stretch it to that):
     the object disappears as a whole (its meta last, so a reader never finds a meta without
     chunks except in the last instant, when the read fails with :class:`DigestMismatchError`).
+    Rewrites of the meta record (``update_meta``, rename, ``delete``) keep the TTL it has left,
+    rounded down to whole seconds, so they never outlive the chunks.
+
+    **Concurrent writers.** Every meta write is conditional on the record it was computed from
+    (``Nats-Expected-Last-Subject-Sequence``); on a conflict it reads again and retries, up to
+    16 times (then :class:`ObjectChangedError`, nothing written). Racing ``put`` s of one name:
+    the last to commit wins, and each purges the chunks of exactly the record it replaced, so
+    only the winner's chunks stay.
+
+    **Records by other clients** decode with ADR-20 defaults for omitted fields (nats.js link
+    records carry only ``name``, ``bucket`` and ``options``). A record that is not ADR-20 JSON
+    is :class:`InvalidObjectMetaError` on direct access (``info``, reads, rewrites), skipped
+    with a logged warning by ``list``/``watch``, makes ``cleanup`` remove nothing, and is
+    written over by ``put``.
     """
 
     def __init__(
@@ -343,7 +357,8 @@ class ObjectStore:
     async def cleanup(self, *, older_than: timedelta = _DEFAULT_CLEANUP_AGE) -> int:
         """Remove chunks no meta record refers to (left by a crashed or killed uploader) whose
         newest chunk is older than ``older_than`` (so uploads in progress are left alone).
-        Returns how many objects' chunks were removed.
+        Returns how many objects' chunks were removed. While a meta record is unreadable (it
+        might refer to any chunks) nothing is removed and a warning is logged.
 
         Raises:
             JetStreamError: the store could not be scanned or purged.
@@ -441,7 +456,8 @@ class ObjectStore:
             partial.unlink(missing_ok=True)
 
     async def list(self, *, include_deleted: bool = False) -> AsyncIterator[ObjectInfo]:
-        """Every object's meta record (deleted ones only with ``include_deleted``).
+        """Every object's meta record (deleted ones only with ``include_deleted``); unreadable
+        records are skipped with a warning on the ``objstore._store`` logger.
 
         Raises:
             JetStreamError: the store could not be scanned.
@@ -469,7 +485,8 @@ class ObjectStore:
     ) -> AsyncIterator[ObjectInfo]:
         """Changes of the store's objects: each put, meta update, delete (``deleted``), and
         expiry (``expired`` and ``deleted``, on stores with ``marker_ttl``), as they happen;
-        first the current state unless ``updates_only``.
+        first the current state unless ``updates_only``. Unreadable records are skipped with a
+        warning.
 
         Raises:
             ClientValidationError: both ``include_history`` and ``updates_only``.
