@@ -304,6 +304,7 @@ class ObjectStore:
         Raises:
             ObjectNotFoundError: the target does not exist; ObjectExistsError: ``name`` is an
                 object that is not a link; ClientValidationError: the target is a link.
+            ObjectChangedError: ``name`` changed under every retry; nothing was written.
         """
         validate_object_name(name)
         info = target if isinstance(target, ObjectInfo) else await self.info(target)
@@ -318,6 +319,7 @@ class ObjectStore:
 
         Raises:
             ObjectExistsError: ``name`` is an object that is not a link.
+            ObjectChangedError: ``name`` changed under every retry; nothing was written.
         """
         validate_object_name(name)
         return await self._write_link(name, ObjectLink(bucket=store.name))

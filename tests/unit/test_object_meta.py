@@ -8,7 +8,7 @@ import pytest
 
 import jetstream
 import objstore
-from objstore._meta import info_from_message, remaining_ttl
+from objstore._meta import attempts, info_from_message, remaining_ttl
 from objstore._models import decode_info, meta_subject, name_from_meta_subject
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -77,3 +77,10 @@ def test_meta_subjects_that_are_not_base64_still_name_something() -> None:
     assert name_from_meta_subject("$O.s.M.!!!") == "!!!"
     assert name_from_meta_subject("$O.s.M.YQ") == "a", "unpadded"
     assert name_from_meta_subject("$O.s.M._w==") == "_w==", "not UTF-8"
+
+
+def test_rewrites_give_up_after_a_bounded_number_of_conflicts() -> None:
+    tries = attempts("update of 'x'")
+    assert [next(tries) for _ in range(16)] == list(range(16))
+    with pytest.raises(objstore.ObjectChangedError, match="16 attempts; nothing written"):
+        next(tries)
