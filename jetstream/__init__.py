@@ -200,6 +200,8 @@ _MOVED_ERRORS = {
     "KeyNotFoundError": "kvstore",
     "WrongRevisionError": "kvstore",
     "DigestMismatchError": "objstore",
+    "InvalidObjectMetaError": "objstore",
+    "ObjectChangedError": "objstore",
     "InvalidObjectNameError": "objstore",
     "ObjectExistsError": "objstore",
     "ObjectNotFoundError": "objstore",

@@ -48,6 +48,8 @@
     ├── HeartbeatMissedError               a warning (error callback), never raised by consume
     ├── DigestMismatchError                (defined in objstore)
     ├── ObjectExistsError                  (defined in objstore)
+    ├── ObjectChangedError                 (defined in objstore)
+    ├── InvalidObjectMetaError             (defined in objstore)
     ├── FastBatchError                     a fast batch lost or refused messages
     │   └── UploadFailedError              (defined in objstore)
     ├── ConnectionFailedError (ConnectionError)  connect(): no server reachable, TLS refused

@@ -14,7 +14,9 @@ from jetstream._public import show_as as _show_as
 from ._download import ObjectReader
 from ._errors import (
     DigestMismatchError,
+    InvalidObjectMetaError,
     InvalidObjectNameError,
+    ObjectChangedError,
     ObjectExistsError,
     ObjectNotFoundError,
     StoreExistsError,
@@ -35,7 +37,9 @@ from ._store import ObjectStore
 __all__ = [
     "DEFAULT_CHUNK_SIZE",
     "DigestMismatchError",
+    "InvalidObjectMetaError",
     "InvalidObjectNameError",
+    "ObjectChangedError",
     "ObjectExistsError",
     "ObjectInfo",
     "ObjectLink",

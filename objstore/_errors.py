@@ -24,7 +24,9 @@ from jetstream import (
 
 __all__ = [
     "DigestMismatchError",
+    "InvalidObjectMetaError",
     "InvalidObjectNameError",
+    "ObjectChangedError",
     "ObjectExistsError",
     "ObjectNotFoundError",
     "StoreExistsError",
@@ -63,3 +65,13 @@ class DigestMismatchError(JetStreamError):
 
 class ObjectExistsError(JetStreamError):
     """A link was to replace an existing object that is not a link."""
+
+
+class ObjectChangedError(JetStreamError):
+    """An object's meta record changed between reading and rewriting it more often than the
+    rewrite retries (a store under constant writes to that name); nothing was written."""
+
+
+class InvalidObjectMetaError(JetStreamError):
+    """An object's meta record is not ADR-20 JSON (not an object, or fields of the wrong type).
+    Raised on direct access (``info``, reads); listings skip such records with a warning."""

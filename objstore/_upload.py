@@ -29,6 +29,7 @@ from jetstream import (
 
 from ._errors import UploadFailedError
 from ._io import Hasher, Source, chunks_of, known_size
+from ._meta import read_record, replace_record
 from ._models import ObjectInfo, ObjectMetaOptions, chunk_subject, now_rfc3339
 
 if TYPE_CHECKING:
@@ -54,7 +55,7 @@ async def upload(
 ) -> ObjectInfo:
     chunks = chunks_of(source, chunk_size)  # raises TypeError/OSError before anything is sent
     total = known_size(source)
-    previous = await store._current_info(name)
+    previous = await read_record(store, name, strict=False)  # the commit is conditional on it
     nuid = NUID().next().decode()
     subject = chunk_subject(store.name, nuid)
     try:
@@ -76,16 +77,21 @@ async def upload(
         metadata=metadata,
         options=ObjectMetaOptions(max_chunk_size=chunk_size),
     )
+    in_doubt: list[str] = []  # the Msg-Id of a meta write whose outcome is unknown
     try:
-        await store._write_meta(info, ttl_headers, msg_id=nuid)
+        replaced = await replace_record(
+            store, info, ttl_headers, msg_id=nuid, in_doubt=in_doubt, known=previous
+        )
     except MessageIdInProcessError as exc:  # an earlier send is in flight: it may be stored
-        raise _unknown(name, nuid, exc) from exc
-    except _NOT_STORED as exc:
-        await _abandon(store, subject, name, exc)
+        raise _unknown(name, in_doubt, exc) from exc
     except Exception as exc:
-        raise _unknown(name, nuid, exc) from exc
-    if previous is not None and previous.nuid and previous.nuid != nuid:
-        await _purge(store, chunk_subject(store.name, previous.nuid))
+        if in_doubt and not isinstance(exc, _NOT_STORED):
+            raise _unknown(name, in_doubt, exc) from exc
+        await _abandon(store, subject, name, exc)  # nothing stored: the new chunks go
+    # The new record is live: the chunks of the one it replaced (read right before the write
+    # that succeeded, so never a record another put wrote meanwhile) go.
+    if replaced is not None and not replaced.deleted and not replaced.is_link and replaced.nuid:
+        await _purge(store, chunk_subject(store.name, replaced.nuid))
     return info
 
 
@@ -94,11 +100,11 @@ async def upload(
 _NOT_STORED = (ServerError, ClientValidationError, PermissionDeniedError, NoRespondersError)
 
 
-def _unknown(name: str, nuid: str, exc: Exception) -> CommitUnknownError:
+def _unknown(name: str, msg_ids: list[str], exc: Exception) -> CommitUnknownError:
     return CommitUnknownError(
         f"upload of {name!r}: whether its meta record was stored is unknown ({exc}); "
         "its chunks are kept, and cleanup() removes them if it was not",
-        msg_ids=[nuid],
+        msg_ids=list(msg_ids),
     )
 
 
