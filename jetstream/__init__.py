@@ -89,6 +89,7 @@ from ._resource import AsyncResource
 from ._scan import scan_stream
 from ._server import EmbeddedServer, find_server_binary
 from ._ttl import NEVER, TTLValue, format_ttl, parse_ttl, parse_ttl_at_least, parse_ttl_header
+from ._window import AckedPublisher
 
 __all__ = [
     "DEFAULT_API_PREFIX",
@@ -98,6 +99,7 @@ __all__ = [
     "NEVER",
     "AccountInfo",
     "AckReply",
+    "AckedPublisher",
     "ApiError",
     "ApiStats",
     "ApiSubjects",

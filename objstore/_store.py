@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -55,6 +56,7 @@ __all__ = ["ObjectStore", "open_store", "store_info", "validate_object_name"]
 _MAX_CHUNK_SIZE = 8 * 1024 * 1024
 _DEFAULT_CLEANUP_AGE = timedelta(minutes=1)
 _WRITE_BATCH = 4 * 1024 * 1024
+_log = logging.getLogger("objstore")
 
 
 def validate_object_name(name: str) -> None:
@@ -80,12 +82,15 @@ class ObjectStore:
         *,
         direct: bool = True,
         marker_ttl: timedelta | None = None,
+        batched: bool | None = None,
     ) -> None:
         self._js = js
         self.name = name
         self.stream = stream_name(name)
         self._direct = direct
         self._marker_ttl = marker_ttl
+        self._batched = batched  # the stream's allow_batched; None until checked
+        self._fallback_logged = False
 
     def __repr__(self) -> str:
         return f"<ObjectStore {self.name!r}>"
@@ -133,6 +138,20 @@ class ObjectStore:
             metadata=meta,
             progress=progress,
         )
+
+    async def _fast_ingest(self) -> bool:
+        """Whether uploads may use fast ingest: the stream's ``allow_batched``, looked up once
+        per store (stores made by other clients lack it: uploads then use acked publishes)."""
+        if self._batched is None:
+            self._batched = (await store_info(self._js, self.name)).config.allow_batched
+        if not self._batched and not self._fallback_logged:
+            self._fallback_logged = True
+            _log.info(
+                "object store %r has no allow_batched (made by another client): uploads use "
+                "acked publishes in a bounded window instead of fast ingest",
+                self.name,
+            )
+        return self._batched
 
     def _checked_ttl(self, ttl: TTLValue) -> int:
         return parse_ttl_at_least(ttl, self._marker_ttl, owner=f"store {self.name!r}")
@@ -477,14 +496,21 @@ def _check_metadata(meta: dict[str, str] | None, headers: dict[str, list[str]] |
 
 async def open_store(js: JetStream, name: str) -> ObjectStore:
     """Bind to an existing object store (made by any NATS client). Stores made by other clients
-    lack fast ingest: uploads to them need ``allow_batched``, which :func:`create_store` sets.
+    lack ``allow_batched`` (which :func:`create_store` sets): uploads to them use acked publishes
+    in a bounded window instead of fast ingest, with the same guarantees (logged once, at info).
 
     Raises:
         StoreNotFoundError: no such store.
     """
     info = await store_info(js, name)
     marker_ttl = store_config_from_stream(info.config).marker_ttl
-    return ObjectStore(js, name, direct=info.config.allow_direct, marker_ttl=marker_ttl)
+    return ObjectStore(
+        js,
+        name,
+        direct=info.config.allow_direct,
+        marker_ttl=marker_ttl,
+        batched=info.config.allow_batched,
+    )
 
 
 async def store_info(js: JetStream, name: str) -> StreamInfo:
