@@ -32,7 +32,7 @@ from jetstream import (
 from jetstream import headers as hdr
 from kvstore import validate_bucket_name
 
-from ._download import ObjectReader
+from ._download import DEFAULT_STALL_TIMEOUT, ObjectReader, check_stall_timeout
 from ._io import Source
 from ._models import (
     DEFAULT_CHUNK_SIZE,
@@ -300,40 +300,60 @@ class ObjectStore:
             raise ObjectNotFoundError(name)
         return info
 
-    def open(self, name: str) -> _OpeningReader:
+    def open(self, name: str, *, stall_timeout: float = DEFAULT_STALL_TIMEOUT) -> _OpeningReader:
         """``async with store.open(name) as reader: async for chunk in reader: ...``; links are
         followed. Memory stays around 8 MiB whatever the object size.
 
-        Raises (on entering):
-            ObjectNotFoundError: no such object, or a link to a missing one.
-            ClientValidationError: ``name`` is a link to a whole store.
-        """
-        validate_object_name(name)
-        return _OpeningReader(self, name)
-
-    async def get_bytes(self, name: str) -> bytes:
-        """The whole object in memory.
+        A read ends with the whole object or an error in bounded time: an object deleted or
+        replaced while it is read fails within about a second of the reader running out of
+        buffered chunks, and a read that gets no chunk for ``stall_timeout`` seconds (default
+        30; e.g. the server down) fails then.
 
         Raises:
-            ObjectNotFoundError: no such object; DigestMismatchError: corrupt or incomplete.
+            ClientValidationError: ``stall_timeout`` is not a positive number (at once), or
+                ``name`` is a link to a whole store (on entering).
+            ObjectNotFoundError: (on entering) no such object, or a link to a missing one;
+                (while reading) the object was deleted or replaced.
+            DigestMismatchError: (while reading) corrupt or incomplete.
+            RequestTimeoutError: (while reading) no chunk for ``stall_timeout`` seconds.
         """
-        async with self.open(name) as reader:
+        validate_object_name(name)
+        check_stall_timeout(stall_timeout)
+        return _OpeningReader(self, name, stall_timeout)
+
+    async def get_bytes(self, name: str, *, stall_timeout: float = DEFAULT_STALL_TIMEOUT) -> bytes:
+        """The whole object in memory (``stall_timeout`` as in :meth:`open`).
+
+        Raises:
+            ObjectNotFoundError: no such object, or deleted or replaced while being read;
+            DigestMismatchError: corrupt or incomplete; RequestTimeoutError: no chunk for
+            ``stall_timeout`` seconds; ClientValidationError: a bad ``stall_timeout``.
+        """
+        async with self.open(name, stall_timeout=stall_timeout) as reader:
             return await reader.read()
 
     async def get_file(
-        self, name: str, path: str | os.PathLike[str], *, progress: Progress | None = None
+        self,
+        name: str,
+        path: str | os.PathLike[str],
+        *,
+        progress: Progress | None = None,
+        stall_timeout: float = DEFAULT_STALL_TIMEOUT,
     ) -> ObjectInfo:
         """Download into ``path`` (written as ``<path>.part`` and renamed when the digest
-        matches, so ``path`` never holds a partial or corrupt object).
+        matches, so ``path`` never holds a partial or corrupt object; the ``.part`` file is
+        removed when the download fails). ``stall_timeout`` as in :meth:`open`.
 
         Raises:
-            ObjectNotFoundError, DigestMismatchError: as :meth:`get_bytes`; OSError from the file.
+            ObjectNotFoundError, DigestMismatchError, RequestTimeoutError,
+            ClientValidationError: as :meth:`get_bytes`; OSError from the file.
         """
         target = Path(path)
         partial = target.with_name(target.name + ".part")
         loop = asyncio.get_running_loop()
+        opening = self.open(name, stall_timeout=stall_timeout)  # bad input: before any file
         try:
-            async with self.open(name) as reader:
+            async with opening as reader:
                 done = 0
                 file = await loop.run_in_executor(None, partial.open, "wb")
                 # Written in ~4 MiB batches, one batch in flight while the next arrives.
@@ -458,9 +478,10 @@ class ObjectStore:
 class _OpeningReader:
     """What ``open()`` returns: enter it to resolve links and get an :class:`ObjectReader`."""
 
-    def __init__(self, store: ObjectStore, name: str) -> None:
+    def __init__(self, store: ObjectStore, name: str, stall_timeout: float) -> None:
         self._store = store
         self._name = name
+        self._stall_timeout = stall_timeout
         self._reader: ObjectReader | None = None
 
     async def __aenter__(self) -> ObjectReader:
@@ -474,7 +495,7 @@ class _OpeningReader:
             if link.bucket != store.name:
                 store = await open_store(store._js, link.bucket)
             info = await store.info(link.name)
-        self._reader = ObjectReader(store, info)
+        self._reader = ObjectReader(store, info, stall_timeout=self._stall_timeout)
         return await self._reader.__aenter__()
 
     async def __aexit__(self, *exc: object) -> None:
