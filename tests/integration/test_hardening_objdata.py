@@ -37,11 +37,16 @@ async def _chunk_subjects(js: jetstream.JetStream, store: objstore.ObjectStore) 
     }
 
 
-async def _only_chunks_of(js: jetstream.JetStream, store: objstore.ObjectStore) -> None:
+async def _only_chunks_of(
+    js: jetstream.JetStream, store: objstore.ObjectStore, keep: set[str] | None = None
+) -> None:
     """Put one last object: it is stored after anything an earlier upload still had in flight
-    (one connection, one stream), so afterwards the store must hold its chunks and no others."""
+    (one connection, one stream), so afterwards the store must hold its chunks, those of the
+    objects in ``keep``, and no others."""
     final = await store.put("final", b"f" * 3 * SMALL, chunk_size=SMALL)
-    assert await _chunk_subjects(js, store) == {f"$O.{store.name}.C.{final.nuid}"}, "orphans"
+    nuids = {final.nuid} | {(await store.info(name)).nuid for name in keep or ()}
+    expected = {f"$O.{store.name}.C.{nuid}" for nuid in nuids}
+    assert await _chunk_subjects(js, store) == expected, "orphans"
 
 
 class _Boom(Exception):
@@ -293,3 +298,19 @@ async def test_stall_timeout_is_validated(
         store.open("x", stall_timeout=bad)  # type: ignore[arg-type]
     with pytest.raises(jetstream.ClientValidationError, match="stall_timeout"):
         await store.get_bytes("x", stall_timeout=bad)  # type: ignore[arg-type]
+
+
+async def test_a_stream_losing_allow_batched_names_it_and_the_next_put_falls_back(
+    js: jetstream.JetStream, unique_name: Callable[[str], str]
+) -> None:
+    store = await objstore.create_store(js, unique_name("flip"))
+    await store.put("before", b"b" * 10)  # fast ingest, the config is now cached
+    info = await js.stream_info(store.stream)
+    info.config.allow_batched = False
+    await js.update_stream(info.config)
+    with pytest.raises(objstore.UploadFailedError, match="allow_batched"):
+        await store.put("during", b"d" * 10)
+    await store.put("after", b"a" * 10)
+    assert await store.get_bytes("after") == b"a" * 10
+    await _only_chunks_of(js, store, keep={"before", "after"})
+    await objstore.delete_store(js, store.name)
