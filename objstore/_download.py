@@ -50,9 +50,10 @@ class ObjectReader(AsyncResource):
     """``async with store.open(name) as reader: async for chunk in reader: ...``
 
     A read ends with the whole object or an error, in bounded time: when no chunk arrives for
-    :data:`IDLE_CHECK` seconds (or the server says fewer chunks are left than expected) the
-    object's meta record is read again, and a read whose chunks went away fails at once; a
-    read that gets no chunk for ``stall_timeout`` seconds (the server down, say) fails then.
+    :data:`IDLE_CHECK` seconds (or the server counts fewer chunks left than the meta promises)
+    the reader asks whether its next chunk is still stored, and fails at once when it is not
+    (the meta record then tells why); a read that gets no chunk for ``stall_timeout`` seconds
+    (the server down, say) fails then. An object renamed while it is read still reads whole.
 
     Raises (while iterating):
         ObjectNotFoundError: the object was deleted or replaced while being read.
@@ -130,32 +131,33 @@ class ObjectReader(AsyncResource):
             await self._check_still_there()
 
     async def _check_still_there(self) -> None:
-        """Raise if the object was deleted or replaced, or its next chunk is gone; return when
-        it is all there or the server cannot tell (the stall timeout decides then)."""
+        """Raise if the object's next chunk is gone: ObjectNotFoundError when its meta record
+        changed (deleted, replaced: both write the meta first, then purge the chunks),
+        DigestMismatchError when not. Return while the next chunk is there (a renamed object
+        still reads whole) or the server cannot answer (the stall timeout decides then)."""
         info, store = self.info, self._store
+        direct = None if store._direct else False
+        try:
+            after = self._consumer.last_stream_seq + 1
+            await store._js.get_next_message(store.stream, self._subject, after, direct=direct)
+            return
+        except MessageNotFoundError:
+            pass
+        except (JetStreamError, nats.errors.Error, OSError):
+            return
+        progress = f"{self._received} of {info.chunks} chunks read"
         try:
             current = await store._current_info(info.name, include_deleted=True)
         except (JetStreamError, nats.errors.Error, OSError):
-            return  # the server cannot answer now: keep waiting until the stall timeout
+            current = info  # unknown: the chunks are gone all the same
         if current is None or current.deleted or current.nuid != info.nuid:
             raise ObjectNotFoundError(
-                f"object {info.name!r} was deleted or replaced while being read "
-                f"({self._received} of {info.chunks} chunks read)"
+                f"object {info.name!r} was deleted or replaced while being read ({progress})"
             )
-        try:
-            await store._js.get_next_message(
-                store.stream,
-                self._subject,
-                self._consumer.last_stream_seq + 1,
-                direct=None if store._direct else False,
-            )
-        except MessageNotFoundError:
-            raise DigestMismatchError(
-                f"object {info.name!r}: chunks missing after {self._received} of {info.chunks} "
-                "(expired or purged) while its meta record is unchanged"
-            ) from None
-        except (JetStreamError, nats.errors.Error, OSError):
-            return
+        raise DigestMismatchError(
+            f"object {info.name!r}: chunks missing after {progress} (expired or purged) while "
+            "its meta record is unchanged"
+        )
 
     async def _finish(self) -> None:
         await self._consumer.close()
