@@ -20,6 +20,7 @@ import contextlib
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, NoReturn, TypeAlias
 
+import nats.errors
 from nats.nuid import NUID
 
 from jetstream import (
@@ -188,6 +189,9 @@ async def _send_chunks(
         return size, count, await hasher.digest()
     finally:
         hasher.close()
+        aclose = getattr(chunks, "aclose", None)
+        if aclose is not None:
+            await aclose()  # a path source's file is closed now, not when collected
 
 
 def _report(progress: Progress | None, done: int, total: int | None) -> None:
@@ -196,5 +200,7 @@ def _report(progress: Progress | None, done: int, total: int | None) -> None:
 
 
 async def _purge(store: ObjectStore, subject: str) -> None:
-    with contextlib.suppress(JetStreamError, OSError):
+    """Best effort: what a failed purge leaves, cleanup() removes; its error must never hide
+    the upload's own (a closed connection included)."""
+    with contextlib.suppress(JetStreamError, nats.errors.Error, OSError):
         await store._js.purge_stream(store.stream, subject=subject)
