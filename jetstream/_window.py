@@ -152,10 +152,10 @@ class AckedPublisher(AsyncResource):
         self._progress.set()
 
     def _check_usable(self) -> None:
+        if self._closed:
+            raise BatchClosedError("the publisher was committed, abandoned or failed")
         if self._failure is not None:
             raise self._failure
-        if self._closed:
-            raise BatchClosedError("the publisher was committed or abandoned")
 
     async def _wait(self, ready: Callable[[], bool], what: str, *, settle: bool = False) -> None:
         """Wait until ``ready()``; fail after ``timeout`` without any answer, and at once on a

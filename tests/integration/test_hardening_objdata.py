@@ -314,3 +314,32 @@ async def test_a_stream_losing_allow_batched_names_it_and_the_next_put_falls_bac
     assert await store.get_bytes("after") == b"a" * 10
     await _only_chunks_of(js, store, keep={"before", "after"})
     await objstore.delete_store(js, store.name)
+
+
+# -- the acked window on its own ------------------------------------------------------------------
+
+
+async def test_acked_publisher_keeps_order_and_its_window(
+    js: jetstream.JetStream, unique_name: Callable[[str], str]
+) -> None:
+    name = unique_name("AW")
+    await js.add_stream(jetstream.StreamConfig(name=name, subjects=[f"{name}.>"]))
+    async with jetstream.AckedPublisher(js, window=4) as pub:
+        for i in range(300):
+            await pub.add(f"{name}.x", str(i).encode())
+            assert pub.unanswered <= 4
+        ack = await pub.commit(f"{name}.x", b"last")
+    assert ack.seq == 301 and ack.stream == name
+    stored = [
+        m.data async for m in jetstream.scan_stream(js, name, [f"{name}.x"], last_per_subject=False)
+    ]
+    assert stored == [str(i).encode() for i in range(300)] + [b"last"], "in order, once each"
+    with pytest.raises(jetstream.NoRespondersError):
+        async with jetstream.AckedPublisher(js) as pub:
+            await pub.add(f"nostream_{name}.x", b"x")
+            await pub.commit()
+    with pytest.raises(jetstream.BatchClosedError):
+        await pub.add(f"{name}.x", b"after")
+    with pytest.raises(ValueError, match="window"):
+        jetstream.AckedPublisher(js, window=0)
+    await js.delete_stream(name)
