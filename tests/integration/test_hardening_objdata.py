@@ -343,3 +343,23 @@ async def test_acked_publisher_keeps_order_and_its_window(
     with pytest.raises(ValueError, match="window"):
         jetstream.AckedPublisher(js, window=0)
     await js.delete_stream(name)
+
+
+async def test_nothing_an_abandoned_fast_batch_sent_is_stored_afterwards(
+    js: jetstream.JetStream, unique_name: Callable[[str], str]
+) -> None:
+    name = unique_name("FA")
+    config = jetstream.StreamConfig(name=name, subjects=[f"{name}.>"], allow_batched=True)
+    await js.add_stream(config)
+    payload = b"p" * SMALL
+    for trial in range(10):
+        with pytest.raises(_Boom):
+            async with jetstream.FastPublisher(js) as batch:
+                for _ in range(20 + 20 * trial):
+                    await batch.add(f"{name}.x", payload)
+                raise _Boom
+        settled = (await js.stream_info(name)).state.messages
+        await js.publish(f"{name}.sync", b"s")  # stored after anything still in flight
+        assert (await js.stream_info(name)).state.messages == settled + 1, f"trial {trial}"
+        await js.purge_stream(name)
+    await js.delete_stream(name)
