@@ -86,6 +86,7 @@ from ._scan import scan_stream
 from ._server import EmbeddedServer, find_server_binary
 from ._shared_config import MAX_BUCKET_NAME, check_size, check_stream_limits, validate_bucket_name
 from ._ttl import NEVER, TTLValue, format_ttl, parse_ttl, parse_ttl_at_least, parse_ttl_header
+from ._window import AckedPublisher
 
 __all__ = [
     "DEFAULT_API_PREFIX",
@@ -97,6 +98,7 @@ __all__ = [
     "NEVER",
     "AccountInfo",
     "AckReply",
+    "AckedPublisher",
     "ApiError",
     "ApiStats",
     "ApiSubjects",

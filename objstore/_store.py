@@ -32,7 +32,7 @@ from jetstream import (
 )
 from jetstream import headers as hdr
 
-from ._download import ObjectReader
+from ._download import DEFAULT_STALL_TIMEOUT, ObjectReader, check_stall_timeout
 from ._errors import (
     InvalidObjectMetaError,
     InvalidObjectNameError,
@@ -63,6 +63,7 @@ _log = logging.getLogger(__name__)
 _MAX_CHUNK_SIZE = 8 * 1024 * 1024
 _DEFAULT_CLEANUP_AGE = timedelta(minutes=1)
 _WRITE_BATCH = 4 * 1024 * 1024
+_log = logging.getLogger("objstore")
 
 
 def validate_object_name(name: str) -> None:
@@ -102,12 +103,15 @@ class ObjectStore:
         *,
         direct: bool = True,
         marker_ttl: timedelta | None = None,
+        batched: bool | None = None,
     ) -> None:
         self._js = js
         self.name = name
         self.stream = stream_name(name)
         self._direct = direct
         self._marker_ttl = marker_ttl
+        self._batched = batched  # the stream's allow_batched; None until checked
+        self._fallback_logged = False
 
     def __repr__(self) -> str:
         return f"<ObjectStore {self.name!r}>"
@@ -158,6 +162,20 @@ class ObjectStore:
             metadata=meta,
             progress=progress,
         )
+
+    async def _fast_ingest(self) -> bool:
+        """Whether uploads may use fast ingest: the stream's ``allow_batched``, looked up once
+        per store (stores made by other clients lack it: uploads then use acked publishes)."""
+        if self._batched is None:
+            self._batched = (await store_info(self._js, self.name)).config.allow_batched
+        if not self._batched and not self._fallback_logged:
+            self._fallback_logged = True
+            _log.info(
+                "object store %r has no allow_batched (made by another client): uploads use "
+                "acked publishes in a bounded window instead of fast ingest",
+                self.name,
+            )
+        return self._batched
 
     def _checked_ttl(self, ttl: TTLValue) -> int:
         return parse_ttl_at_least(ttl, self._marker_ttl, owner=f"store {self.name!r}")
@@ -401,40 +419,60 @@ class ObjectStore:
             raise ObjectNotFoundError(name)
         return info
 
-    def open(self, name: str) -> _OpeningReader:
+    def open(self, name: str, *, stall_timeout: float = DEFAULT_STALL_TIMEOUT) -> _OpeningReader:
         """``async with store.open(name) as reader: async for chunk in reader: ...``; links are
         followed. Memory stays around 8 MiB whatever the object size.
 
-        Raises (on entering):
-            ObjectNotFoundError: no such object, or a link to a missing one.
-            ClientValidationError: ``name`` is a link to a whole store.
-        """
-        validate_object_name(name)
-        return _OpeningReader(self, name)
-
-    async def get_bytes(self, name: str) -> bytes:
-        """The whole object in memory.
+        A read ends with the whole object or an error in bounded time: an object deleted or
+        replaced while it is read fails within about a second of the reader running out of
+        buffered chunks, and a read that gets no chunk for ``stall_timeout`` seconds (default
+        30; e.g. the server down) fails then.
 
         Raises:
-            ObjectNotFoundError: no such object; DigestMismatchError: corrupt or incomplete.
+            ClientValidationError: ``stall_timeout`` is not a positive number (at once), or
+                ``name`` is a link to a whole store (on entering).
+            ObjectNotFoundError: (on entering) no such object, or a link to a missing one;
+                (while reading) the object was deleted or replaced.
+            DigestMismatchError: (while reading) corrupt or incomplete.
+            RequestTimeoutError: (while reading) no chunk for ``stall_timeout`` seconds.
         """
-        async with self.open(name) as reader:
+        validate_object_name(name)
+        check_stall_timeout(stall_timeout)
+        return _OpeningReader(self, name, stall_timeout)
+
+    async def get_bytes(self, name: str, *, stall_timeout: float = DEFAULT_STALL_TIMEOUT) -> bytes:
+        """The whole object in memory (``stall_timeout`` as in :meth:`open`).
+
+        Raises:
+            ObjectNotFoundError: no such object, or deleted or replaced while being read;
+            DigestMismatchError: corrupt or incomplete; RequestTimeoutError: no chunk for
+            ``stall_timeout`` seconds; ClientValidationError: a bad ``stall_timeout``.
+        """
+        async with self.open(name, stall_timeout=stall_timeout) as reader:
             return await reader.read()
 
     async def get_file(
-        self, name: str, path: str | os.PathLike[str], *, progress: Progress | None = None
+        self,
+        name: str,
+        path: str | os.PathLike[str],
+        *,
+        progress: Progress | None = None,
+        stall_timeout: float = DEFAULT_STALL_TIMEOUT,
     ) -> ObjectInfo:
         """Download into ``path`` (written as ``<path>.part`` and renamed when the digest
-        matches, so ``path`` never holds a partial or corrupt object).
+        matches, so ``path`` never holds a partial or corrupt object; the ``.part`` file is
+        removed when the download fails). ``stall_timeout`` as in :meth:`open`.
 
         Raises:
-            ObjectNotFoundError, DigestMismatchError: as :meth:`get_bytes`; OSError from the file.
+            ObjectNotFoundError, DigestMismatchError, RequestTimeoutError,
+            ClientValidationError: as :meth:`get_bytes`; OSError from the file.
         """
         target = Path(path)
         partial = target.with_name(target.name + ".part")
         loop = asyncio.get_running_loop()
+        opening = self.open(name, stall_timeout=stall_timeout)  # bad input: before any file
         try:
-            async with self.open(name) as reader:
+            async with opening as reader:
                 done = 0
                 file = await loop.run_in_executor(None, partial.open, "wb")
                 # Written in ~4 MiB batches, one batch in flight while the next arrives.
@@ -584,9 +622,10 @@ def _referenced_nuid(store: str, message: StoredMessage) -> str | None:
 class _OpeningReader:
     """What ``open()`` returns: enter it to resolve links and get an :class:`ObjectReader`."""
 
-    def __init__(self, store: ObjectStore, name: str) -> None:
+    def __init__(self, store: ObjectStore, name: str, stall_timeout: float) -> None:
         self._store = store
         self._name = name
+        self._stall_timeout = stall_timeout
         self._reader: ObjectReader | None = None
 
     async def __aenter__(self) -> ObjectReader:
@@ -600,7 +639,7 @@ class _OpeningReader:
             if link.bucket != store.name:
                 store = await open_store(store._js, link.bucket)
             info = await store.info(link.name)
-        self._reader = ObjectReader(store, info)
+        self._reader = ObjectReader(store, info, stall_timeout=self._stall_timeout)
         return await self._reader.__aenter__()
 
     async def __aexit__(self, *exc: object) -> None:
@@ -622,14 +661,21 @@ def _check_metadata(meta: dict[str, str] | None, headers: dict[str, list[str]] |
 
 async def open_store(js: JetStream, name: str) -> ObjectStore:
     """Bind to an existing object store (made by any NATS client). Stores made by other clients
-    lack fast ingest: uploads to them need ``allow_batched``, which :func:`create_store` sets.
+    lack ``allow_batched`` (which :func:`create_store` sets): uploads to them use acked publishes
+    in a bounded window instead of fast ingest, with the same guarantees (logged once, at info).
 
     Raises:
         StoreNotFoundError: no such store.
     """
     info = await store_info(js, name)
     marker_ttl = store_config_from_stream(info.config).marker_ttl
-    return ObjectStore(js, name, direct=info.config.allow_direct, marker_ttl=marker_ttl)
+    return ObjectStore(
+        js,
+        name,
+        direct=info.config.allow_direct,
+        marker_ttl=marker_ttl,
+        batched=info.config.allow_batched,
+    )
 
 
 async def store_info(js: JetStream, name: str) -> StreamInfo:
