@@ -28,7 +28,6 @@ import re
 from typing import Literal
 
 import msgspec
-import nats.errors
 from nats.nuid import NUID
 
 from . import headers as hdr
@@ -40,6 +39,7 @@ from ._errors import (
     BatchProtocolError,
     BatchTooLargeError,
     CommitUnknownError,
+    DisconnectedError,
     DuplicateMessageIdError,
     InvalidHeaderError,
     JetStreamError,
@@ -76,8 +76,7 @@ _RETRYABLE = (
     RequestTimeoutError,
     BatchAbandonedError,
     TooManyInflightBatchesError,
-    nats.errors.ConnectionReconnectingError,
-    nats.errors.OutboundBufferLimitError,
+    DisconnectedError,  # reconnecting, or its buffer full: the frames were not sent
 )
 # Answers after which an attempt whose commit left may still have been stored.
 _AMBIGUOUS = (RequestTimeoutError, MessageIdInProcessError, BatchAbandonedError)
