@@ -517,7 +517,7 @@ def connection_error(
 
 
 def _says_nothing(error: BaseException) -> bool:
-    return type(error).__name__ == "NoServersError" or not str(error)
+    return type(error).__name__ == "NoServersError"  # nats-py's "tried them all"
 
 
 def _without_credentials(url: str) -> str:
