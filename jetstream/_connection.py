@@ -62,11 +62,13 @@ async def open_client(
     reconnect_attempts = nats_options.pop("max_reconnect_attempts", DEFAULT_MAX_RECONNECT_ATTEMPTS)
     failures: list[BaseException] = []
 
+    nc = Client()
+
     async def on_error(error: Exception) -> None:
+        _close_failed_attempt(nc)
         failures.append(error)
         await error_cb(error)
 
-    nc = Client()
     try:
         # nats-py drops a server once its failed attempts exceed max_reconnect_attempts, and
         # never for 0: attempts - 0.5 drops it after exactly ``connect_attempts`` failures.
@@ -82,6 +84,16 @@ async def open_client(
         raise connection_error(servers, [*failures, exc], describe=describe_failure) from exc
     nc.options["max_reconnect_attempts"] = reconnect_attempts  # reconnects: nats-py's settings
     return nc
+
+
+def _close_failed_attempt(nc: Client) -> None:
+    """Close the socket of a connect attempt that failed after its TCP connect (no INFO in
+    time, a refused handshake): nats-py reuses the transport for the next attempt without
+    closing it, and the socket leaks (seen when a restarted node accepted before it was ready).
+    Only while (re)connecting: an error reported on a live connection must not touch it."""
+    transport = nc._transport
+    if transport is not None and (nc.is_connecting or nc.is_reconnecting):
+        transport.close()
 
 
 def describe_failure(error: BaseException) -> str:

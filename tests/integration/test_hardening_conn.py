@@ -11,6 +11,7 @@ import inspect
 import logging
 import socket
 import time
+import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -304,7 +305,9 @@ async def test_a_closed_port_fails_at_once_names_the_cause_and_logs_once(
     assert "refused" in lines[0].getMessage()
 
 
-async def test_connect_attempts_retry_the_first_connect(own_server: jetstream.EmbeddedServer) -> None:
+async def test_connect_attempts_retry_the_first_connect(
+    own_server: jetstream.EmbeddedServer,
+) -> None:
     """Opting in: a server that comes up during the attempts is reached."""
     url = own_server.url
     own_server.stop()
@@ -327,7 +330,9 @@ async def test_connect_attempts_are_counted(caplog: pytest.LogCaptureFixture) ->
         seen.append(error)
 
     with pytest.raises(jetstream.ConnectionFailedError, match="refused"):
-        await jetstream.connect(url, connect_attempts=3, reconnect_time_wait=0.01, error_cb=error_cb)
+        await jetstream.connect(
+            url, connect_attempts=3, reconnect_time_wait=0.01, error_cb=error_cb
+        )
     assert len([e for e in seen if isinstance(e, ConnectionRefusedError)]) == 3
     with pytest.raises(jetstream.ClientValidationError):
         await jetstream.connect(url, connect_attempts=0)
@@ -376,3 +381,41 @@ async def test_a_request_during_an_outage_states_the_real_wait_and_the_retries(
         retries = [r for r in caplog.records if "retrying" in r.getMessage()]
         assert retries and all(r.levelno == logging.DEBUG for r in retries)
         await js.delete_stream("OUT")
+
+
+# -- 19: no socket left behind by a failed reconnect attempt ----------------------------------
+
+
+async def test_a_failed_reconnect_attempt_leaves_no_socket(
+    own_server: jetstream.EmbeddedServer,
+) -> None:
+    """The cause of the flaky test_ttl_expires_across_a_full_restart: while nodes restart, a
+    reconnect attempt can reach a port whose server does not complete the handshake; nats-py
+    then reuses its transport for the next attempt without closing that socket."""
+    port = own_server.port
+    accepted: list[asyncio.StreamWriter] = []
+
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        accepted.append(writer)  # accepts, never sends INFO: the attempt times out
+
+    async with await jetstream.connect(
+        own_server.url, connect_timeout=0.2, reconnect_time_wait=0.05, max_reconnect_attempts=-1
+    ) as js:
+        own_server.kill()
+        await _until(lambda: js.nc.is_reconnecting)
+        impostor = await asyncio.start_server(silent, "127.0.0.1", port)
+        await _until(lambda: len(accepted) >= 3)  # three attempts timed out waiting for INFO
+        impostor.close()
+        await impostor.wait_closed()
+        for writer in accepted:  # the server side of each attempt
+            writer.close()
+            with contextlib.suppress(OSError):
+                await writer.wait_closed()
+        own_server.start()
+        await _until(lambda: js.nc.is_connected)
+        await js.account_info()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        gc.collect()
+    leaks = [w for w in caught if issubclass(w.category, ResourceWarning)]
+    assert not leaks, [str(w.message) for w in leaks]
