@@ -93,7 +93,7 @@ def _close_failed_attempt(nc: Client) -> None:
     Only while (re)connecting: an error reported on a live connection must not touch it."""
     transport = nc._transport
     if transport is not None and (nc.is_connecting or nc.is_reconnecting):
-        transport.close()
+        transport.close()  # type: ignore[no-untyped-call]  # nats-py leaves it unannotated
 
 
 def describe_failure(error: BaseException) -> str:

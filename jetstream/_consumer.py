@@ -34,6 +34,7 @@ from . import _status as st
 from . import headers as hdr
 from ._errors import (
     ClientValidationError,
+    ConnectionClosedError,
     ConsumerNotFoundError,
     JetStreamError,
     NoRespondersError,
@@ -431,8 +432,8 @@ class OrderedConsumer(AsyncResource):
             try:
                 await self._create()
                 return
-            except StreamNotFoundError:
-                raise
+            except (StreamNotFoundError, ConnectionClosedError):
+                raise  # retrying cannot help
             except (JetStreamError, nats.errors.Error, OSError) as exc:
                 if self._on_error is not None:
                     self._on_error(JetStreamError(f"ordered consumer reset ({why}) failed: {exc}"))

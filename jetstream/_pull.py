@@ -26,6 +26,7 @@ from . import _status as st
 from . import headers as hdr
 from ._errors import (
     ClientValidationError,
+    ConnectionClosedError,
     ConsumerDeletedError,
     HeartbeatMissedError,
     JetStreamError,
@@ -34,7 +35,6 @@ from ._errors import (
 )
 from ._message import AckReply, parse_ack_reply
 from ._nats_errors import nats_errors
-from ._status import status_of
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -351,7 +351,7 @@ class Puller:
     async def _on_msg(self, msg: Msg) -> None:
         self._last_activity = self._loop.time()
         headers = msg.headers or {}
-        status, description = status_of(headers)
+        status, description = st.status_of(headers)
         if status is None and msg.reply:
             size = message_size(msg) if self._opts.bytes_mode else 0  # only bytes mode counts
             self._pending_msgs -= 1
@@ -426,6 +426,9 @@ class Puller:
         while not self._stopped:
             await asyncio.sleep(tick)
             nc = self._js.nc
+            if nc.is_closed or self._js.is_closed:  # for good: the caller must not wait on
+                self._fail(ConnectionClosedError("consuming: the connection is closed"))
+                return
             if not nc.is_connected:
                 self._last_activity = loop.time()  # the heartbeat clock pauses while offline
                 continue

@@ -419,3 +419,47 @@ async def test_a_failed_reconnect_attempt_leaves_no_socket(
         gc.collect()
     leaks = [w for w in caught if issubclass(w.category, ResourceWarning)]
     assert not leaks, [str(w.message) for w in leaks]
+
+
+async def test_iterations_running_when_the_context_closes_end_with_connection_closed(
+    js: jetstream.JetStream,
+    nats_server: jetstream.EmbeddedServer,
+    unique_name: Callable[[str], str],
+) -> None:
+    """A watch or consume waiting for messages does not wait forever once its context closes
+    (it waited for a reconnect that never comes)."""
+    name, stream = unique_name("kv"), unique_name("S")
+    await kvstore.create_bucket(js, name)
+    await js.add_stream(StreamConfig(name=stream, subjects=[f"{stream}.>"]))
+    await js.create_consumer(stream, ConsumerConfig(durable_name="c"))
+    other = await jetstream.connect(nats_server.url)
+    bucket = await kvstore.open_bucket(other, name)
+    consumer = await other.consumer(stream, "c")
+    started = [asyncio.Event(), asyncio.Event()]
+
+    async def watch() -> None:
+        async with bucket.watch(updates_only=True) as watcher:
+            started[0].set()
+            async for _ in watcher:
+                pass
+
+    async def consume() -> None:
+        async with consumer.consume() as messages:
+            started[1].set()
+            async for _ in messages:
+                pass
+
+    tasks = [asyncio.create_task(watch()), asyncio.create_task(consume())]
+    try:
+        await asyncio.wait_for(asyncio.gather(*(e.wait() for e in started)), 5)
+        await other.close()
+        done, pending = await asyncio.wait(tasks, timeout=5)
+        assert not pending, "an iteration still waits after close()"
+        for task in done:
+            assert isinstance(task.exception(), jetstream.ConnectionClosedError), task
+    finally:
+        for task in tasks:
+            task.cancel()
+        await other.close()
+        await kvstore.delete_bucket(js, name)
+        await js.delete_stream(stream)
