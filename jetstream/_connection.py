@@ -17,7 +17,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
 import nats.errors
-from nats.aio.client import DEFAULT_MAX_RECONNECT_ATTEMPTS, Client
+from nats.aio.client import (
+    DEFAULT_MAX_RECONNECT_ATTEMPTS,
+    DEFAULT_RECONNECT_TIME_WAIT,
+    Client,
+)
 
 from ._errors import ClientValidationError, ConnectionFailedError, connection_error
 
@@ -69,21 +73,33 @@ async def open_client(
         failures.append(error)
         await error_cb(error)
 
+    wait = float(nats_options.get("reconnect_time_wait", DEFAULT_RECONNECT_TIME_WAIT))
+    budget = _first_connect_budget(len(servers), connect_attempts, connect_timeout, wait)
     try:
         # nats-py drops a server once its failed attempts exceed max_reconnect_attempts, and
         # never for 0: attempts - 0.5 drops it after exactly ``connect_attempts`` failures.
-        await nc.connect(
+        connecting = nc.connect(
             servers,
             error_cb=on_error,
             connect_timeout=connect_timeout,  # type: ignore[arg-type]  # float works
             max_reconnect_attempts=connect_attempts - 0.5,  # type: ignore[arg-type]
             **nats_options,
         )
+        # Bounded as a whole: after a refused TLS handshake nats-py waits forever for the
+        # socket to close, inside connect().
+        await asyncio.wait_for(connecting, budget)
     except (nats.errors.Error, OSError, TimeoutError) as exc:
         await _close_quietly(nc, _CLOSE_GRACE)  # nats-py leaves a failed client's socket open
-        raise connection_error(servers, [*failures, exc], describe=describe_failure) from exc
+        reported = failures if isinstance(exc, TimeoutError) and failures else [*failures, exc]
+        raise connection_error(servers, reported, describe=describe_failure) from exc
     nc.options["max_reconnect_attempts"] = reconnect_attempts  # reconnects: nats-py's settings
     return nc
+
+
+def _first_connect_budget(servers: int, attempts: int, timeout: float, wait: float) -> float:
+    """The longest a first connect may take: per attempt a TCP connect and the wait for the
+    server's INFO (``timeout`` each), ``wait`` between attempts, and a second for the rest."""
+    return servers * attempts * 2 * timeout + (attempts - 1) * wait + 1.0
 
 
 def _close_failed_attempt(nc: Client) -> None:

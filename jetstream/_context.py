@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import enum
 import logging
+import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Literal, TypeVar
 
@@ -748,7 +749,8 @@ class _Tries:
         if len(self._outcomes) > 1:
             error.description = (
                 f"{self._what}: {_HEADLINES.get(self.last, 'unavailable')} within "
-                f"{elapsed:.1f}s ({len(self._outcomes)} attempts: {self._summary()})"
+                f"{math.floor(elapsed * 10) / 10:.1f}s "  # never more than it waited
+                f"({len(self._outcomes)} attempts: {self._summary()})"
             )
             error.args = (error.description,)
 
