@@ -483,3 +483,25 @@ async def test_a_refused_tls_handshake_fails_within_the_budget_and_says_tls(
                 jetstream.connect(f"tls://127.0.0.1:{server.port}", tls=untrusted), 30
             )
         assert time.monotonic() - started <= 7.0  # the 5 s budget, then a 1 s close
+
+
+async def test_frames_while_reconnecting_take_publish_checks(
+    own_server: jetstream.EmbeddedServer,
+) -> None:
+    """Pre-encoded frames bypassed nats-py's checks: while reconnecting they were queued past
+    the reconnect buffer's limit without an error. Now they go through publish, and a full
+    buffer is a DisconnectedError (a JetStreamError); a closed client a ConnectionClosedError."""
+    from jetstream._wire import publish_frames
+
+    frames = [("s.a", {"h": "v"}, b"x" * 1000) for _ in range(10)]
+    js = await jetstream.connect(
+        own_server.url, pending_size=4096, reconnect_time_wait=0.05, max_reconnect_attempts=-1
+    )
+    async with js:
+        await publish_frames(js.nc, frames)  # connected: the fast path
+        own_server.kill()
+        await _until(lambda: js.nc.is_reconnecting)
+        with pytest.raises(jetstream.DisconnectedError):
+            await publish_frames(js.nc, frames)
+    with pytest.raises(jetstream.ConnectionClosedError):
+        await publish_frames(js.nc, frames)
