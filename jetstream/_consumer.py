@@ -240,6 +240,7 @@ class Consumer:
             ClientValidationError: both limits, or a non-positive ``expires``/``max_messages``.
             ConsumerDeletedError, PullRequestError: the server refused or ended the pull.
             NoRespondersError: no such consumer.
+            ConnectionClosedError: the context is closed (also while waiting).
         """
         if max_messages is not None and max_bytes is not None:
             raise ClientValidationError("give max_messages or max_bytes, not both")

@@ -95,7 +95,9 @@ class JetStream(AsyncResource):
     """A JetStream context on a nats-py connection; an async context manager.
 
     Create it with :func:`connect` (it then owns and closes the connection) or wrap an existing
-    nats-py client with ``JetStream(nc)`` (the caller keeps ownership).
+    nats-py client with ``JetStream(nc)`` (the caller keeps ownership). Once closed, every call
+    through it (and through the buckets, stores and consumers made from it) raises
+    :class:`ConnectionClosedError`; no nats-py exception reaches the caller.
     """
 
     def __init__(

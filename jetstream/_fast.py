@@ -178,6 +178,8 @@ class FastPublisher(AsyncResource):
             UnsupportedServerFeatureError: the server has no fast ingest (before 2.14).
             BatchPublishDisabledError, FastBatchError, NoRespondersError: the server refused or
                 lost the batch; RequestTimeoutError: no answer within the timeout.
+            ConnectionClosedError, DisconnectedError: the connection is closed, or down with
+                its reconnect buffer full.
         """
         self._check_usable()
         if not self._inbox:
