@@ -505,3 +505,15 @@ async def test_frames_while_reconnecting_take_publish_checks(
             await publish_frames(js.nc, frames)
     with pytest.raises(jetstream.ConnectionClosedError):
         await publish_frames(js.nc, frames)
+
+
+async def test_a_dead_server_in_the_list_is_skipped_and_kept_for_reconnects(
+    nats_server: jetstream.EmbeddedServer,
+) -> None:
+    dead = f"nats://127.0.0.1:{_closed_port()}"
+    started = time.monotonic()
+    async with await jetstream.connect([dead, nats_server.url], dont_randomize=True) as js:
+        assert time.monotonic() - started < 5.0
+        await js.account_info()
+        pool = {f"{s.uri.hostname}:{s.uri.port}" for s in js.nc._server_pool}
+        assert dead.removeprefix("nats://") in pool, "the dead server stays in the pool"
