@@ -119,3 +119,26 @@ def test_a_failed_connect_names_its_cause(error: BaseException, words: str) -> N
         ["nats://h:4222"], [error, nats.errors.NoServersError()], describe=describe_failure
     )
     assert str(failed).startswith(f"cannot connect to nats://h:4222: {words}")
+
+
+def test_a_retried_request_says_what_each_attempt_got() -> None:
+    from jetstream._context import _Tries
+
+    tries = _Tries("$JS.API.DIRECT.GET.KV_b")
+    errors: list[jetstream.JetStreamError] = [
+        jetstream.NoRespondersError("no responders", code=503),
+        jetstream.NoRespondersError("no responders", code=503),
+        jetstream.RequestTimeoutError("no reply on $JS.API.DIRECT.GET.KV_b within 5s"),
+    ]
+    for error in errors:
+        tries.note(error)
+    final = errors[-1]
+    tries.explain(final, 20.37)
+    assert str(final) == (
+        "$JS.API.DIRECT.GET.KV_b: no reply within 20.3s (3 attempts: 503 no responders x2, timeout)"
+    )
+    single = _Tries("s")
+    once = jetstream.RequestTimeoutError("no reply on s within 5s")
+    single.note(once)
+    single.explain(once, 5.01)
+    assert str(once) == "no reply on s within 5s", "one attempt keeps its own words"
