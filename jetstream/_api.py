@@ -21,6 +21,7 @@ from ._errors import (
     error_from_api,
 )
 from ._models import ApiError
+from ._nats_errors import from_nats
 
 __all__ = ["DEFAULT_API_PREFIX", "ApiSubjects", "raise_for_error", "request", "send"]
 
@@ -121,6 +122,8 @@ async def send(
     Raises:
         NoRespondersError: nobody is subscribed (no stream, or no leader yet).
         RequestTimeoutError: no reply within ``timeout`` seconds.
+        ConnectionClosedError: the connection is closed.
+        DisconnectedError: reconnecting, and the outbound buffer is full.
     """
     try:
         return await nc.request(subject, payload, timeout=timeout, headers=headers)
@@ -128,6 +131,8 @@ async def send(
         raise NoRespondersError(f"no responders on {subject}", code=503) from exc
     except nats.errors.TimeoutError as exc:
         raise RequestTimeoutError(f"no reply on {subject} within {timeout:g}s") from exc
+    except nats.errors.Error as exc:
+        raise from_nats(exc, f"request on {subject}") from exc
 
 
 async def request(

@@ -29,7 +29,6 @@ import re
 from typing import Literal
 
 import msgspec
-import nats.errors
 from nats.nuid import NUID
 
 from . import headers as hdr
@@ -41,6 +40,7 @@ from ._errors import (
     BatchProtocolError,
     BatchTooLargeError,
     CommitUnknownError,
+    DisconnectedError,
     DuplicateMessageIdError,
     InvalidHeaderError,
     JetStreamError,
@@ -77,8 +77,7 @@ _RETRYABLE = (
     RequestTimeoutError,
     BatchAbandonedError,
     TooManyInflightBatchesError,
-    nats.errors.ConnectionReconnectingError,
-    nats.errors.OutboundBufferLimitError,
+    DisconnectedError,  # reconnecting, or its buffer full: the frames were not sent
 )
 
 

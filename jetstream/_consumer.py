@@ -30,20 +30,21 @@ import msgspec
 import nats.errors
 from nats.nuid import NUID
 
+from . import _status as st
 from . import headers as hdr
 from ._duration import DurationValue, optional_duration, seconds_of
 from ._errors import (
     ClientValidationError,
-    ConsumerDeletedError,
+    ConnectionClosedError,
     ConsumerNotFoundError,
     JetStreamError,
     NoRespondersError,
     PullRequestError,
     RequestTimeoutError,
     StreamNotFoundError,
-    UnsupportedServerFeatureError,
 )
 from ._models import ConsumerConfig, ConsumerInfo
+from ._nats_errors import from_nats, nats_errors
 from ._pull import (
     DEFAULT_EXPIRES,
     Item,
@@ -240,6 +241,7 @@ class Consumer:
             ClientValidationError: both limits, or a non-positive ``expires``/``max_messages``.
             ConsumerDeletedError, PullRequestError: the server refused or ended the pull.
             NoRespondersError: no such consumer.
+            ConnectionClosedError: the context is closed (also while waiting).
         """
         if max_messages is not None and max_bytes is not None:
             raise ClientValidationError("give max_messages or max_bytes, not both")
@@ -254,13 +256,16 @@ class Consumer:
             request["batch"] = max_messages or 1
         if heartbeat is not None:
             request["idle_heartbeat"] = int(heartbeat * 1e9)
+        self._js.ensure_open()
         nc = self._js.nc
         inbox = nc.new_inbox()
-        sub = await nc.subscribe(inbox)
+        with nats_errors(f"fetch from {self.stream}/{self.name}"):
+            sub = await nc.subscribe(inbox)
         wanted, received = request["batch"], 0
         try:
             subject = self._js.api.consumer_next(self.stream, self.name)
-            await nc.publish(subject, msgspec.json.encode(request), reply=inbox)
+            with nats_errors(f"fetch from {self.stream}/{self.name}"):
+                await nc.publish(subject, msgspec.json.encode(request), reply=inbox)
             loop = asyncio.get_running_loop()
             deadline = loop.time() + expires + self._js.timeout  # longer than the pull
             while received < wanted:
@@ -268,20 +273,20 @@ class Consumer:
                     msg = await sub.next_msg(timeout=max(0.0, deadline - loop.time()))
                 except nats.errors.TimeoutError:
                     return
-                status = (msg.headers or {}).get(hdr.STATUS)
+                except nats.errors.Error as exc:  # closed while waiting
+                    raise from_nats(exc, f"fetch from {self.stream}/{self.name}") from exc
+                status, description = st.status_of(msg.headers)
                 if status is None:
                     received += 1
                     yield PullMessage(msg, message_size(msg))
-                elif status == "100":
+                elif status == st.HEARTBEAT:
                     continue
-                elif status in ("404", "408") or (
-                    status == "409" and hdr.PENDING_MESSAGES in (msg.headers or {})
+                elif status in (st.NOT_FOUND, st.REQUEST_TIMEOUT) or (
+                    status == st.CONFLICT and hdr.PENDING_MESSAGES in (msg.headers or {})
                 ):
-                    return
+                    return  # no more messages, the pull expired, or it is complete
                 else:
-                    raise _status_error(
-                        status, str((msg.headers or {}).get("Description", "")).strip()
-                    )
+                    raise _status_error(status, description)
         finally:
             with contextlib.suppress(Exception):
                 await sub.unsubscribe()
@@ -303,13 +308,9 @@ def _log_warning(error: JetStreamError) -> None:
 
 
 def _status_error(status: str, description: str) -> JetStreamError:
-    if status == "409" and description == "Consumer Deleted":
-        return ConsumerDeletedError("consumer deleted")
-    if status == "503":
+    if status == st.NO_RESPONDERS:
         return NoRespondersError("no responders for the pull: consumer missing", code=503)
-    if status == "412":
-        return UnsupportedServerFeatureError(f"pull: {description}", code=412)
-    return PullRequestError(f"pull refused: {status} {description}", code=int(status))
+    return st.status_error(status, description, what="pull", default=PullRequestError)
 
 
 def reset_backoff(attempt: int) -> float:
@@ -435,8 +436,8 @@ class OrderedConsumer(AsyncResource):
             try:
                 await self._create()
                 return
-            except StreamNotFoundError:
-                raise
+            except (StreamNotFoundError, ConnectionClosedError):
+                raise  # retrying cannot help
             except (JetStreamError, nats.errors.Error, OSError) as exc:
                 if self._on_error is not None:
                     self._on_error(JetStreamError(f"ordered consumer reset ({why}) failed: {exc}"))

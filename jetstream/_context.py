@@ -7,6 +7,7 @@ import contextlib
 import enum
 import functools
 import logging
+import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Literal, TypeVar
 
@@ -17,24 +18,25 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.nuid import NUID
 
+from . import _status as st
 from . import headers as hdr
 from ._api import DEFAULT_API_PREFIX, ApiSubjects, decode_reply, request, send
+from ._connection import close_client, open_client
 from ._consumer import Consumer
 from ._denials import Denials
 from ._duration import encode_hook
 from ._errors import (
     ClientValidationError,
+    ConnectionClosedError,
+    ConnectionFailedError,
     JetStreamError,
-    MessageNotFoundError,
     NoRespondersError,
     PermissionDeniedError,
     RequestTimeoutError,
-    ServerError,
     StreamNotFoundError,
     UnavailableError,
     UnsupportedServerFeatureError,
     WrongLastSequenceError,
-    connection_error,
 )
 from ._fence import Fence
 from ._limits import check_message_size, check_subject_length
@@ -52,6 +54,7 @@ from ._models import (
     StreamNamesResponse,
     SuccessResponse,
 )
+from ._nats_errors import from_nats, nats_errors
 from ._resource import AsyncResource
 from ._scan import find_by_msg_id
 
@@ -59,6 +62,9 @@ __all__ = ["DEFAULT_RETRY_DEADLINE", "DEFAULT_TIMEOUT", "Feature", "JetStream", 
 
 DEFAULT_TIMEOUT = 5.0
 """Seconds to wait for an API reply or a publish ack (nats.go's default)."""
+
+DEFAULT_CONNECT_TIMEOUT = 2.0
+"""Seconds one attempt of the first connect may take (nats-py's default)."""
 
 DEFAULT_RETRY_DEADLINE = 20.0
 """Seconds to keep retrying while a stream or JetStream has no leader (elections take 4-12 s
@@ -93,7 +99,9 @@ class JetStream(AsyncResource):
     """A JetStream context on a nats-py connection; an async context manager.
 
     Create it with :func:`connect` (it then owns and closes the connection) or wrap an existing
-    nats-py client with ``JetStream(nc)`` (the caller keeps ownership).
+    nats-py client with ``JetStream(nc)`` (the caller keeps ownership). Once closed, every call
+    through it (and through the buckets, stores and consumers made from it) raises
+    :class:`ConnectionClosedError`; no nats-py exception reaches the caller.
     """
 
     def __init__(
@@ -113,6 +121,7 @@ class JetStream(AsyncResource):
         """Turns the server's permission violations into prompt errors (see ``note_error``)."""
         self._owns_connection = owns_connection
         self._account_info: AccountInfo | None = None
+        self._closed = False
 
     @property
     def nc(self) -> Client:
@@ -127,10 +136,32 @@ class JetStream(AsyncResource):
     async def _exit(self, error: BaseException | None) -> None:
         await self.close()
 
+    @property
+    def is_closed(self) -> bool:
+        """Whether :meth:`close` was called (or the connection closed): every call then raises
+        :class:`ConnectionClosedError`."""
+        return self._closed or self._nc.is_closed
+
+    def ensure_open(self) -> None:
+        """Raise unless the context can still be used.
+
+        Raises:
+            ConnectionClosedError: :meth:`close` was called, or the connection is closed.
+        """
+        if self._closed or self._nc.is_closed:
+            raise ConnectionClosedError("the JetStream context is closed")
+
     async def close(self) -> None:
-        """Drain and close the connection if this context owns it."""
-        if self._owns_connection and not self._nc.is_closed:
-            await self._nc.drain()
+        """Close the context; close its connection too if it owns it (see :func:`connect`).
+
+        Never raises and returns within about ``timeout`` seconds, whatever the connection is
+        doing: a connected client is drained (what was published is flushed, subscriptions
+        end), one that is reconnecting, already closed or whose server died is closed at once
+        (no reconnect happens afterwards). Later calls raise :class:`ConnectionClosedError`.
+        """
+        self._closed = True
+        if self._owns_connection:
+            await close_client(self._nc, timeout=self.timeout)
 
     def __repr__(self) -> str:
         url = self._nc.connected_url
@@ -157,9 +188,12 @@ class JetStream(AsyncResource):
 
         Raises:
             PermissionDeniedError, NoRespondersError, RequestTimeoutError.
+            ConnectionClosedError: the context is closed.
+            DisconnectedError: the connection is down and cannot buffer the request.
         """
         # No task per request (this is every put's path): a denial cancels the waiting task,
         # and the cancellation is turned into the denial below.
+        self.ensure_open()
         task = asyncio.current_task()
         assert task is not None
         refusals: list[PermissionDeniedError] = []
@@ -190,6 +224,7 @@ class JetStream(AsyncResource):
             lambda: self._decoded(subject, payload, response_type),
             still_there=_always,
             retry_timeouts=idempotent,
+            what=subject,
         )
 
     async def _decoded(self, subject: str, payload: bytes, response_type: type[T]) -> T:
@@ -202,28 +237,44 @@ class JetStream(AsyncResource):
         *,
         still_there: Callable[[], Awaitable[bool]],
         retry_timeouts: bool = False,
+        what: str = "",
     ) -> T:
         """Run ``attempt``; on a 503 (no responders) keep retrying with backoff until
         ``retry_deadline`` while ``still_there()`` says the target exists: a 503 then means a
         leader election, not a missing stream. JetStream's own "temporarily unavailable"
         answers (:class:`UnavailableError`) are retried the same way. Only these are retried
-        for writes: nothing was stored, so a retry cannot apply a write twice."""
+        for writes: nothing was stored, so a retry cannot apply a write twice.
+
+        Each retry is logged at debug level; when retries run out, the error says how long it
+        waited in all and what each attempt got (``what`` names the request)."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.retry_deadline
+        started = loop.time()
+        deadline = started + self.retry_deadline
         delay = 0.05
+        tries = _Tries(what)
         while True:
             try:
                 return await attempt()
-            except NoRespondersError:
+            except NoRespondersError as exc:
+                tries.note(exc)
                 if loop.time() >= deadline or not await self._probe(still_there):
+                    tries.explain(exc, loop.time() - started)
                     raise
-            except UnavailableError:
+            except UnavailableError as exc:
+                tries.note(exc)
                 if loop.time() >= deadline:
+                    tries.explain(exc, loop.time() - started)
                     raise
-            except RequestTimeoutError:
+            except RequestTimeoutError as exc:
+                tries.note(exc)
                 if not retry_timeouts or loop.time() >= deadline:
+                    tries.explain(exc, loop.time() - started)
                     raise
-            await asyncio.sleep(min(delay, max(0.0, deadline - loop.time())))
+            pause = min(delay, max(0.0, deadline - loop.time()))
+            _log.debug(
+                "%s: attempt %d failed (%s), retrying in %.2fs", what, len(tries), tries.last, pause
+            )
+            await asyncio.sleep(pause)
             delay = min(delay * 2, 1.0)
 
     async def _probe(self, still_there: Callable[[], Awaitable[bool]]) -> bool:
@@ -536,6 +587,7 @@ class JetStream(AsyncResource):
                 attempt,
                 still_there=lambda: self._subject_has_stream(subject),
                 retry_timeouts=fence is not None,
+                what=subject,
             )
         except WrongLastSequenceError:
             # A refused first attempt is definite; a refused retry may be our own echo.
@@ -630,6 +682,7 @@ class JetStream(AsyncResource):
         msg = await self._failover(
             lambda: self.send(get, body),
             still_there=lambda: self._serves_direct_get(stream),
+            what=get,
         )
         return _stored_or_raise(msg.headers, msg.data, what=what)
 
@@ -651,33 +704,35 @@ class JetStream(AsyncResource):
         body: dict[str, Any] = {"multi_last": subjects}
         if up_to_seq is not None:
             body["up_to_seq"] = up_to_seq
+        self.ensure_open()
+        what = f"batched direct get on {stream}"
         inbox = self._nc.new_inbox()
-        sub = await self._nc.subscribe(inbox)
+        with nats_errors(what):
+            sub = await self._nc.subscribe(inbox)
         messages: list[StoredMessage] = []
         try:
-            await self._nc.publish(self._api.direct_get(stream), _encode(body), reply=inbox)
+            with nats_errors(what):
+                await self._nc.publish(self._api.direct_get(stream), _encode(body), reply=inbox)
             while True:
                 try:
                     msg = await sub.next_msg(timeout=self.timeout)
                 except nats.errors.TimeoutError as exc:
-                    raise RequestTimeoutError(f"batched direct get on {stream} timed out") from exc
-                headers = msg.headers or {}
-                status = headers.get(hdr.STATUS)
+                    raise RequestTimeoutError(f"{what}: no reply within {self.timeout:g}s") from exc
+                except nats.errors.Error as exc:  # closed while waiting
+                    raise from_nats(exc, what) from exc
+                status, description = st.status_of(msg.headers)
                 if status is None:
-                    messages.append(StoredMessage.from_direct_get(headers, msg.data))
-                elif status == "204":  # end of batch
-                    return messages, int(headers.get(hdr.UPTO_SEQUENCE, up_to_seq or 0))
-                elif status == "404":  # nothing matched
+                    messages.append(StoredMessage.from_direct_get(msg.headers or {}, msg.data))
+                elif status == st.END_OF_BATCH:
+                    upto = (msg.headers or {}).get(hdr.UPTO_SEQUENCE, up_to_seq or 0)
+                    return messages, int(upto)
+                elif status == st.NOT_FOUND:  # nothing matched
                     return messages, up_to_seq
-                elif status == "503":
-                    raise NoRespondersError(f"no direct get responders for {stream}", code=503)
                 else:
-                    description = str(headers.get("Description", "")).strip()
-                    raise ServerError(
-                        f"batched direct get on {stream}: {status} {description}", code=int(status)
-                    )
+                    raise st.status_error(status, description, what=what)
         finally:
-            await sub.unsubscribe()
+            with contextlib.suppress(Exception):
+                await sub.unsubscribe()
 
     async def _msg_get(self, stream: str, body: dict[str, Any]) -> StoredMessage:
         """The leader-answered ``STREAM.MSG.GET``, for streams without ``allow_direct``."""
@@ -693,6 +748,52 @@ class JetStream(AsyncResource):
         )
 
 
+class _Tries:
+    """What each attempt of one retried request got: for the debug log and the final error."""
+
+    def __init__(self, what: str) -> None:
+        self._what = what or "request"
+        self._outcomes: list[str] = []
+
+    def __len__(self) -> int:
+        return len(self._outcomes)
+
+    @property
+    def last(self) -> str:
+        return self._outcomes[-1]
+
+    def note(self, error: JetStreamError) -> None:
+        if isinstance(error, RequestTimeoutError):
+            self._outcomes.append("timeout")
+        elif isinstance(error, NoRespondersError):
+            self._outcomes.append("503 no responders")
+        else:
+            self._outcomes.append(f"unavailable ({error.err_code or error.code})")
+
+    def explain(self, error: JetStreamError, elapsed: float) -> None:
+        """Make the final ``error`` (kept: same class and codes) say what the retries got when
+        there were any: ``no reply within 20.3s (5 attempts: 503 no responders x2, timeout x3)``."""
+        if len(self._outcomes) > 1:
+            error.description = (
+                f"{self._what}: {_HEADLINES.get(self.last, 'unavailable')} within "
+                f"{math.floor(elapsed * 10) / 10:.1f}s "  # never more than it waited
+                f"({len(self._outcomes)} attempts: {self._summary()})"
+            )
+            error.args = (error.description,)
+
+    def _summary(self) -> str:
+        runs: list[tuple[str, int]] = []
+        for outcome in self._outcomes:
+            if runs and runs[-1][0] == outcome:
+                runs[-1] = (outcome, runs[-1][1] + 1)
+            else:
+                runs.append((outcome, 1))
+        return ", ".join(o if n == 1 else f"{o} x{n}" for o, n in runs)
+
+
+_HEADLINES = {"timeout": "no reply", "503 no responders": "no responders"}
+
+
 async def _log_connection_error(error: Exception) -> None:
     _log.warning("nats connection: %s: %s", type(error).__name__, error)
 
@@ -700,16 +801,10 @@ async def _log_connection_error(error: Exception) -> None:
 def _stored_or_raise(headers: dict[str, str] | None, data: bytes, *, what: str) -> StoredMessage:
     """A direct-get reply is the message, or a status line: 404 not found, 412 API level too
     low, 408 a request the server could not parse."""
-    headers = headers or {}
-    status = headers.get(hdr.STATUS)
+    status, description = st.status_of(headers)
     if status is None:
-        return StoredMessage.from_direct_get(headers, data)
-    description = f"{what}: {status} {str(headers.get('Description', '')).strip()}"
-    if status == "404":
-        raise MessageNotFoundError(description, code=404)
-    if status == "412":
-        raise UnsupportedServerFeatureError(description, code=412)
-    raise ServerError(description, code=int(status))
+        return StoredMessage.from_direct_get(headers or {}, data)
+    raise st.status_error(status, description, what=what)
 
 
 async def connect(
@@ -718,40 +813,52 @@ async def connect(
     api_prefix: str = DEFAULT_API_PREFIX,
     timeout: float = DEFAULT_TIMEOUT,
     retry_deadline: float = DEFAULT_RETRY_DEADLINE,
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+    connect_attempts: int = 1,
     **nats_options: Any,
 ) -> JetStream:
     """Connect to NATS and return a :class:`JetStream` context that owns the connection.
 
+    The first connect tries each server ``connect_attempts`` times (``connect_timeout``
+    seconds each, ``reconnect_time_wait`` apart) and then fails: at once for a refused port,
+    unlike nats-py's default of two minutes. Once connected, a lost connection is re-established
+    with nats-py's reconnect settings (``max_reconnect_attempts``, ``reconnect_time_wait``, ...).
+
     ``nats_options`` go to :func:`nats.connect` unchanged (user, password, token, tls,
     nkeys_seed, user_credentials, inbox_prefix, reconnect settings, callbacks, ...). Unless an
-    ``error_cb`` is given, connection errors (each failed reconnect attempt, for instance) are
-    logged as one warning line on the ``jetstream`` logger instead of nats-py's tracebacks.
+    ``error_cb`` is given, connection errors after the first connect (each failed reconnect
+    attempt, for instance) are logged as one warning line on the ``jetstream`` logger instead of
+    nats-py's tracebacks; a failed first connect is logged once.
 
     Raises:
+        ClientValidationError: ``connect_attempts`` below 1, ``connect_timeout`` not positive.
         AuthenticationError: the server refused the credentials.
-        ConnectionFailedError: no server could be reached (or the TLS handshake failed).
+        ConnectionFailedError: no server could be reached; the message names the cause
+            (connection refused, DNS lookup failed, timed out, TLS handshake failed).
     """
     contexts: list[JetStream] = []
-    attempts: list[BaseException] = []  # what went wrong while connecting, for the error
-    user_error_cb = nats_options.pop("error_cb", _log_connection_error)
+    user_error_cb = nats_options.pop("error_cb", None)
 
     async def on_error(error: Exception) -> None:
-        if not contexts:
-            attempts.append(error)
         for context in contexts:
             context.note_error(error)
-        await user_error_cb(error)
+        if user_error_cb is not None:
+            await user_error_cb(error)
+        elif contexts:  # the first connect's failures are logged once, below
+            await _log_connection_error(error)
 
-    nc = Client()
+    urls = [servers] if isinstance(servers, str) else list(servers)
     try:
-        await nc.connect(servers, error_cb=on_error, **nats_options)
-    except (nats.errors.Error, OSError) as exc:
-        # nats-py leaves a failed client's socket and tasks open: repeated attempts would leak.
-        # (Bounded: after a refused TLS handshake nats-py waits forever for the socket to close.)
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(nc.close(), timeout=1.0)
-        urls = [servers] if isinstance(servers, str) else list(servers)
-        raise connection_error(urls, [*attempts, exc]) from exc
+        nc = await open_client(
+            urls,
+            connect_timeout=connect_timeout,
+            connect_attempts=connect_attempts,
+            error_cb=on_error,
+            nats_options=nats_options,
+        )
+    except ConnectionFailedError as exc:
+        _log.warning("nats connection: %s", exc)
+        raise
     context = JetStream(
         nc,
         api_prefix=api_prefix,

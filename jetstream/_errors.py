@@ -54,6 +54,9 @@
     │   └── UploadFailedError              (defined in objstore)
     ├── ConnectionFailedError (ConnectionError)  connect(): no server reachable, TLS refused
     │   └── AuthenticationError            connect(): the server refused the credentials
+    ├── ConnectionClosedError (ConnectionError)  a call on a closed context or connection
+    ├── DisconnectedError (ConnectionError)      the connection is down (reconnecting, or its
+    │                                           outbound buffer is full): may work again later
     ├── NoRespondersError                  503: no stream / leader answering (yet)
     ├── PermissionDeniedError              the server refused a publish or subscription (ACL)
     ├── RequestTimeoutError (TimeoutError) no reply within the deadline
@@ -69,6 +72,7 @@ registered class, and upper layers translate to their own subclasses
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import ClassVar
 
 __all__ = [
@@ -81,10 +85,12 @@ __all__ = [
     "BatchUnsupportedHeaderError",
     "ClientValidationError",
     "CommitUnknownError",
+    "ConnectionClosedError",
     "ConnectionFailedError",
     "ConsumerDeletedError",
     "ConsumerExistsError",
     "ConsumerNotFoundError",
+    "DisconnectedError",
     "DuplicateMessageIdError",
     "FastBatchError",
     "HeartbeatMissedError",
@@ -389,20 +395,42 @@ class AuthenticationError(ConnectionFailedError):
     unknown nkey or JWT)."""
 
 
+class ConnectionClosedError(JetStreamError, ConnectionError):
+    """The context (or its connection) is closed: nothing can be sent or received any more.
+    Raised by every call made after :meth:`~jetstream.JetStream.close`."""
+
+
+class DisconnectedError(JetStreamError, ConnectionError):
+    """The connection is down for now (nats-py is reconnecting, or the buffer that holds
+    outgoing messages while it does is full): the call may succeed once it is back."""
+
+
 # What nats-py's errors say when the server refused the credentials (lowercased).
 _AUTH_REFUSALS = ("authorization violation", "authentication expired", "authentication revoked")
 
 
-def connection_error(servers: list[str], errors: list[BaseException]) -> ConnectionFailedError:
+def connection_error(
+    servers: list[str],
+    errors: list[BaseException],
+    *,
+    describe: Callable[[BaseException], str] = str,
+) -> ConnectionFailedError:
     """The typed error for a failed connect, from what nats-py reported while trying:
-    :class:`AuthenticationError` if any attempt was refused for its credentials."""
+    :class:`AuthenticationError` if any attempt was refused for its credentials, else the
+    cause of the last telling attempt in ``describe``'s words (refused, DNS, timeout, TLS)."""
     where = ", ".join(_without_credentials(url) for url in servers)
     refused = [e for e in errors if any(r in str(e).lower() for r in _AUTH_REFUSALS)]
-    telling = refused or errors
-    reason = f": {telling[-1]}" if telling and str(telling[-1]) else ""
     if refused:
+        reason = f": {refused[-1]}" if str(refused[-1]) else ""
         return AuthenticationError(f"{where} refused the credentials{reason}")
-    return ConnectionFailedError(f"cannot connect to {where}{reason or ': no server reachable'}")
+    # nats-py ends with "no servers available": the attempt before it says why.
+    telling = [e for e in errors if not _says_nothing(e)] or errors
+    reason = describe(telling[-1]) if telling else ""
+    return ConnectionFailedError(f"cannot connect to {where}: {reason or 'no server reachable'}")
+
+
+def _says_nothing(error: BaseException) -> bool:
+    return type(error).__name__ == "NoServersError"  # nats-py's "tried them all"
 
 
 def _without_credentials(url: str) -> str:

@@ -29,19 +29,19 @@ import nats.errors
 from nats.aio.msg import Msg
 from nats.nuid import NUID
 
-from . import headers as hdr
 from ._api import raise_for_error
 from ._context import Feature, JetStream
 from ._errors import (
     BatchClosedError,
     FastBatchError,
     JetStreamError,
-    NoRespondersError,
     PermissionDeniedError,
     RequestTimeoutError,
 )
 from ._models import ApiError, PubAck
+from ._nats_errors import nats_errors
 from ._resource import AsyncResource
+from ._status import status_error, status_of
 
 __all__ = ["FastPublisher"]
 
@@ -181,9 +181,12 @@ class FastPublisher(AsyncResource):
 
     async def _open(self) -> None:
         await self._js.require(Feature.FAST_INGEST)
+        self._js.ensure_open()
         nc = self._js.nc
-        self._inbox = nc.new_inbox()
-        self._sub = await nc.subscribe(f"{self._inbox}.>", cb=self._on_reply)
+        inbox = nc.new_inbox()
+        with nats_errors("fast batch"):
+            self._sub = await nc.subscribe(f"{inbox}.>", cb=self._on_reply)
+        self._inbox = inbox
 
     def _watch_denial(self, subject: str) -> None:
         """A refused subject fails the batch at once rather than after the timeout."""
@@ -202,6 +205,8 @@ class FastPublisher(AsyncResource):
             UnsupportedServerFeatureError: the server has no fast ingest (before 2.14).
             BatchPublishDisabledError, FastBatchError, NoRespondersError: the server refused or
                 lost the batch; RequestTimeoutError: no answer within the timeout.
+            ConnectionClosedError, DisconnectedError: the connection is closed, or down with
+                its reconnect buffer full.
         """
         self._check_usable()
         if not self._inbox:
@@ -212,7 +217,7 @@ class FastPublisher(AsyncResource):
             self._watch_denial(subject)
         self._last_subject = subject
         op = _START if seq == 1 else _APPEND
-        await self._js.nc.publish(subject, data, reply=self._reply(seq, op), headers=headers)
+        await self._publish(subject, data, self._reply(seq, op), headers)
         self._sent = seq
         if seq == 1:  # the start ack tells the flow, and a refused stream fails fast
             await self._wait(lambda: self._flow_seen, "the first flow ack")
@@ -241,18 +246,24 @@ class FastPublisher(AsyncResource):
                 self._watch_denial(subject or self._last_subject)
             reply = self._reply(seq, _COMMIT)
             target = subject or self._last_subject
-            await self._js.nc.publish(target, data, reply=reply, headers=headers)
+            await self._publish(target, data, reply, headers)
             self._sent = seq
         elif self._sent == 0:
             raise FastBatchError("nothing to commit: a fast batch needs at least one message")
         else:
             eob = self._reply(self._sent + 1, _EOB)
-            await self._js.nc.publish(subject or self._last_subject, b"", reply=eob)
+            await self._publish(subject or self._last_subject, b"", eob)
         try:
             await self._wait(lambda: self._final is not None, "the final ack", ping=True)
             return self._validated_final()
         finally:
             await self._close()
+
+    async def _publish(
+        self, subject: str, data: bytes, reply: str, headers: dict[str, str] | None = None
+    ) -> None:
+        with nats_errors(f"fast batch {self.batch_id}"):
+            await self._js.nc.publish(subject, data, reply=reply, headers=headers)
 
     def _check_usable(self) -> None:
         if self._closed:
@@ -288,9 +299,7 @@ class FastPublisher(AsyncResource):
                     self._failure = error
                     raise error from None
                 if ping and self._sent:
-                    await self._js.nc.publish(
-                        self._last_subject, b"", reply=self._reply(self._sent, _PING)
-                    )
+                    await self._publish(self._last_subject, b"", self._reply(self._sent, _PING))
         if self._failure is not None and not ready():
             raise self._failure
 
@@ -299,11 +308,10 @@ class FastPublisher(AsyncResource):
     async def _on_reply(self, msg: Msg) -> None:
         if msg.subject.endswith(f".{_EOB}.$FI"):
             self._eob_answered = True
-        status = (msg.headers or {}).get(hdr.STATUS)
-        if status == "503":
-            self._failure = NoRespondersError(
-                f"no stream for the fast batch ({self._last_subject})", code=503
-            )
+        status, description = status_of(msg.headers)
+        if status is not None:  # 503: no stream listens on the subject
+            what = f"fast batch to {self._last_subject}"
+            self._failure = status_error(status, description, what=what)
         elif msg.data:
             self._on_flow_message(_decode(msg.data))
         self._progress.set()

@@ -22,18 +22,20 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 from nats.aio.msg import Msg
 
+from . import _status as st
 from . import headers as hdr
 from ._duration import DurationValue, seconds_of
 from ._errors import (
     ClientValidationError,
+    ConnectionClosedError,
     ConsumerDeletedError,
     HeartbeatMissedError,
     JetStreamError,
     NoRespondersError,
     PullRequestError,
-    UnsupportedServerFeatureError,
 )
 from ._message import AckReply, parse_ack_reply
+from ._nats_errors import nats_errors
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -73,21 +75,30 @@ class PullMessage:
         return self._meta
 
     async def ack(self) -> None:
-        """Acknowledge (consumers with ``ack_policy`` explicit or all)."""
-        await self._nc.publish(self.reply, b"+ACK")
+        """Acknowledge (consumers with ``ack_policy`` explicit or all).
+
+        Raises:
+            ConnectionClosedError, DisconnectedError: the connection is closed or down.
+        """
+        await self._reply_with(b"+ACK")
 
     async def nak(self, delay: float | None = None) -> None:
         """Ask for redelivery, after ``delay`` seconds if given."""
         body = b"-NAK" if delay is None else b'-NAK {"delay":%d}' % int(delay * _NS)
-        await self._nc.publish(self.reply, body)
+        await self._reply_with(body)
 
     async def in_progress(self) -> None:
         """Reset the ack timer: still working on it."""
-        await self._nc.publish(self.reply, b"+WPI")
+        await self._reply_with(b"+WPI")
 
     async def term(self) -> None:
         """Never redeliver."""
-        await self._nc.publish(self.reply, b"+TERM")
+        await self._reply_with(b"+TERM")
+
+    async def _reply_with(self, body: bytes) -> None:
+        """Send an acknowledgement (nak, term...); the same errors as :meth:`ack`."""
+        with nats_errors(f"acknowledging {self.subject}"):
+            await self._nc.publish(self.reply, body)
 
     def __repr__(self) -> str:
         return f"<PullMessage {self.subject} {len(self.data)}B>"
@@ -245,9 +256,11 @@ class Puller:
     # -- life cycle ---------------------------------------------------------------------------
 
     async def start(self) -> None:
+        self._js.ensure_open()
         nc = self._js.nc
         inbox = nc.new_inbox()
-        self._sub = await nc.subscribe(inbox, cb=self._on_msg)
+        with nats_errors("subscribing for pulls"):
+            self._sub = await nc.subscribe(inbox, cb=self._on_msg)
         self._inbox = inbox
         self._reconnects = nc.stats.get("reconnects", 0)
         self._loop = asyncio.get_running_loop()
@@ -343,7 +356,7 @@ class Puller:
     async def _on_msg(self, msg: Msg) -> None:
         self._last_activity = self._loop.time()
         headers = msg.headers or {}
-        status = headers.get(hdr.STATUS)
+        status, description = st.status_of(headers)
         if status is None and msg.reply:
             size = message_size(msg) if self._opts.bytes_mode else 0  # only bytes mode counts
             self._pending_msgs -= 1
@@ -355,12 +368,12 @@ class Puller:
                 self.queue.put_nowait(None)
             return
         if status is not None:
-            self._on_status(status, str(headers.get("Description", "")).strip(), headers)
+            self._on_status(status, description, headers)
 
     def _on_status(self, status: str, description: str, headers: dict[str, str]) -> None:
-        if status == "100":
+        if status == st.HEARTBEAT:
             return  # idle heartbeat: activity already noted
-        if status in ("408", "409") and hdr.PENDING_MESSAGES in headers:
+        if status in (st.REQUEST_TIMEOUT, st.CONFLICT) and hdr.PENDING_MESSAGES in headers:
             # An expired or completed pull gives back what it did not deliver.
             self._pending_msgs -= int(headers.get(hdr.PENDING_MESSAGES, "0"))
             self._pending_bytes -= int(headers.get(hdr.PENDING_BYTES, "0"))
@@ -368,25 +381,21 @@ class Puller:
                 self.queue.put_nowait(None)
             self._schedule_pull()
             return
-        if status == "404" or (status == "409" and description.startswith("Exceeded MaxWaiting")):
+        if status == st.NOT_FOUND or (
+            status == st.CONFLICT and description.startswith("Exceeded MaxWaiting")
+        ):
             self._warn(PullRequestError(f"pull: {status} {description}", code=int(status)))
             return
-        if status == "409" and description == "Consumer Deleted":
-            self._reset_or(
-                ResetReason.DELETED, self._fail, ConsumerDeletedError("consumer deleted")
-            )
-            return
-        if status == "503":
+        if status == st.NO_RESPONDERS:
             self._reset_pending()
             missing = NoRespondersError("no responders for the pull: consumer missing", code=503)
             self._reset_or(ResetReason.NO_RESPONDERS, self._warn, missing)
             return
-        error: JetStreamError
-        if status == "412":
-            error = UnsupportedServerFeatureError(f"pull: {description}", code=412)
+        error = st.status_error(status, description, what="pull", default=PullRequestError)
+        if isinstance(error, ConsumerDeletedError):
+            self._reset_or(ResetReason.DELETED, self._fail, error)
         else:
-            error = PullRequestError(f"pull refused: {status} {description}", code=int(status))
-        self._fail(error)
+            self._fail(error)
 
     # -- outcomes -----------------------------------------------------------------------------
 
@@ -422,6 +431,9 @@ class Puller:
         while not self._stopped:
             await asyncio.sleep(tick)
             nc = self._js.nc
+            if nc.is_closed or self._js.is_closed:  # for good: the caller must not wait on
+                self._fail(ConnectionClosedError("consuming: the connection is closed"))
+                return
             if not nc.is_connected:
                 self._last_activity = loop.time()  # the heartbeat clock pauses while offline
                 continue

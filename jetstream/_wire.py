@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from nats.aio.client import Client
 
+from ._nats_errors import nats_errors
+
 __all__ = ["encode_hpub", "fast_path_available", "publish_frames"]
 
 _HEADER_LINE = "NATS/1.0\r\n"
@@ -39,17 +41,22 @@ def fast_path_available(nc: Client) -> bool:
 async def publish_frames(nc: Client, messages: list[tuple[str, dict[str, str], bytes]]) -> None:
     """Publish ``(subject, headers, payload)`` messages, in order, without replies.
 
+    Only a connected client takes pre-encoded frames: otherwise each message goes through
+    nats-py's ``publish``, whose checks give the documented errors (closed, draining, the
+    reconnect buffer full) instead of frames queued into a client that will never send them.
+
     Raises:
-        nats.errors.ConnectionClosedError: the connection is closed.
-        nats.errors.OutboundBufferLimitError: reconnecting and the pending buffer is full.
+        ConnectionClosedError: the connection is closed.
+        DisconnectedError: reconnecting and the pending buffer is full.
     """
     if not messages:
         return
-    if not fast_path_available(nc) or nc.is_closed or nc.is_draining:
-        for subject, headers, payload in messages:  # nats-py raises the right errors here
-            await nc.publish(subject, payload, headers=headers)
-        return
-    await nc._send_command(b"".join(encode_hpub(s, h, p) for s, h, p in messages))
-    flush_queue = nc._flush_queue
-    if flush_queue is not None and flush_queue.empty():
-        await nc._flush_pending()
+    with nats_errors(f"publishing {len(messages)} messages to {messages[0][0]}"):
+        if not fast_path_available(nc) or not nc.is_connected:
+            for subject, headers, payload in messages:
+                await nc.publish(subject, payload, headers=headers)
+            return
+        await nc._send_command(b"".join(encode_hpub(s, h, p) for s, h, p in messages))
+        flush_queue = nc._flush_queue
+        if flush_queue is not None and flush_queue.empty():
+            await nc._flush_pending()

@@ -1,0 +1,147 @@
+"""Opening and closing the nats-py client under a context: bounded, typed, logged once.
+
+nats-py uses one setting for the first connect and for reconnects (60 attempts 2 s apart per
+server), so a dead address blocks a first connect for two minutes. Here the first connect tries
+each server ``connect_attempts`` times, then nats-py's own reconnect settings take over for the
+rest of the connection's life. Closing never raises and never waits unbounded, whatever state
+the client is in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import ssl
+from collections.abc import Awaitable, Callable
+from typing import Any, Final
+
+import nats.errors
+from nats.aio.client import (
+    DEFAULT_MAX_RECONNECT_ATTEMPTS,
+    DEFAULT_RECONNECT_TIME_WAIT,
+    Client,
+)
+
+from ._errors import ClientValidationError, ConnectionFailedError, connection_error
+
+__all__ = ["close_client", "describe_failure", "open_client"]
+
+_TLS_FAILURES = (
+    ssl.SSLError,
+    ssl.CertificateError,
+    nats.errors.SecureConnFailedError,
+    nats.errors.SecureConnWantedError,
+)
+
+ErrorCallback = Callable[[Exception], Awaitable[None]]
+
+_CLOSE_GRACE: Final = 1.0
+"""Seconds a forced close may take after a drain that did not finish (nats-py waits for the
+socket to close, forever after a refused TLS handshake)."""
+
+
+async def open_client(
+    servers: list[str],
+    *,
+    connect_timeout: float,
+    connect_attempts: int,
+    error_cb: ErrorCallback,
+    nats_options: dict[str, Any],
+) -> Client:
+    """A connected nats-py client; the first connect tries each server ``connect_attempts``
+    times, ``connect_timeout`` seconds each (``reconnect_time_wait`` apart).
+
+    Raises:
+        ClientValidationError: ``connect_attempts`` below 1 or ``connect_timeout`` not positive.
+        ConnectionFailedError, AuthenticationError: no attempt succeeded; the message names
+            the cause (refused, DNS, timeout, TLS, credentials).
+    """
+    if isinstance(connect_attempts, bool) or not isinstance(connect_attempts, int):
+        raise ClientValidationError(f"connect_attempts must be an int: {connect_attempts!r}")
+    if connect_attempts < 1:
+        raise ClientValidationError(f"connect_attempts must be at least 1: {connect_attempts}")
+    if not connect_timeout > 0:
+        raise ClientValidationError(f"connect_timeout must be positive: {connect_timeout!r}")
+    reconnect_attempts = nats_options.pop("max_reconnect_attempts", DEFAULT_MAX_RECONNECT_ATTEMPTS)
+    failures: list[BaseException] = []
+
+    nc = Client()
+
+    async def on_error(error: Exception) -> None:
+        _close_failed_attempt(nc)
+        failures.append(error)
+        await error_cb(error)
+
+    wait = float(nats_options.get("reconnect_time_wait", DEFAULT_RECONNECT_TIME_WAIT))
+    budget = _first_connect_budget(len(servers), connect_attempts, connect_timeout, wait)
+    try:
+        # nats-py drops a server once its failed attempts exceed max_reconnect_attempts, and
+        # never for 0: attempts - 0.5 drops it after exactly ``connect_attempts`` failures.
+        connecting = nc.connect(
+            servers,
+            error_cb=on_error,
+            connect_timeout=connect_timeout,  # type: ignore[arg-type]  # float works
+            max_reconnect_attempts=connect_attempts - 0.5,  # type: ignore[arg-type]
+            **nats_options,
+        )
+        # Bounded as a whole: after a refused TLS handshake nats-py waits forever for the
+        # socket to close, inside connect().
+        await asyncio.wait_for(connecting, budget)
+    except (nats.errors.Error, OSError, TimeoutError) as exc:
+        await _close_quietly(nc, _CLOSE_GRACE)  # nats-py leaves a failed client's socket open
+        reported = failures if isinstance(exc, TimeoutError) and failures else [*failures, exc]
+        raise connection_error(servers, reported, describe=describe_failure) from exc
+    nc.options["max_reconnect_attempts"] = reconnect_attempts  # reconnects: nats-py's settings
+    return nc
+
+
+def _first_connect_budget(servers: int, attempts: int, timeout: float, wait: float) -> float:
+    """The longest a first connect may take: per attempt a TCP connect and the wait for the
+    server's INFO (``timeout`` each), ``wait`` between attempts, and a second for the rest."""
+    return servers * attempts * 2 * timeout + (attempts - 1) * wait + 1.0
+
+
+def _close_failed_attempt(nc: Client) -> None:
+    """Close the socket of a connect attempt that failed after its TCP connect (no INFO in
+    time, a refused handshake): nats-py reuses the transport for the next attempt without
+    closing it, and the socket leaks (seen when a restarted node accepted before it was ready).
+    Only while (re)connecting: an error reported on a live connection must not touch it."""
+    transport = nc._transport
+    if transport is not None and (nc.is_connecting or nc.is_reconnecting):
+        transport.close()  # type: ignore[no-untyped-call]  # nats-py leaves it unannotated
+
+
+def describe_failure(error: BaseException) -> str:
+    """What made one connect attempt fail, in words a user can act on."""
+    if isinstance(error, ConnectionRefusedError):
+        return f"connection refused ({error})"
+    if isinstance(error, socket.gaierror):
+        return f"DNS lookup failed ({error})"
+    if isinstance(error, _TLS_FAILURES):
+        return f"TLS handshake failed ({error})"
+    if isinstance(error, TimeoutError):  # asyncio's and nats-py's timeouts are TimeoutErrors
+        return "timed out"
+    if isinstance(error, ConnectionFailedError):
+        return str(error)
+    return str(error) or type(error).__name__
+
+
+async def close_client(nc: Client, *, timeout: float) -> None:
+    """Close ``nc`` whatever its state, within about ``timeout`` seconds, without raising.
+
+    A connected client is drained first (flushes what was published, ends subscriptions);
+    one that is connecting, reconnecting or draining is closed at once, which also stops its
+    reconnect attempts for good.
+    """
+    if nc.is_closed:
+        return
+    if nc.is_connected:
+        with contextlib.suppress(Exception):  # a server that dies meanwhile: close below
+            await asyncio.wait_for(nc.drain(), timeout)
+    await _close_quietly(nc, timeout)
+
+
+async def _close_quietly(nc: Client, timeout: float) -> None:
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(nc.close(), timeout)

@@ -1,0 +1,66 @@
+"""nats-py's exceptions, translated into the jetstore tree at the few places that call nats-py.
+
+Every call into nats-py that can fail (request, publish, subscribe, pre-encoded frames) runs
+inside :func:`nats_errors`, so no ``nats.errors.*`` reaches a user: closed ->
+:class:`ConnectionClosedError`, reconnecting or buffer full -> :class:`DisconnectedError`,
+timeouts -> :class:`RequestTimeoutError`, and so on. The translated error keeps nats-py's as
+its ``__cause__``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import nats.errors
+
+from ._errors import (
+    ClientValidationError,
+    ConnectionClosedError,
+    DisconnectedError,
+    JetStreamError,
+    NoRespondersError,
+    PermissionDeniedError,
+    RequestTimeoutError,
+    ValueTooLargeError,
+)
+
+__all__ = ["from_nats", "nats_errors"]
+
+_CLOSED = (nats.errors.ConnectionClosedError, nats.errors.ConnectionDrainingError)
+_DOWN = (
+    nats.errors.ConnectionReconnectingError,
+    nats.errors.OutboundBufferLimitError,
+    nats.errors.StaleConnectionError,
+    nats.errors.NoServersError,
+)
+_BAD_INPUT = (nats.errors.BadSubjectError, nats.errors.BadHeaderError)
+
+
+def from_nats(error: nats.errors.Error, what: str) -> JetStreamError:
+    """The jetstore error for nats-py's ``error`` raised while doing ``what``."""
+    text = f"{what}: {error}" if str(error) else what
+    if isinstance(error, _CLOSED):
+        return ConnectionClosedError(f"{what}: the connection is closed")
+    if isinstance(error, _DOWN):
+        return DisconnectedError(f"{what}: the connection is down ({type(error).__name__})")
+    if isinstance(error, nats.errors.TimeoutError):  # also FlushTimeoutError, DrainTimeoutError
+        return RequestTimeoutError(f"{what}: timed out")
+    if isinstance(error, nats.errors.NoRespondersError):
+        return NoRespondersError(f"{what}: no responders", code=503)
+    if isinstance(error, nats.errors.MaxPayloadError):
+        return ValueTooLargeError(text)
+    if isinstance(error, _BAD_INPUT):
+        return ClientValidationError(text)
+    if isinstance(error, nats.errors.AuthorizationError):
+        return PermissionDeniedError(text)
+    return JetStreamError(f"{text} ({type(error).__name__})")
+
+
+@contextlib.contextmanager
+def nats_errors(what: str) -> Iterator[None]:
+    """Run a nats-py call; its exceptions come out as :func:`from_nats` says."""
+    try:
+        yield
+    except nats.errors.Error as exc:
+        raise from_nats(exc, what) from exc

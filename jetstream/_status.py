@@ -1,0 +1,97 @@
+"""The status lines of JetStream's header-only answers, and the one mapping into the error tree.
+
+Pulls, direct gets, publishes without a stream and fast-ingest replies answer with a
+``NATS/1.0 <status> <description>`` header line instead of a JSON body. Call sites read it with
+:func:`status_of`, compare against the constants below (never string literals), and turn the
+statuses that are errors into exceptions with :func:`status_error` (beside the ``err_code``
+registry of :mod:`jetstream._errors`, which maps JSON error bodies).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from . import headers as hdr
+from ._errors import (
+    ConsumerDeletedError,
+    JetStreamError,
+    MessageNotFoundError,
+    NoRespondersError,
+    ServerError,
+    UnsupportedServerFeatureError,
+)
+
+__all__ = [
+    "BAD_REQUEST",
+    "CONFLICT",
+    "CONSUMER_DELETED",
+    "END_OF_BATCH",
+    "HEARTBEAT",
+    "NOT_FOUND",
+    "NO_RESPONDERS",
+    "PRECONDITION_FAILED",
+    "REQUEST_TIMEOUT",
+    "TOO_MANY_RESULTS",
+    "status_error",
+    "status_of",
+]
+
+HEARTBEAT: Final = "100"
+"""Idle heartbeat or flow control (pulls): activity, not an answer."""
+END_OF_BATCH: Final = "204"
+"""A batched direct get (``multi_last``) is complete."""
+BAD_REQUEST: Final = "400"
+"""The request was malformed (pull options out of range, for instance)."""
+NOT_FOUND: Final = "404"
+"""No message: a direct get matched nothing, or a no-wait pull found nothing to deliver."""
+REQUEST_TIMEOUT: Final = "408"
+"""A pull expired; a direct get the server could not parse."""
+CONFLICT: Final = "409"
+"""A pull ended early (consumer deleted, limits exceeded, leadership change)."""
+PRECONDITION_FAILED: Final = "412"
+"""The server's API level is too low for the request."""
+TOO_MANY_RESULTS: Final = "413"
+"""A batched direct get asked for more than the server answers at once."""
+NO_RESPONDERS: Final = "503"
+"""Nobody listens on the subject: no stream, no consumer, no leader (yet)."""
+
+_DESCRIPTION: Final = "Description"  # where nats-py puts the text after the status code
+
+CONSUMER_DELETED: Final = "Consumer Deleted"
+"""The description of the 409 that ends every pull of a deleted consumer."""
+
+
+def status_of(headers: dict[str, str] | None) -> tuple[str | None, str]:
+    """The status and its description from a message's headers; ``(None, "")`` for a message
+    that carries data."""
+    if not headers:
+        return None, ""
+    status = headers.get(hdr.STATUS)
+    if status is None:
+        return None, ""
+    return status, str(headers.get(_DESCRIPTION, "")).strip()
+
+
+def status_error(
+    status: str,
+    description: str,
+    *,
+    what: str,
+    default: type[ServerError] = ServerError,
+) -> JetStreamError:
+    """The error for a status answer to ``what``; ``default`` (e.g. :class:`PullRequestError`)
+    for a status without a more specific class.
+
+    Callers first handle the statuses that are not errors where they read them (a heartbeat,
+    the end of a pull or of a batch)."""
+    text = f"{what}: {status} {description}".rstrip()
+    code = int(status) if status.isdigit() else 0
+    if status == NO_RESPONDERS:
+        return NoRespondersError(f"{what}: no responders", code=503)
+    if status == NOT_FOUND:
+        return MessageNotFoundError(text, code=404)
+    if status == PRECONDITION_FAILED:
+        return UnsupportedServerFeatureError(text, code=412)
+    if status == CONFLICT and description == CONSUMER_DELETED:
+        return ConsumerDeletedError(f"{what}: consumer deleted", code=409)
+    return default(text, code=code)
