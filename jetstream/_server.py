@@ -231,9 +231,12 @@ class EmbeddedServer(ServerProcesses):
         self._signal_and_wait(signal.SIGKILL, 10.0)
 
     def pause(self) -> None:
-        """Freeze the process (SIGSTOP): it keeps its sockets but answers nothing."""
+        """Freeze the process (SIGSTOP): it keeps its sockets but answers nothing. Returns once
+        the process is stopped (a signal takes effect asynchronously: a request sent right
+        after ``kill()`` could otherwise still be answered)."""
         if self._proc is not None and self.running:
             os.kill(self._proc.pid, signal.SIGSTOP)
+            _wait_until_stopped(self._proc.pid)
 
     def resume(self) -> None:
         """Continue a paused process (SIGCONT)."""
@@ -276,3 +279,19 @@ class EmbeddedServer(ServerProcesses):
     def __repr__(self) -> str:
         state = f"pid={self.pid}" if self.running else "stopped"
         return f"<EmbeddedServer {self._port or '?'} {state}>"
+
+
+def _wait_until_stopped(pid: int, timeout: float = 2.0) -> None:
+    """Poll ``/proc/<pid>/stat`` until the process state is ``T`` (stopped); where there is no
+    ``/proc`` (not Linux), return at once."""
+    stat = f"/proc/{pid}/stat"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with open(stat) as file:
+                state = file.read().rpartition(")")[2].split()[0]
+        except (OSError, IndexError):
+            return
+        if state in ("T", "t"):
+            return
+        time.sleep(0.001)
