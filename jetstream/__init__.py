@@ -25,6 +25,7 @@ from ._errors import (
     BucketExistsError,
     BucketNotFoundError,
     ClientValidationError,
+    ColumnError,
     CommitUnknownError,
     ConnectionFailedError,
     ConsumerDeletedError,
@@ -32,6 +33,7 @@ from ._errors import (
     ConsumerNotFoundError,
     DigestMismatchError,
     DuplicateMessageIdError,
+    DuplicateObjectNameError,
     FastBatchError,
     HeartbeatMissedError,
     InvalidBucketConfigError,
@@ -83,7 +85,15 @@ from ._models import (
     StreamInfo,
     StreamState,
 )
-from ._options import ConnectionOptions, bool_option, int_option, run_sync, str_option
+from ._options import (
+    CONNECTION_OPTIONS,
+    ConnectionOptions,
+    bool_option,
+    check_options,
+    int_option,
+    run_sync,
+    str_option,
+)
 from ._pull import PullMessage
 from ._resource import AsyncResource
 from ._scan import scan_stream
@@ -91,6 +101,7 @@ from ._server import EmbeddedServer, find_server_binary
 from ._ttl import NEVER, TTLValue, format_ttl, parse_ttl, parse_ttl_at_least, parse_ttl_header
 
 __all__ = [
+    "CONNECTION_OPTIONS",
     "DEFAULT_API_PREFIX",
     "DEFAULT_COMMIT_DEADLINE",
     "DEFAULT_MAX_BATCH",
@@ -114,6 +125,7 @@ __all__ = [
     "BucketExistsError",
     "BucketNotFoundError",
     "ClientValidationError",
+    "ColumnError",
     "CommitUnknownError",
     "ConnectionFailedError",
     "ConnectionOptions",
@@ -125,6 +137,7 @@ __all__ = [
     "ConsumerNotFoundError",
     "DigestMismatchError",
     "DuplicateMessageIdError",
+    "DuplicateObjectNameError",
     "EmbeddedCluster",
     "EmbeddedServer",
     "FastBatchError",
@@ -177,6 +190,7 @@ __all__ = [
     "WrongLastSequenceError",
     "WrongRevisionError",
     "bool_option",
+    "check_options",
     "connect",
     "find_server_binary",
     "format_ttl",
