@@ -16,8 +16,10 @@ import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
 from typing import Any, TypeVar
 
+from nats.aio.client import DEFAULT_MAX_RECONNECT_ATTEMPTS, DEFAULT_RECONNECT_TIME_WAIT
+
 from ._context import JetStream, connect
-from ._errors import ClientValidationError, ConnectionFailedError
+from ._errors import ClientValidationError
 
 __all__ = [
     "CONNECTION_OPTIONS",
@@ -200,19 +202,19 @@ class ConnectionOptions:
             return await connect(
                 servers, connect_attempts=self.connect_attempts, **self.nats_kwargs()
             )
-        # A connect() without connect_attempts retries a dead address for minutes (nats-py's
-        # reconnect budget): try once per attempt here, then restore reconnects for later.
-        for attempt in range(1, self.connect_attempts + 1):
-            try:
-                js = await connect(servers, allow_reconnect=False, **self.nats_kwargs())
-            except ConnectionFailedError:
-                if attempt == self.connect_attempts:
-                    raise
-                await asyncio.sleep(min(0.1 * 2**attempt, 2.0))
-                continue
-            js.nc.options["allow_reconnect"] = True
-            return js
-        raise AssertionError("unreachable: connect_attempts >= 1")
+        # A connect() without connect_attempts lets nats-py retry a dead address for minutes
+        # (its reconnect budget, 60 x 2 s). Bound the first connect with that budget (nats-py
+        # treats 0 as "forever", so one attempt becomes two quick tries), then restore it so
+        # reconnects after a successful connect behave as before.
+        js = await connect(
+            servers,
+            max_reconnect_attempts=max(1, self.connect_attempts - 1),
+            reconnect_time_wait=0.2,
+            **self.nats_kwargs(),
+        )
+        js.nc.options["max_reconnect_attempts"] = DEFAULT_MAX_RECONNECT_ATTEMPTS
+        js.nc.options["reconnect_time_wait"] = DEFAULT_RECONNECT_TIME_WAIT
+        return js
 
     @contextlib.asynccontextmanager
     async def session(self) -> AsyncIterator[JetStream]:

@@ -5,6 +5,7 @@ Spark-free, so it is tested on its own and used by ``objstore.spark``."""
 from __future__ import annotations
 
 import asyncio
+import collections
 import dataclasses
 from collections.abc import Iterable
 
@@ -81,8 +82,8 @@ async def upload_many(
 
 
 def _refuse_duplicates(items: list[UploadItem]) -> None:
-    seen: set[str] = set()
-    repeated = {item.name for item in items if item.name in seen or seen.add(item.name)}
+    counts = collections.Counter(item.name for item in items)
+    repeated = [name for name, count in counts.items() if count > 1]
     if repeated:
         names = tuple(sorted(repeated))
         raise DuplicateObjectNameError(
