@@ -230,12 +230,21 @@ class ConnectionOptions:
         try:
             yield js
         except BaseException:
-            try:
-                await js.close()
-            except Exception as close_error:
-                _log.warning("closing the connection after an error failed: %r", close_error)
+            await _close_quietly(js)
             raise
         await js.close()
+
+
+async def _close_quietly(js: JetStream) -> None:
+    """Close while another error propagates: log a failing close, then make sure the client
+    is closed anyway (a drain refused mid-reconnect would leave it reconnecting forever)."""
+    try:
+        await js.close()
+    except Exception as close_error:
+        _log.warning("closing the connection after an error failed: %r", close_error)
+    if not js.nc.is_closed:
+        with contextlib.suppress(Exception):
+            await js.nc.close()
 
 
 def run_sync(factory: Callable[[], Awaitable[T]]) -> T:
