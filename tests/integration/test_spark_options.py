@@ -25,7 +25,8 @@ async def _until(condition: Callable[[], bool], deadline: float = 10.0) -> None:
 def test_unknown_options_are_refused_and_names_compare_loosely() -> None:
     known = ("servers", "batchSize")
     jetstream.check_options({"SERVERS": "x", "batchsize": "1", "batch_size": "2"}, known, "t")
-    with pytest.raises(jetstream.ClientValidationError, match=r"'bacth'; known options: batchSize, servers"):
+    expected = r"'bacth'; known options: batchSize, servers"
+    with pytest.raises(jetstream.ClientValidationError, match=expected):
         jetstream.check_options({"bacth": "1"}, known, "t")
     options = jetstream.ConnectionOptions.from_strings(
         {"servers": "nats://127.0.0.1:1", "connect_timeout": "0.5", "connectattempts": "3"}
