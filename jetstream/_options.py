@@ -247,6 +247,16 @@ async def _close_quietly(js: JetStream) -> None:
             await js.nc.close()
 
 
+def activate_spark_session(spark: Any) -> None:
+    """Make ``spark`` the calling thread's active session in the JVM. Spark looks Python data
+    sources up in the thread's active session, which a new Python thread lacks (its JVM thread
+    does not inherit it). Classic Spark only: Spark Connect has no such per-thread state."""
+    jvm = getattr(spark, "_jvm", None)
+    session = getattr(spark, "_jsparkSession", None)
+    if jvm is not None and session is not None:
+        jvm.org.apache.spark.sql.SparkSession.setActiveSession(session)
+
+
 def run_sync(factory: Callable[[], Awaitable[T]]) -> T:
     """Run a coroutine to completion from synchronous code, in a fresh event loop: with
     ``asyncio.run`` when this thread has no running loop (Spark executors), otherwise in a

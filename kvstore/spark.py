@@ -76,6 +76,7 @@ from jetstream import (
     run_sync,
     str_option,
 )
+from jetstream._options import activate_spark_session
 
 from ._keys import validate_bucket_name, validate_filter
 from ._manage import bucket_info, open_bucket
@@ -102,8 +103,16 @@ _KNOWN = {
 
 
 def register(spark: Any) -> None:
-    """Register the ``natskv`` format with a SparkSession (idempotent)."""
+    """Register the ``natskv`` format with a SparkSession (idempotent), and make ``spark`` the
+    calling thread's active session.
+
+    Spark looks Python formats up in the *thread's active* session, which a new Python thread
+    does not have (its JVM thread does not inherit it): there ``format("natskv")`` fails with
+    DATA_SOURCE_NOT_FOUND even after a ``register`` in another thread, and even for formats
+    found automatically. Call ``register(spark)`` in each thread that uses the format.
+    """
     spark.dataSource.register(KVDataSource)
+    activate_spark_session(spark)
 
 
 # -- options ------------------------------------------------------------------------------------

@@ -42,6 +42,7 @@ from jetstream import (
     run_sync,
     str_option,
 )
+from jetstream._options import activate_spark_session
 from kvstore import validate_bucket_name
 
 from ._manage import open_store
@@ -58,8 +59,11 @@ LIST_SCHEMA = (
 
 
 def register(spark: Any) -> None:
-    """Register the ``natsobj`` format with a SparkSession (idempotent)."""
+    """Register the ``natsobj`` format with a SparkSession (idempotent), and make ``spark`` the
+    calling thread's active session: call it in each thread that uses the format (see
+    :func:`kvstore.spark.register`)."""
     spark.dataSource.register(ObjectsDataSource)
+    activate_spark_session(spark)
 
 
 def upload_objects(

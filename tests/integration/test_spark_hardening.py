@@ -281,3 +281,47 @@ def test_formats_are_found_after_an_editable_install_without_register(
     )
     assert "ROWS [('k', b'v')]" in done.stdout, done.stderr[-3000:]
     assert f"FROM {source}" in done.stdout
+
+
+def test_a_server_dying_mid_write_shows_the_write_error_not_a_close_error(
+    spark: Any, unique_name: Callable[[str], str]
+) -> None:
+    """Was nats' ConnectionReconnectingError, raised by close() over the real error. The job
+    runs in a second Python thread: register() there makes the formats visible to it (was
+    DATA_SOURCE_NOT_FOUND: Spark looks formats up in the thread's active session)."""
+    import threading
+
+    name = unique_name("sh")
+    with jetstream.EmbeddedServer() as server:
+        _run(lambda: _bucket(server.url, name))
+        df = spark.range(300_000).selectExpr(
+            "concat('k', id) as key", "cast(cast(id as string) as binary) as value"
+        )
+        errors: list[BaseException] = []
+
+        def write() -> None:
+            try:
+                kvstore.spark.register(spark)  # this thread's active session: see register
+                df.coalesce(1).write.format("natskv").mode("append").option(
+                    "servers", server.url
+                ).save(name)
+            except BaseException as exc:
+                errors.append(exc)
+
+        writer = threading.Thread(target=write)
+        writer.start()
+        deadline = time.monotonic() + 60
+        while _run(lambda: _messages(server.url, f"KV_{name}")) < 1000:
+            assert writer.is_alive() and time.monotonic() < deadline, [
+                str(e)[-3000:] for e in errors
+            ]
+            time.sleep(0.02)
+        server.kill()
+        writer.join(timeout=90)
+        assert not writer.is_alive(), "the job did not end"
+    (error,) = errors
+    text = str(error)
+    assert "ConnectionReconnectingError" not in text.split("closing the connection")[0]
+    assert "natskv: this task stored" in text
+    real = ("CommitUnknownError", "RequestTimeoutError", "NoRespondersError")
+    assert any(f"jetstream._errors.{name}" in text for name in real), text[-2000:]
