@@ -14,8 +14,14 @@ DataFrame, stream its changes. Needs the ``spark`` extra (``pip install 'jetstor
 **Write guarantee, honestly:** rows are written in atomic ``put_many`` batches of up to
 ``batchSize`` (default 1000) keys: each batch is stored whole or not at all. A job is
 *at-least-once*, not atomic: a failed or retried task may already have stored some of its
-batches (re-writing the same key and value is harmless), and ``abort`` cannot undo them; it logs
-what the successful partitions wrote. A null value deletes the key.
+batches (re-writing the same key and value is harmless), and ``abort`` cannot undo them. A
+failed task names what it stored in its own error; ``abort`` logs what the successful tasks
+stored and how many revisions the whole job (failed tasks included) added to the bucket. A null
+value deletes the key.
+
+A bucket that does not exist is ``BucketNotFoundError`` (naming it) for reads and writes alike,
+raised at planning time. In a Python thread other than the session's, call ``register(spark)``
+there first (Spark looks formats up in the thread's active session).
 
 Options (strings; names are case-insensitive; an unknown option is refused with the list of
 known ones): ``servers`` (comma-separated, default ``$NATS_URL``),
