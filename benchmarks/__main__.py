@@ -3,6 +3,7 @@
 python -m benchmarks                     # all scenarios, 15 rounds
 python -m benchmarks --rounds 3 --sizes 10 100
 python -m benchmarks --write benchmarks/RESULTS.md
+python -m benchmarks --sizes --get-size 0 --watch-rounds 0 --object-sizes --rss-mib 0   # CAS only
 """
 
 from __future__ import annotations
@@ -21,21 +22,16 @@ from ._harness import Scenario, machine, table
 async def measure(args: argparse.Namespace, url: str) -> list[Scenario]:
     async with kv_atomic.clients(url) as c:
         scenarios = [kv_atomic.put_many_scenario(c, n) for n in args.sizes]
-        await c.bucket.put_many({f"rec.k{i}": kv_atomic.VALUE for i in range(args.get_size)})
-        scenarios.append(kv_atomic.get_many_scenario(c, args.get_size))
+        if args.get_size:
+            records = {f"rec.k{i}": kv_atomic.VALUE for i in range(args.get_size)}
+            await c.bucket.put_many(records)
+            scenarios.append(kv_atomic.get_many_scenario(c, args.get_size))
+        if args.cas_writes:
+            scenarios.append(kv_atomic.cas_scenario(c, args.cas_writes))
         for scenario in scenarios:
             await scenario.run(args.rounds)
-    async with kv_watch.watch_bucket(url, args.watch_keys) as (bucket, peer_kv):
-        writer = kv_watch.Writer(url, args.watch_updates)
-        await writer.start()
-        try:
-            watching = kv_watch.watch_scenario(
-                bucket, peer_kv, writer, args.watch_keys, args.watch_updates
-            )
-            await watching.run(args.watch_rounds)
-        finally:
-            await writer.close()
-        scenarios.append(watching)
+    if args.watch_rounds:
+        scenarios.append(await measure_watch(args, url))
     async with objects.stores(url) as (js, store, peer):
         for mib in args.object_sizes:  # each put round purges the store: put first, then get
             putting = objects.put_scenario(js, store, peer, mib)
@@ -46,14 +42,29 @@ async def measure(args: argparse.Namespace, url: str) -> list[Scenario]:
     return scenarios
 
 
+async def measure_watch(args: argparse.Namespace, url: str) -> Scenario:
+    async with kv_watch.watch_bucket(url, args.watch_keys) as (bucket, peer_kv):
+        writer = kv_watch.Writer(url, args.watch_updates)
+        await writer.start()
+        try:
+            watching = kv_watch.watch_scenario(
+                bucket, peer_kv, writer, args.watch_keys, args.watch_updates
+            )
+            await watching.run(args.watch_rounds)
+        finally:
+            await writer.close()
+        return watching
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     parser.add_argument("--rounds", type=int, default=15)
-    parser.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 1000])
-    parser.add_argument("--get-size", type=int, default=100)
+    parser.add_argument("--sizes", type=int, nargs="*", default=[10, 100, 1000])
+    parser.add_argument("--get-size", type=int, default=100, help="0 skips the get_many run")
+    parser.add_argument("--cas-writes", type=int, default=200, help="0 skips the CAS run")
     parser.add_argument("--watch-keys", type=int, default=100_000)
     parser.add_argument("--watch-updates", type=int, default=20_000)
-    parser.add_argument("--watch-rounds", type=int, default=3)
+    parser.add_argument("--watch-rounds", type=int, default=3, help="0 skips the watch")
     parser.add_argument("--object-sizes", type=int, nargs="*", default=[1, 16, 128])
     parser.add_argument("--object-rounds", type=int, default=3)
     parser.add_argument("--rss-mib", type=int, default=1024, help="0 skips the RSS run")

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 
 import nats
+import nats.js.errors
 from nats.js.kv import KeyValue
 
 import jetstream
@@ -105,4 +107,57 @@ def get_many_scenario(c: Clients, n: int) -> Scenario:
             "nats-py kv.get gathered": gathered,
         },
         baseline="kvstore get_many (one point in time)",
+    )
+
+
+def cas_scenario(c: Clients, n: int) -> Scenario:
+    """Compare-and-set: accepted and refused writes side by side (optimistic-concurrency loops
+    such as locks and counters live on the refused path)."""
+    fresh = itertools.count()
+    revision = 0
+
+    async def setup() -> None:
+        nonlocal revision
+        revision = await c.bucket.put("cas.counter", VALUE)
+        await c.bucket.put("cas.taken", VALUE)
+
+    async def update_accepted() -> None:
+        nonlocal revision
+        if not revision:
+            await setup()
+        for _ in range(n):
+            revision = await c.bucket.update("cas.counter", VALUE, revision)
+
+    async def update_refused() -> None:
+        for _ in range(n):
+            with suppress(kvstore.WrongRevisionError):
+                await c.bucket.update("cas.taken", VALUE, 1)
+
+    async def create_accepted() -> None:
+        round_no = next(fresh)
+        for i in range(n):
+            await c.bucket.create(f"cas.new.{round_no}.{i}", VALUE)
+
+    async def create_refused() -> None:
+        for _ in range(n):
+            with suppress(kvstore.KeyExistsError):
+                await c.bucket.create("cas.taken", VALUE)
+
+    async def peer_update_refused() -> None:
+        for _ in range(n):
+            with suppress(nats.js.errors.KeyWrongLastSequenceError):
+                await c.peer_kv.update("cas.taken", VALUE, last=1)
+
+    return Scenario(
+        f"CAS {n} writes",
+        n,
+        {
+            "kvstore update accepted": update_accepted,
+            "kvstore update refused": update_refused,
+            "kvstore create accepted": create_accepted,
+            "kvstore create refused": create_refused,
+            "nats-py kv.update refused": peer_update_refused,
+        },
+        baseline="kvstore update accepted",
+        unit="writes",
     )

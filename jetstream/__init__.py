@@ -14,6 +14,7 @@ from ._batch import DEFAULT_COMMIT_DEADLINE, DEFAULT_MAX_BATCH, AtomicBatch, Bat
 from ._cluster import EmbeddedCluster
 from ._consumer import Consumer, MessageStream, OrderedConsumer
 from ._context import DEFAULT_TIMEOUT, Feature, JetStream, connect
+from ._duration import Duration, DurationValue, parse_duration
 from ._errors import (
     AuthenticationError,
     BatchAbandonedError,
@@ -22,8 +23,6 @@ from ._errors import (
     BatchPublishDisabledError,
     BatchTooLargeError,
     BatchUnsupportedHeaderError,
-    BucketExistsError,
-    BucketNotFoundError,
     ClientValidationError,
     ColumnError,
     CommitUnknownError,
@@ -31,7 +30,6 @@ from ._errors import (
     ConsumerDeletedError,
     ConsumerExistsError,
     ConsumerNotFoundError,
-    DigestMismatchError,
     DuplicateMessageIdError,
     DuplicateObjectNameError,
     FastBatchError,
@@ -39,20 +37,14 @@ from ._errors import (
     InvalidBucketConfigError,
     InvalidBucketNameError,
     InvalidHeaderError,
-    InvalidKeyError,
-    InvalidObjectNameError,
     InvalidStreamConfigError,
     InvalidTTLError,
     JetStreamError,
-    KeyExistsError,
-    KeyNotFoundError,
     MessageIdInProcessError,
     MessageNotFoundError,
     MessageTooLargeError,
     MessageTTLDisabledError,
     NoRespondersError,
-    ObjectExistsError,
-    ObjectNotFoundError,
     PermissionDeniedError,
     PullRequestError,
     RequestTimeoutError,
@@ -60,19 +52,23 @@ from ._errors import (
     ServerError,
     ServerNotFoundError,
     StorageLimitError,
-    StoreExistsError,
-    StoreNotFoundError,
     StreamExistsError,
     StreamNotFoundError,
     TooManyInflightBatchesError,
     UnavailableError,
     UnsupportedServerFeatureError,
-    UploadFailedError,
     ValueTooLargeError,
     WrongLastSequenceError,
-    WrongRevisionError,
 )
 from ._fast import FastPublisher
+from ._limits import (
+    MAX_CONTROL_LINE,
+    check_message_size,
+    check_subject_length,
+    header_block_size,
+    payload_room,
+    subject_room,
+)
 from ._message import AckReply, StoredMessage, parse_ack_reply, parse_timestamp
 from ._models import (
     AccountInfo,
@@ -98,7 +94,9 @@ from ._pull import PullMessage
 from ._resource import AsyncResource
 from ._scan import scan_stream
 from ._server import EmbeddedServer, find_server_binary
+from ._shared_config import MAX_BUCKET_NAME, check_size, check_stream_limits, validate_bucket_name
 from ._ttl import NEVER, TTLValue, format_ttl, parse_ttl, parse_ttl_at_least, parse_ttl_header
+from ._window import AckedPublisher
 
 __all__ = [
     "CONNECTION_OPTIONS",
@@ -106,9 +104,12 @@ __all__ = [
     "DEFAULT_COMMIT_DEADLINE",
     "DEFAULT_MAX_BATCH",
     "DEFAULT_TIMEOUT",
+    "MAX_BUCKET_NAME",
+    "MAX_CONTROL_LINE",
     "NEVER",
     "AccountInfo",
     "AckReply",
+    "AckedPublisher",
     "ApiError",
     "ApiStats",
     "ApiSubjects",
@@ -122,8 +123,6 @@ __all__ = [
     "BatchPublishDisabledError",
     "BatchTooLargeError",
     "BatchUnsupportedHeaderError",
-    "BucketExistsError",
-    "BucketNotFoundError",
     "ClientValidationError",
     "ColumnError",
     "CommitUnknownError",
@@ -135,9 +134,10 @@ __all__ = [
     "ConsumerExistsError",
     "ConsumerInfo",
     "ConsumerNotFoundError",
-    "DigestMismatchError",
     "DuplicateMessageIdError",
     "DuplicateObjectNameError",
+    "Duration",
+    "DurationValue",
     "EmbeddedCluster",
     "EmbeddedServer",
     "FastBatchError",
@@ -147,22 +147,16 @@ __all__ = [
     "InvalidBucketConfigError",
     "InvalidBucketNameError",
     "InvalidHeaderError",
-    "InvalidKeyError",
-    "InvalidObjectNameError",
     "InvalidStreamConfigError",
     "InvalidTTLError",
     "JetStream",
     "JetStreamError",
-    "KeyExistsError",
-    "KeyNotFoundError",
     "MessageIdInProcessError",
     "MessageNotFoundError",
     "MessageStream",
     "MessageTTLDisabledError",
     "MessageTooLargeError",
     "NoRespondersError",
-    "ObjectExistsError",
-    "ObjectNotFoundError",
     "OrderedConsumer",
     "PermissionDeniedError",
     "PubAck",
@@ -173,8 +167,6 @@ __all__ = [
     "ServerError",
     "ServerNotFoundError",
     "StorageLimitError",
-    "StoreExistsError",
-    "StoreNotFoundError",
     "StoredMessage",
     "StreamConfig",
     "StreamExistsError",
@@ -185,23 +177,60 @@ __all__ = [
     "TooManyInflightBatchesError",
     "UnavailableError",
     "UnsupportedServerFeatureError",
-    "UploadFailedError",
     "ValueTooLargeError",
     "WrongLastSequenceError",
-    "WrongRevisionError",
     "bool_option",
+    "check_message_size",
     "check_options",
+    "check_size",
+    "check_stream_limits",
+    "check_subject_length",
     "connect",
     "find_server_binary",
     "format_ttl",
+    "header_block_size",
     "headers",
     "int_option",
     "parse_ack_reply",
+    "parse_duration",
     "parse_timestamp",
     "parse_ttl",
     "parse_ttl_at_least",
     "parse_ttl_header",
+    "payload_room",
     "run_sync",
     "scan_stream",
     "str_option",
+    "subject_room",
+    "validate_bucket_name",
 ]
+
+
+# Errors that moved to the layer they belong to (kvstore, objstore) stay importable here by
+# their old names. Resolved lazily so that jetstream itself never imports the layers above it.
+_MOVED_ERRORS = {
+    "BucketExistsError": "kvstore",
+    "BucketNotFoundError": "kvstore",
+    "InvalidKeyError": "kvstore",
+    "KeyExistsError": "kvstore",
+    "KeyNotFoundError": "kvstore",
+    "WrongRevisionError": "kvstore",
+    "DigestMismatchError": "objstore",
+    "InvalidObjectMetaError": "objstore",
+    "ObjectChangedError": "objstore",
+    "InvalidObjectNameError": "objstore",
+    "ObjectExistsError": "objstore",
+    "ObjectNotFoundError": "objstore",
+    "StoreExistsError": "objstore",
+    "StoreNotFoundError": "objstore",
+    "UploadFailedError": "objstore",
+}
+
+
+def __getattr__(name: str) -> object:
+    package = _MOVED_ERRORS.get(name)
+    if package is None:
+        raise AttributeError(f"module 'jetstream' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(package), name)

@@ -13,6 +13,7 @@ import nats.errors
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 
+from ._duration import decode_hook
 from ._errors import (
     JetStreamError,
     NoRespondersError,
@@ -97,7 +98,7 @@ _decoders: dict[type[object], msgspec.json.Decoder[object]] = {}
 def _decoder(response_type: type[T]) -> msgspec.json.Decoder[T]:
     dec = _decoders.get(response_type)
     if dec is None:
-        dec = _decoders[response_type] = msgspec.json.Decoder(response_type)
+        dec = _decoders[response_type] = msgspec.json.Decoder(response_type, dec_hook=decode_hook)
     return dec  # type: ignore[return-value]
 
 

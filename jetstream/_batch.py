@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import functools
 import re
 from typing import Literal
 
@@ -43,15 +44,15 @@ from ._errors import (
     DuplicateMessageIdError,
     InvalidHeaderError,
     JetStreamError,
-    MessageIdInProcessError,
     MessageNotFoundError,
     NoRespondersError,
     RequestTimeoutError,
     ServerError,
     TooManyInflightBatchesError,
     UnavailableError,
-    ValueTooLargeError,
 )
+from ._fence import Fence
+from ._limits import check_message_size, check_subject_length, header_lines_size
 from ._message import StoredMessage
 from ._models import PubAck
 from ._resource import AsyncResource
@@ -79,8 +80,6 @@ _RETRYABLE = (
     nats.errors.ConnectionReconnectingError,
     nats.errors.OutboundBufferLimitError,
 )
-# Answers after which an attempt whose commit left may still have been stored.
-_AMBIGUOUS = (RequestTimeoutError, MessageIdInProcessError, BatchAbandonedError)
 
 
 class BatchAck(msgspec.Struct, frozen=True):
@@ -203,11 +202,6 @@ class AtomicBatch(AsyncResource):
         hdr.validate_headers(own)
         self._check_batch_headers(own)
         payload = bytes(data)
-        max_payload = self._js.nc.max_payload
-        if max_payload and len(payload) > max_payload:
-            raise ValueTooLargeError(
-                f"message of {len(payload)} bytes exceeds the server's max payload {max_payload}"
-            )
         msg_id = own.get(hdr.MSG_ID, "")
         if msg_id:
             if msg_id in self._msg_ids:
@@ -216,8 +210,17 @@ class AtomicBatch(AsyncResource):
         return self._append(subject, payload, own)
 
     def _append(self, subject: str, data: bytes, headers: dict[str, str]) -> int:
-        """Queue a message validated by the caller (``add``, or kvstore's KeyBatch)."""
+        """Queue a message whose subject and headers the caller validated (``add``, or
+        kvstore's KeyBatch); its size is checked here, with the batch headers it will carry.
+
+        Raises:
+            BatchTooLargeError, BatchClosedError, ValueTooLargeError, ClientValidationError.
+        """
         self._check_room()
+        nc = self._js.nc
+        check_subject_length(nc, subject)
+        extra = batch_header_size(len(self._messages) + 1)
+        check_message_size(nc, subject, headers, len(data), extra_headers=extra)
         self._messages.append(_Message(subject, data, headers, headers.get(hdr.MSG_ID, "")))
         return len(self._messages) - 1
 
@@ -286,29 +289,33 @@ class AtomicBatch(AsyncResource):
         self._state = _State.COMMITTED
         return self.ack
 
-    def _fence(self) -> None:
+    def _fence(self) -> str:
         """Give the last message a ``Nats-Msg-Id`` (unless it has one): the resend fence."""
         last = self._messages[-1]
-        if not last.msg_id:
-            msg_id = f"{self._id}-{len(self._messages)}"
-            self._own_fence = True
-            headers = {**last.headers, hdr.MSG_ID: msg_id}
-            self._messages[-1] = _Message(last.subject, last.data, headers, msg_id)
+        if last.msg_id:
+            return last.msg_id
+        msg_id = f"{self._id}-{len(self._messages)}"
+        self._own_fence = True
+        headers = {**last.headers, hdr.MSG_ID: msg_id}
+        self._messages[-1] = _Message(last.subject, last.data, headers, msg_id)
+        return msg_id
 
     async def _commit_resolving(self) -> BatchAck:
         """Send until a definite answer; resend behind the fence while in doubt."""
         if not self._messages:
             return BatchAck(self._stream or "", self._id, first_seq=0, last_seq=-1, count=0)
-        self._fence()
+        fence = Fence(self._fence())
+        self._check_commit_size()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._deadline
-        batch_id, in_doubt, attempt = self._id, False, 0
+        batch_id = self._id
         while True:
+            fence.attempt()
             try:
                 ack = await self._send(batch_id)
-                return self._checked(ack, batch_id, resolved=in_doubt)
+                return self._checked(ack, batch_id, resolved=fence.in_doubt)
             except DuplicateMessageIdError:
-                if attempt == 0:  # the caller's Msg-Id was used before this batch
+                if not fence.retried:  # the caller's Msg-Id was used before this batch
                     raise
                 # An earlier attempt committed, whatever it answered (a leader change can
                 # abandon a batch that a quorum already stored).
@@ -318,24 +325,38 @@ class AtomicBatch(AsyncResource):
                 if denied is not None:  # a refused message leaves a gap: it can never commit
                     raise denied from exc
                 # Once the commit left, silence, an earlier attempt still in flight (10158) or
-                # an abandon (10176: a leader change can abandon a batch a quorum stored) are
-                # ambiguous; a 503 or a send that never left is a definite "not stored".
-                in_doubt = in_doubt or (self._commit_sent and isinstance(exc, _AMBIGUOUS))
+                # an abandon are ambiguous; a 503 or a send that never left is a definite
+                # "not stored".
+                fence.failed(exc, left=self._commit_sent)
                 if loop.time() >= deadline:
-                    if in_doubt:
+                    if fence.in_doubt:
                         raise self._unknown(
                             f"no definite answer before the deadline: {exc}"
                         ) from exc
                     raise
             except ServerError:
-                if in_doubt:  # the earlier attempt may be what made this one fail
-                    found = await self._find_stored(deadline)
-                    if found is not None:
-                        return found
+                # A refused retry: the earlier attempt may be what made this one fail.
+                found = await fence.settle(functools.partial(self._find_stored, deadline))
+                if found is not None:
+                    return found
                 raise
-            attempt += 1
-            await asyncio.sleep(min(0.1 * 2**attempt, 2.0, max(0.0, deadline - loop.time())))
+            await asyncio.sleep(min(0.1 * 2**fence.attempts, 2.0, max(0.0, deadline - loop.time())))
             batch_id = _new_batch_id()
+
+    def _check_commit_size(self) -> None:
+        """The last message also carries the commit header and the fence's Msg-Id: check it
+        again as it will be sent, before anything is.
+
+        Raises:
+            ValueTooLargeError: it no longer fits the server's max payload.
+        """
+        if self._commit_with == "eob":
+            return  # the end-of-batch message is empty; the last data message is unchanged
+        last = self._messages[-1]
+        extra = batch_header_size(len(self._messages)) + _COMMIT_HEADER
+        check_message_size(
+            self._js.nc, last.subject, last.headers, len(last.data), extra_headers=extra
+        )
 
     async def _send(self, batch_id: str) -> PubAck:
         """One attempt: the messages under ``batch_id``; return the commit's pub ack."""
@@ -457,6 +478,15 @@ class AtomicBatch(AsyncResource):
             raise NoRespondersError(f"no stream listens on {subject}")
         self._stream = stream
         return stream
+
+
+_ID_LENGTH = 22  # a NUID, for every attempt
+_COMMIT_HEADER = header_lines_size({hdr.BATCH_COMMIT: "1"})
+
+
+def batch_header_size(seq: int) -> int:
+    """Bytes of the batch header lines message ``seq`` of a batch carries (id, sequence)."""
+    return header_lines_size({hdr.BATCH_ID: "x" * _ID_LENGTH, hdr.BATCH_SEQUENCE: str(seq)})
 
 
 def _new_batch_id() -> str:

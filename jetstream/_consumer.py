@@ -31,6 +31,7 @@ import nats.errors
 from nats.nuid import NUID
 
 from . import headers as hdr
+from ._duration import DurationValue, optional_duration, seconds_of
 from ._errors import (
     ClientValidationError,
     ConsumerDeletedError,
@@ -196,8 +197,8 @@ class Consumer:
         *,
         max_messages: int | None = None,
         max_bytes: int | None = None,
-        expires: float = DEFAULT_EXPIRES,
-        heartbeat: float | None = None,
+        expires: DurationValue = DEFAULT_EXPIRES,
+        heartbeat: DurationValue | None = None,
         threshold_messages: int | None = None,
         threshold_bytes: int | None = None,
         error_callback: ErrorCallback | None = None,
@@ -229,8 +230,8 @@ class Consumer:
         max_messages: int | None = None,
         *,
         max_bytes: int | None = None,
-        expires: float = DEFAULT_EXPIRES,
-        heartbeat: float | None = None,
+        expires: DurationValue = DEFAULT_EXPIRES,
+        heartbeat: DurationValue | None = None,
     ) -> AsyncIterator[PullMessage]:
         """One pull: yield up to ``max_messages`` (default 1) or ``max_bytes`` worth of
         messages, ending when the pull is complete, expires, or no more messages will come.
@@ -242,6 +243,8 @@ class Consumer:
         """
         if max_messages is not None and max_bytes is not None:
             raise ClientValidationError("give max_messages or max_bytes, not both")
+        expires = seconds_of(expires, name="expires")
+        heartbeat = None if heartbeat is None else seconds_of(heartbeat, name="heartbeat")
         if expires <= 0 or (max_messages is not None and max_messages < 1):
             raise ClientValidationError("expires and max_messages must be positive")
         request: dict[str, int] = {"expires": int(expires * 1e9)}
@@ -347,7 +350,7 @@ class OrderedConsumer(AsyncResource):
         max_messages: int = 500,
         until_caught_up: bool = False,
         max_resets: int | None = None,
-        inactive_threshold: float = 300.0,
+        inactive_threshold: DurationValue = 300.0,
         error_callback: ErrorCallback | None = None,
     ) -> None:
         if deliver_policy not in _ORDERED_POLICIES:
@@ -367,7 +370,7 @@ class OrderedConsumer(AsyncResource):
         )
         self._until_caught_up = until_caught_up
         self._max_resets = max_resets
-        self._inactive_ns = int(inactive_threshold * 1e9)
+        self._inactive = optional_duration(inactive_threshold, name="inactive_threshold")
         self._on_error = error_callback or _log_warning
         self._prefix = NUID().next().decode()
         self._serial = 0
@@ -396,7 +399,7 @@ class OrderedConsumer(AsyncResource):
             headers_only=self._headers_only,
             mem_storage=True,
             num_replicas=1,
-            inactive_threshold=self._inactive_ns,
+            inactive_threshold=self._inactive,
         )
 
     async def _create(self) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Literal, TypeVar
@@ -20,6 +21,7 @@ from . import headers as hdr
 from ._api import DEFAULT_API_PREFIX, ApiSubjects, decode_reply, request, send
 from ._consumer import Consumer
 from ._denials import Denials
+from ._duration import encode_hook
 from ._errors import (
     ClientValidationError,
     JetStreamError,
@@ -34,6 +36,8 @@ from ._errors import (
     WrongLastSequenceError,
     connection_error,
 )
+from ._fence import Fence
+from ._limits import check_message_size, check_subject_length
 from ._message import StoredMessage, parse_header_block
 from ._models import (
     AccountInfo,
@@ -68,7 +72,7 @@ async def _always() -> bool:
     return True
 
 
-_encode = msgspec.json.encode
+_encode = msgspec.json.Encoder(enc_hook=encode_hook).encode  # durations as nanoseconds
 _log = logging.getLogger("jetstream")
 
 
@@ -495,42 +499,62 @@ class JetStream(AsyncResource):
 
         With ``msg_id`` the write is idempotent, so an ack that timed out is retried too: the
         server answers a repeat with the original sequence (a duplicate ack), and when an
-        expected-sequence header makes the repeat fail instead, the subject's last message is
-        looked up by its ``Nats-Msg-Id`` to tell whether the first attempt was stored.
+        expected-sequence header makes the repeat fail instead, the subject's messages are
+        looked up by their ``Nats-Msg-Id`` to tell whether the earlier attempt was stored. Only
+        a refused *retry* after an unanswered attempt pays for that lookup (see
+        :class:`jetstream._fence.Fence`): a refused first attempt raises at once.
 
         Raises:
             JetStreamError: the registered error from the ack (e.g. WrongLastSequenceError).
+            ValueTooLargeError: headers plus payload exceed the server's ``max_payload``;
+                ClientValidationError: the subject does not fit the server's control line
+                (nothing is sent, the connection stays up).
             NoRespondersError: no stream listens on ``subject``.
             RequestTimeoutError: no ack within the timeout (or the deadline, with ``msg_id``).
             PermissionDeniedError: the account may not publish there.
         """
         if msg_id is not None:
             headers = {**(headers or {}), hdr.MSG_ID: msg_id}
-        sent = False
+        # The server would close the connection on either: refuse before anything is sent.
+        check_subject_length(self._nc, subject)
+        check_message_size(self._nc, subject, headers, len(data))
+        fence = Fence(msg_id) if msg_id is not None else None
 
         async def attempt() -> PubAck:
-            nonlocal sent
-            sent = True
-            msg = await self.send(subject, data, timeout=timeout, headers=headers or None)
-            return decode_reply(msg.data, PubAck, subject=subject)
+            if fence is not None:
+                fence.attempt()
+            try:
+                msg = await self.send(subject, data, timeout=timeout, headers=headers or None)
+                return decode_reply(msg.data, PubAck, subject=subject)
+            except JetStreamError as exc:
+                if fence is not None:
+                    fence.failed(exc)
+                raise
 
         try:
             return await self._failover(
                 attempt,
                 still_there=lambda: self._subject_has_stream(subject),
-                retry_timeouts=msg_id is not None,
+                retry_timeouts=fence is not None,
             )
         except WrongLastSequenceError:
-            if msg_id is None or not sent:
+            # A refused first attempt is definite; a refused retry may be our own echo.
+            if fence is None:
                 raise
-            # The repeat failed its expected-sequence check: was the first attempt stored?
-            stream = await self.stream_for_subject(subject)
-            if stream is None:
-                raise
-            stored = await find_by_msg_id(self, stream, subject, msg_id)
+            stored = await fence.settle(functools.partial(self._find_fenced, subject, fence.msg_id))
             if stored is None:
                 raise
-            return PubAck(stream=stream, seq=stored.seq, duplicate=True)
+            return stored
+
+    async def _find_fenced(self, subject: str, msg_id: str) -> PubAck | None:
+        """The ack of an earlier attempt of ``msg_id`` on ``subject`` if it was stored."""
+        stream = await self.stream_for_subject(subject)
+        if stream is None:
+            return None
+        stored = await find_by_msg_id(self, stream, subject, msg_id)
+        if stored is None:
+            return None
+        return PubAck(stream=stream, seq=stored.seq, duplicate=True)
 
     async def stream_for_subject(self, subject: str) -> str | None:
         """The name of the stream that stores ``subject`` (None if no stream does).

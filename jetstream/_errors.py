@@ -5,17 +5,17 @@
     JetStreamError                         root; server errors carry code, err_code, description
     ├── ServerError                        any {"error": {...}} reply without a more specific class
     │   ├── StreamNotFoundError            10059
-    │   │   ├── BucketNotFoundError        (kvstore: the bucket's stream is missing)
-    │   │   └── StoreNotFoundError         (objstore)
+    │   │   ├── BucketNotFoundError        (defined in kvstore)
+    │   │   └── StoreNotFoundError         (defined in objstore)
     │   ├── StreamExistsError              10058 (same name, different configuration)
-    │   │   ├── BucketExistsError          (kvstore)
-    │   │   └── StoreExistsError           (objstore)
+    │   │   ├── BucketExistsError          (defined in kvstore)
+    │   │   └── StoreExistsError           (defined in objstore)
     │   ├── MessageNotFoundError           10037, direct get 404
-    │   │   ├── KeyNotFoundError           (kvstore: no live value)
-    │   │   └── ObjectNotFoundError        (objstore: no such object, or deleted)
+    │   │   ├── KeyNotFoundError           (defined in kvstore)
+    │   │   └── ObjectNotFoundError        (defined in objstore)
     │   ├── WrongLastSequenceError         10071, 10164 (expected-last-* header did not match)
-    │   │   ├── WrongRevisionError         (kvstore CAS; carries key and current revision)
-    │   │   └── KeyExistsError             (kvstore create over a live value)
+    │   │   ├── WrongRevisionError         (defined in kvstore)
+    │   │   └── KeyExistsError             (defined in kvstore)
     │   ├── MessageTooLargeError           10054
     │   ├── MessageTTLDisabledError        10166
     │   ├── InvalidStreamConfigError       10052, 10025
@@ -35,9 +35,9 @@
     │   ├── ConsumerDeletedError           409 Consumer Deleted during a pull (ends consume)
     │   └── PullRequestError               a pull refused: 400, 409 push based / Exceeded ...
     ├── ClientValidationError (ValueError) bad input caught before anything is sent
-    │   ├── InvalidKeyError
+    │   ├── InvalidKeyError                (defined in kvstore)
     │   ├── InvalidBucketNameError         (also object store names)
-    │   ├── InvalidObjectNameError
+    │   ├── InvalidObjectNameError         (defined in objstore)
     │   ├── InvalidBucketConfigError       (history outside 1..64, negative sizes, ...)
     │   ├── InvalidTTLError                (also raised for the server's 10165)
     │   ├── InvalidHeaderError
@@ -48,10 +48,12 @@
     ├── BatchClosedError (RuntimeError)    a batch used after commit or abandon
     ├── CommitUnknownError                 outcome not learned before the deadline
     ├── HeartbeatMissedError               a warning (error callback), never raised by consume
-    ├── DigestMismatchError                a downloaded object does not match its digest or size
-    ├── ObjectExistsError                  a link would replace an object that is not a link
+    ├── DigestMismatchError                (defined in objstore)
+    ├── ObjectExistsError                  (defined in objstore)
+    ├── ObjectChangedError                 (defined in objstore)
+    ├── InvalidObjectMetaError             (defined in objstore)
     ├── FastBatchError                     a fast batch lost or refused messages
-    │   └── UploadFailedError              (objstore: the upload stored nothing)
+    │   └── UploadFailedError              (defined in objstore)
     ├── ConnectionFailedError (ConnectionError)  connect(): no server reachable, TLS refused
     │   └── AuthenticationError            connect(): the server refused the credentials
     ├── NoRespondersError                  503: no stream / leader answering (yet)
@@ -59,9 +61,12 @@
     ├── RequestTimeoutError (TimeoutError) no reply within the deadline
     └── ServerNotFoundError                EmbeddedServer: the nats-server binary is missing
 
-Call sites never compare ``err_code`` themselves: :func:`error_from_api` turns the server's
-``{"code", "err_code", "description"}`` into the registered class, and upper layers translate
-to their own subclasses (``raise KeyExistsError(...) from exc``).
+Each error is defined in the layer it belongs to: the KV and object store classes marked above
+live in ``kvstore/_errors.py`` and ``objstore/_errors.py`` (importable from those packages),
+built on the protocol classes here. Call sites never compare ``err_code`` themselves:
+:func:`error_from_api` turns the server's ``{"code", "err_code", "description"}`` into the
+registered class, and upper layers translate to their own subclasses
+(``raise KeyExistsError(...) from exc``).
 """
 
 from __future__ import annotations
@@ -76,8 +81,6 @@ __all__ = [
     "BatchPublishDisabledError",
     "BatchTooLargeError",
     "BatchUnsupportedHeaderError",
-    "BucketExistsError",
-    "BucketNotFoundError",
     "ClientValidationError",
     "ColumnError",
     "CommitUnknownError",
@@ -85,7 +88,6 @@ __all__ = [
     "ConsumerDeletedError",
     "ConsumerExistsError",
     "ConsumerNotFoundError",
-    "DigestMismatchError",
     "DuplicateMessageIdError",
     "DuplicateObjectNameError",
     "FastBatchError",
@@ -93,20 +95,14 @@ __all__ = [
     "InvalidBucketConfigError",
     "InvalidBucketNameError",
     "InvalidHeaderError",
-    "InvalidKeyError",
-    "InvalidObjectNameError",
     "InvalidStreamConfigError",
     "InvalidTTLError",
     "JetStreamError",
-    "KeyExistsError",
-    "KeyNotFoundError",
     "MessageIdInProcessError",
     "MessageNotFoundError",
     "MessageTTLDisabledError",
     "MessageTooLargeError",
     "NoRespondersError",
-    "ObjectExistsError",
-    "ObjectNotFoundError",
     "PermissionDeniedError",
     "PullRequestError",
     "RequestTimeoutError",
@@ -114,17 +110,13 @@ __all__ = [
     "ServerError",
     "ServerNotFoundError",
     "StorageLimitError",
-    "StoreExistsError",
-    "StoreNotFoundError",
     "StreamExistsError",
     "StreamNotFoundError",
     "TooManyInflightBatchesError",
     "UnavailableError",
     "UnsupportedServerFeatureError",
-    "UploadFailedError",
     "ValueTooLargeError",
     "WrongLastSequenceError",
-    "WrongRevisionError",
     "connection_error",
     "error_from_api",
 ]
@@ -161,48 +153,16 @@ class StreamNotFoundError(ServerError):
     err_codes = (10059,)
 
 
-class BucketNotFoundError(StreamNotFoundError):
-    """The KV bucket (its ``KV_<bucket>`` stream) does not exist."""
-
-
 class StreamExistsError(ServerError):
     """A stream with this name exists with a different configuration (10058)."""
 
     err_codes = (10058,)
 
 
-class BucketExistsError(StreamExistsError):
-    """A KV bucket with this name already exists with a different configuration."""
-
-
-class StoreNotFoundError(StreamNotFoundError):
-    """The object store (its ``OBJ_<store>`` stream) does not exist."""
-
-
-class StoreExistsError(StreamExistsError):
-    """An object store with this name exists with a different configuration."""
-
-
 class MessageNotFoundError(ServerError):
     """No message matched (10037, or a direct get 404)."""
 
     err_codes = (10037,)
-
-
-class KeyNotFoundError(MessageNotFoundError):
-    """The key has no live value: never written, deleted, purged or expired."""
-
-    def __init__(self, key: str, description: str = "") -> None:
-        super().__init__(description or f"key not found: {key!r}", code=404)
-        self.key = key
-
-
-class ObjectNotFoundError(MessageNotFoundError):
-    """No such object in the store (never stored, deleted, or expired)."""
-
-    def __init__(self, name: str, description: str = "") -> None:
-        super().__init__(description or f"object not found: {name!r}", code=404)
-        self.name = name
 
 
 class WrongLastSequenceError(ServerError):
@@ -218,33 +178,6 @@ class WrongLastSequenceError(ServerError):
         if sep and head.endswith("wrong last sequence") and tail.strip().isdigit():
             return int(tail)
         return None
-
-
-class WrongRevisionError(WrongLastSequenceError):
-    """A compare-and-set write found another revision than the one expected.
-
-    ``current`` is the key's current revision when the server reported it (0 = no value).
-    """
-
-    def __init__(self, key: str, expected: int, current: int | None, *, err_code: int) -> None:
-        now = "unknown" if current is None else str(current)
-        super().__init__(
-            f"wrong revision for key {key!r}: expected {expected}, current {now}",
-            code=400,
-            err_code=err_code,
-        )
-        self.key = key
-        self.expected = expected
-        self.current = current
-
-
-class KeyExistsError(WrongLastSequenceError):
-    """``create`` found a live value for the key (``revision`` is its revision)."""
-
-    def __init__(self, key: str, revision: int | None, *, err_code: int) -> None:
-        super().__init__(f"key exists: {key!r}", code=400, err_code=err_code)
-        self.key = key
-        self.revision = revision
 
 
 class MessageTooLargeError(ServerError):
@@ -377,14 +310,6 @@ class PullRequestError(ServerError):
     """The server refused a pull: bad request (400), push consumer, limits exceeded (409)."""
 
 
-class DigestMismatchError(JetStreamError):
-    """A downloaded object's SHA-256 digest, size or chunk count differs from its meta."""
-
-
-class ObjectExistsError(JetStreamError):
-    """A link was to replace an existing object that is not a link."""
-
-
 class FastBatchError(JetStreamError):
     """A fast-ingest batch did not persist everything sent (a gap, a refused message, a final
     ack counting fewer). ``last_persisted`` is the last batch sequence the server kept."""
@@ -392,10 +317,6 @@ class FastBatchError(JetStreamError):
     def __init__(self, description: str, *, last_persisted: int = 0) -> None:
         super().__init__(description)
         self.last_persisted = last_persisted
-
-
-class UploadFailedError(FastBatchError):
-    """An object upload failed; no meta was written and its chunks were removed."""
 
 
 class HeartbeatMissedError(JetStreamError):
@@ -439,20 +360,12 @@ class DuplicateObjectNameError(ClientValidationError):
         self.names = names
 
 
-class InvalidKeyError(ClientValidationError):
-    """A KV key (or key filter) does not follow the NATS KV key rules."""
-
-
 class InvalidBucketNameError(ClientValidationError):
     """A bucket or stream name does not follow the naming rules."""
 
 
 class InvalidBucketConfigError(ClientValidationError):
     """A bucket or store configuration value is out of range."""
-
-
-class InvalidObjectNameError(ClientValidationError):
-    """An object name that cannot be stored (empty, or not a str)."""
 
 
 class InvalidTTLError(ClientValidationError):

@@ -79,7 +79,7 @@ class FastPublisher(AsyncResource):
     ramps up concurrent publishers), ``max_outstanding`` how many ack intervals may be in
     flight, ``gap`` is ``"fail"`` (default: any loss ends the batch) or ``"ok"``. ``timeout``
     bounds every wait for the server; pings go out every ``timeout / 3`` while waiting.
-    Leaving the block with an exception abandons the batch (the server drops it after 10 s).
+    Leaving the block with an exception abandons the batch (:meth:`abandon`).
     """
 
     def __init__(
@@ -114,6 +114,7 @@ class FastPublisher(AsyncResource):
         self._failure: JetStreamError | None = None
         self._closed = False
         self._denial: str | None = None  # the subject watched for a refusal
+        self._eob_answered = False  # the server answered our end-of-batch (abandon)
 
     @property
     def sent(self) -> int:
@@ -135,7 +136,33 @@ class FastPublisher(AsyncResource):
     async def _exit(self, error: BaseException | None) -> None:
         if error is None and not self._closed and self._sent:
             await self.commit()
+        elif error is not None:
+            await self.abandon()
         await self._close()
+
+    async def abandon(self) -> None:
+        """End the batch now and wait until the server settled every message sent, so that
+        nothing sent is stored after this returns (a message still in flight would otherwise
+        be stored later, e.g. after the caller purged the batch's subject). Waits at most
+        ``timeout`` for the answer; never raises a server or connection error (the batch is
+        being given up). Does nothing after a commit.
+
+        An end-of-batch message (op 3) closes the batch: the server handles a connection's
+        messages in order, so its answer (the final ack, or "batch unknown" when the batch had
+        already failed) comes after every earlier message was stored or refused.
+        """
+        if self._closed or self._final is not None or not self._sent or not self._inbox:
+            await self._close()
+            return
+        try:
+            seq = max(2, self._sent + 1)  # an EOB needs seq >= 2
+            await self._js.nc.publish(self._last_subject, b"", reply=self._reply(seq, _EOB))
+            self._failure = None  # wait for the EOB's answer, not the error that got us here
+            await self._wait(lambda: self._eob_answered, "answer to the end-of-batch")
+        except (JetStreamError, nats.errors.Error, OSError):
+            pass  # the server is unreachable: what it may still store, cleanup() removes
+        finally:
+            await self._close()
 
     async def _close(self) -> None:
         self._closed = True
@@ -270,6 +297,8 @@ class FastPublisher(AsyncResource):
     # -- receiving ----------------------------------------------------------------------------
 
     async def _on_reply(self, msg: Msg) -> None:
+        if msg.subject.endswith(f".{_EOB}.$FI"):
+            self._eob_answered = True
         status = (msg.headers or {}).get(hdr.STATUS)
         if status == "503":
             self._failure = NoRespondersError(

@@ -3,8 +3,10 @@
 Field names are the server's. Defaults equal the server's defaults, and configs are encoded
 with ``omit_defaults`` so only non-default fields go on the wire: the server rejects fields it
 does not know (10025), so a field left at its default is never sent to an older server.
-Durations are nanosecond integers here, as on the wire; friendly types (``timedelta``) are the
-upper layers' business. Unknown fields in responses are ignored, so newer servers decode fine.
+Durations are :class:`~jetstream._duration.Duration` s (``timedelta`` s): callers pass seconds,
+a ``timedelta`` or ``"90s"``/``"1h"``/``"30d"``, the wire carries nanoseconds (the encode and
+decode hooks in ``_duration``), and zero (the server's "not set") reads as ``None``. Unknown
+fields in responses are ignored, so newer servers decode fine.
 """
 
 from __future__ import annotations
@@ -13,6 +15,9 @@ from datetime import datetime
 from typing import Any, Literal
 
 import msgspec
+
+from ._duration import Duration, optional_duration
+from ._errors import ClientValidationError
 
 __all__ = [
     "AccountInfo",
@@ -61,16 +66,16 @@ class StreamConfig(msgspec.Struct, kw_only=True, omit_defaults=True):
     max_consumers: int = -1
     max_msgs: int = -1
     max_bytes: int = -1
-    max_age: int = 0
-    """Nanoseconds; 0 = unlimited."""
+    max_age: Duration | None = None
+    """None = unlimited."""
     max_msgs_per_subject: int = -1
     max_msg_size: int = -1
     discard: Discard = "old"
     storage: Storage = "file"
     num_replicas: int = 1
     no_ack: bool = False
-    duplicate_window: int = 0
-    """Nanoseconds; 0 lets the server choose (2 min, or max_age if shorter)."""
+    duplicate_window: Duration | None = None
+    """None lets the server choose (2 min, or max_age if shorter)."""
     placement: dict[str, Any] | None = None
     mirror: dict[str, Any] | None = None
     sources: list[dict[str, Any]] | None = None
@@ -89,8 +94,8 @@ class StreamConfig(msgspec.Struct, kw_only=True, omit_defaults=True):
     consumer_limits: dict[str, Any] | None = None
     allow_msg_ttl: bool = False
     """Per-message ``Nats-TTL`` (ADR-43, API level 1). Cannot be switched off once on."""
-    subject_delete_marker_ttl: int = 0
-    """Nanoseconds a server-placed ``MaxAge`` marker lives; 0 = no markers. At least 1 s."""
+    subject_delete_marker_ttl: Duration | None = None
+    """How long a server-placed ``MaxAge`` marker lives; None = no markers. At least 1 s."""
     allow_msg_counter: bool = False
     allow_atomic: bool = False
     """Atomic batch publish (ADR-50, API level 2)."""
@@ -98,6 +103,9 @@ class StreamConfig(msgspec.Struct, kw_only=True, omit_defaults=True):
     allow_batched: bool = False
     """Fast-ingest batch publish (ADR-50, API level 4)."""
     persist_mode: str = ""
+
+    def __post_init__(self) -> None:
+        _normalize_durations(self, ("max_age", "duplicate_window", "subject_delete_marker_ttl"))
 
 
 class StreamState(msgspec.Struct, frozen=True):
@@ -164,7 +172,9 @@ class ConsumerConfig(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     Defaults are the server's zero values, so an omitted field means the same to both sides:
     note that this makes ``ack_policy`` default to ``"none"`` on the wire; :class:`Consumer`
-    helpers pass ``"explicit"`` where acknowledgements are wanted. Durations are nanoseconds.
+    helpers pass ``"explicit"`` where acknowledgements are wanted. Durations (``ack_wait``,
+    ``backoff``, ``max_expires``, ``inactive_threshold``) take seconds, a ``timedelta`` or a
+    string like ``"30s"``.
     """
 
     name: str = ""
@@ -174,9 +184,9 @@ class ConsumerConfig(msgspec.Struct, kw_only=True, omit_defaults=True):
     opt_start_seq: int = 0
     opt_start_time: datetime | None = None
     ack_policy: AckPolicy = "none"
-    ack_wait: int = 0
+    ack_wait: Duration | None = None
     max_deliver: int = 0
-    backoff: list[int] | None = None
+    backoff: list[Duration] | None = None
     filter_subject: str = ""
     filter_subjects: list[str] | None = None
     replay_policy: Literal["instant", "original"] = "instant"
@@ -185,14 +195,28 @@ class ConsumerConfig(msgspec.Struct, kw_only=True, omit_defaults=True):
     max_ack_pending: int = 0
     headers_only: bool = False
     max_batch: int = 0
-    max_expires: int = 0
+    max_expires: Duration | None = None
     max_bytes: int = 0
-    inactive_threshold: int = 0
+    inactive_threshold: Duration | None = None
     num_replicas: int = 0
     mem_storage: bool = False
     metadata: dict[str, str] | None = None
     deliver_subject: str = ""
     """Push consumers only; this library pulls."""
+
+    def __post_init__(self) -> None:
+        _normalize_durations(self, ("ack_wait", "max_expires", "inactive_threshold"))
+        if self.backoff is not None:
+            steps = [optional_duration(step, name="backoff") for step in self.backoff]
+            if any(step is None for step in steps):
+                raise ClientValidationError(f"backoff steps must be positive: {self.backoff!r}")
+            self.backoff = [step for step in steps if step is not None]
+
+
+def _normalize_durations(config: object, fields: tuple[str, ...]) -> None:
+    """Turn each duration field a caller set (seconds, timedelta, string) into a Duration."""
+    for name in fields:
+        setattr(config, name, optional_duration(getattr(config, name), name=name))
 
 
 class SequenceInfo(msgspec.Struct, frozen=True):

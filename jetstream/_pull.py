@@ -23,6 +23,7 @@ import msgspec
 from nats.aio.msg import Msg
 
 from . import headers as hdr
+from ._duration import DurationValue, seconds_of
 from ._errors import (
     ClientValidationError,
     ConsumerDeletedError,
@@ -112,16 +113,17 @@ def pull_options(
     *,
     max_messages: int | None = None,
     max_bytes: int | None = None,
-    expires: float = DEFAULT_EXPIRES,
-    heartbeat: float | None = None,
+    expires: DurationValue = DEFAULT_EXPIRES,
+    heartbeat: DurationValue | None = None,
     threshold_messages: int | None = None,
     threshold_bytes: int | None = None,
 ) -> PullOptions:
     """Check and complete consume options with ADR-37's defaults.
 
     ``max_messages`` (default 500) **or** ``max_bytes`` bounds the buffer; ``expires`` (>= 1 s,
-    default 30 s) is each pull's lifetime; ``heartbeat`` defaults to ``expires / 2`` capped to
-    0.5..30 s and may not exceed ``expires / 2``; thresholds default to half the buffer.
+    default 30 s; seconds, a ``timedelta`` or ``"30s"``) is each pull's lifetime; ``heartbeat``
+    defaults to ``expires / 2`` capped to 0.5..30 s and may not exceed ``expires / 2``;
+    thresholds default to half the buffer.
 
     Raises:
         ClientValidationError: both limits, a non-positive limit, ``expires`` below 1 s, or a
@@ -133,6 +135,9 @@ def pull_options(
         raise ClientValidationError(f"max_bytes must be positive: {max_bytes}")
     if max_messages is not None and max_messages < 1:
         raise ClientValidationError(f"max_messages must be positive: {max_messages}")
+    expires = seconds_of(expires, name="expires")
+    if heartbeat is not None:
+        heartbeat = seconds_of(heartbeat, name="heartbeat")
     if expires < _MIN_EXPIRES:
         raise ClientValidationError(f"expires must be at least {_MIN_EXPIRES:g}s: {expires}")
     if heartbeat is None:

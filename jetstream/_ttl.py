@@ -12,11 +12,11 @@ On the wire we always send integer seconds (``"90"``) or ``never``: every client
 
 from __future__ import annotations
 
-import re
 from datetime import timedelta
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Final, TypeAlias
 
+from ._duration import go_duration_ns
 from ._errors import InvalidTTLError
 
 __all__ = [
@@ -36,41 +36,6 @@ NEVER: Final = -1
 """The parsed form of ``"never"``: the message is exempt from TTL and from the stream's max_age."""
 
 _MAX_SECONDS: Final = (2**63 - 1) // 1_000_000_000  # Go's time.Duration limit, ~292 years
-_NS_PER_UNIT: Final = {
-    "ns": 1,
-    "us": 1_000,
-    "\u00b5s": 1_000,  # micro sign, as Go accepts
-    "\u03bcs": 1_000,  # Greek mu
-    "ms": 1_000_000,
-    "s": 1_000_000_000,
-    "m": 60_000_000_000,
-    "h": 3_600_000_000_000,
-}
-_GO_TERM = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)")
-
-
-def _go_duration_ns(text: str) -> int | None:
-    """Nanoseconds of a Go ``time.ParseDuration`` string, or None if Go would refuse it."""
-    body = text[1:] if text[:1] in "+-" else text
-    negative = text.startswith("-")
-    if body == "0":
-        return 0
-    if not body:
-        return None
-    total = Decimal(0)
-    pos = 0
-    while pos < len(body):
-        term = _GO_TERM.match(body, pos)
-        if term is None:
-            return None
-        try:
-            total += Decimal(term.group(1)) * _NS_PER_UNIT[term.group(2)]
-        except InvalidOperation:
-            return None
-        pos = term.end()
-    if total > 2**63 - 1:
-        return None
-    return -int(total) if negative else int(total)
 
 
 def _from_seconds(seconds: Decimal, shown: object) -> int:
@@ -89,7 +54,8 @@ def parse_ttl(value: TTLValue) -> int:
     """Turn a caller's TTL into whole seconds (or :data:`NEVER`).
 
     Accepts ``int``/``float`` seconds, ``timedelta``, ``"never"`` (any case), a Go duration
-    (``"90s"``, ``"1h30m"``) or a string of integer seconds (``"30"``).
+    (``"90s"``, ``"1h30m"``), days (``"30d"``, ``"1d12h"``: sent as seconds, so every client
+    reads it) or a string of integer seconds (``"30"``).
 
     Raises:
         InvalidTTLError: zero, negative, below one second, not a whole number of seconds,
@@ -115,7 +81,7 @@ def _parse_ttl_text(text: str, *, strict: bool) -> int:
     stripped = text.strip()  # the server trims header values
     if stripped.lower() == "never":
         return NEVER
-    ns = _go_duration_ns(stripped)
+    ns = go_duration_ns(stripped)
     if ns is not None:
         seconds = Decimal(ns) / 1_000_000_000
         if not strict and seconds >= 1:
@@ -124,7 +90,7 @@ def _parse_ttl_text(text: str, *, strict: bool) -> int:
     if stripped.isascii() and stripped.isdigit():
         return _from_seconds(Decimal(stripped), text)
     raise InvalidTTLError(
-        f"invalid TTL {text!r}: use 'never', whole seconds or a Go duration such as '90s' or '1h'"
+        f"invalid TTL {text!r}: use 'never', whole seconds or a duration: '90s', '1h', '30d'"
     )
 
 

@@ -11,22 +11,26 @@ Buckets use the NATS KV layout (stream ``KV_<bucket>``, subjects ``$KV.<bucket>.
 from jetstream import (
     BatchClosedError,
     BatchTooLargeError,
-    BucketExistsError,
-    BucketNotFoundError,
     CommitUnknownError,
     InvalidBucketConfigError,
     InvalidBucketNameError,
-    InvalidKeyError,
     InvalidTTLError,
-    KeyExistsError,
-    KeyNotFoundError,
     ValueTooLargeError,
-    WrongRevisionError,
+    validate_bucket_name,
 )
+from jetstream._public import show_as as _show_as
 
 from ._batch import KeyBatch
 from ._bucket import Bucket
-from ._keys import validate_bucket_name, validate_filter, validate_key
+from ._errors import (
+    BucketExistsError,
+    BucketNotFoundError,
+    InvalidKeyError,
+    KeyExistsError,
+    KeyNotFoundError,
+    WrongRevisionError,
+)
+from ._keys import validate_filter, validate_key
 from ._manage import (
     BucketOptions,
     create_bucket,
@@ -73,15 +77,4 @@ __all__ = [
     "validate_key",
 ]
 
-for _name in (
-    "Bucket",
-    "BucketConfig",
-    "BucketStatus",
-    "Entry",
-    "KeyBatch",
-    "KeyWatcher",
-    "Op",
-    "Snapshot",
-):
-    globals()[_name].__module__ = __name__
-del _name
+_show_as(__name__, Bucket, BucketConfig, BucketStatus, Entry, KeyBatch, KeyWatcher, Op, Snapshot)

@@ -13,15 +13,13 @@ from jetstream import (
     AtomicBatch,
     BatchClosedError,
     BatchTooLargeError,
-    InvalidKeyError,
-    KeyExistsError,
     MessageNotFoundError,
     TTLValue,
     WrongLastSequenceError,
-    WrongRevisionError,
 )
 from jetstream import headers as hdr
 
+from ._errors import InvalidKeyError, KeyExistsError, WrongRevisionError
 from ._keys import validate_revision
 from ._models import Op, op_from_headers
 

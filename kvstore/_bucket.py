@@ -11,28 +11,31 @@ from jetstream import (
     DEFAULT_COMMIT_DEADLINE,
     DEFAULT_MAX_BATCH,
     NEVER,
-    BucketNotFoundError,
-    InvalidKeyError,
     InvalidTTLError,
     JetStream,
-    KeyExistsError,
-    KeyNotFoundError,
     MessageNotFoundError,
     StoredMessage,
     StreamNotFoundError,
     TTLValue,
     ValueTooLargeError,
     WrongLastSequenceError,
-    WrongRevisionError,
     format_ttl,
     parse_ttl_at_least,
     parse_ttl_header,
     scan_stream,
+    subject_room,
 )
 from jetstream import headers as hdr
 
 from ._batch import KeyBatch
-from ._keys import validate_key, validate_revision
+from ._errors import (
+    BucketNotFoundError,
+    InvalidKeyError,
+    KeyExistsError,
+    KeyNotFoundError,
+    WrongRevisionError,
+)
+from ._keys import validate_filter, validate_key, validate_revision
 from ._models import (
     BucketConfig,
     BucketStatus,
@@ -51,6 +54,7 @@ __all__ = ["Bucket", "BytesLike"]
 BytesLike = bytes | bytearray | memoryview
 
 _CREATE_ATTEMPTS = 3
+_CONSUMER_NAME_ROOM = 40  # generated consumer names: a NUID and a serial
 _DEFAULT_PURGE_DELETES_AGE = timedelta(minutes=30)
 
 
@@ -80,6 +84,7 @@ class Bucket:
         self._config = config
         self._stream = stream_name(name)
         self._prefix = subject_prefix(name)
+        self._max_key_length: tuple[int, int] | None = None  # (max_payload, its key limit)
 
     @property
     def name(self) -> str:
@@ -96,6 +101,24 @@ class Bucket:
         """The configuration read when the bucket was opened or created."""
         return self._config
 
+    @property
+    def max_key_length(self) -> int:
+        """The longest key (or key filter) this bucket accepts on this connection.
+
+        Every request naming a key must fit the server's control line (4096 bytes by default;
+        a longer one makes the server close the connection): the longest is a watch's
+        filtered consumer create, ``$JS.API.CONSUMER.CREATE.<stream>.<name>.$KV.<bucket>.<key>``
+        with its reply inbox and size. Longer keys raise :class:`InvalidKeyError`.
+        """
+        nc = self._js.nc
+        cached = self._max_key_length
+        if cached is None or cached[0] != nc.max_payload:  # another server may say otherwise
+            api = self._js.api.consumer_create(
+                self._stream, "n" * _CONSUMER_NAME_ROOM, self._prefix
+            )
+            cached = self._max_key_length = (nc.max_payload, subject_room(nc) - len(api))
+        return cached[1]
+
     def __repr__(self) -> str:
         return f"<Bucket {self._name!r} history={self._config.history}>"
 
@@ -106,7 +129,9 @@ class Bucket:
 
         Raises:
             InvalidKeyError, InvalidTTLError, ValueTooLargeError: bad input; nothing is sent.
-                A TTL below the bucket's ``marker_ttl`` is refused when history > 1.
+                A TTL below the bucket's ``marker_ttl`` is refused when history > 1; a key
+                longer than :attr:`max_key_length`, or a value that with its headers exceeds
+                the server's ``max_payload``, is refused (the server would drop the connection).
             TypeError: ``value`` is not bytes-like.
             StorageLimitError: the bucket is full (``max_bytes``).
             JetStreamError: any other server error.
@@ -281,7 +306,10 @@ class Bucket:
 
         Returns a :class:`Snapshot` (a mapping of key to live :class:`Entry`) with ``.missing``
         (keys without a live value) and ``.revision`` (the stream sequence it reflects). Any
-        number of keys: beyond 1000 the reads are split but share one ``up_to_seq``.
+        number of keys, under any concurrent writes: beyond 1000 keys the batched reads share
+        one ``up_to_seq``; a key whose revision at that point was replaced meanwhile (history 1)
+        makes the whole read repeat at a newer point, and after a few tries the keys are read
+        through a consumer snapshot instead. The result is always the bucket at one sequence.
 
         Raises:
             InvalidKeyError: a bad key; nothing is sent.
@@ -313,6 +341,7 @@ class Bucket:
             InvalidKeyError: a bad filter; ClientValidationError: conflicting options (both at
                 once, before anything is sent).
         """
+        self._check_filters(keys)
         return KeyWatcher(
             self,
             keys,
@@ -329,6 +358,7 @@ class Bucket:
         Raises:
             InvalidKeyError: a bad filter.
         """
+        self._check_filters(filters)
         return iter_keys(self, watch_subjects(self, filters))
 
     def history(self, key: str) -> AsyncIterator[Entry]:
@@ -338,7 +368,7 @@ class Bucket:
             InvalidKeyError: a bad key.
             KeyNotFoundError: the key has no stored revision (raised at the end).
         """
-        validate_key(key)
+        self._subject(key)
         return iter_history(self, key)
 
     # -- reads --------------------------------------------------------------------------------
@@ -389,8 +419,15 @@ class Bucket:
     # -- internals ----------------------------------------------------------------------------
 
     def _subject(self, key: str) -> str:
-        validate_key(key)
+        validate_key(key, max_length=self.max_key_length)
         return self._prefix + key
+
+    def _check_filters(self, filters: str | list[str]) -> None:
+        """Refuse filters too long for the server's control line (their syntax is checked
+        where they are turned into subjects)."""
+        longest = self.max_key_length
+        for pattern in [filters] if isinstance(filters, str) else filters:
+            validate_filter(pattern, max_length=longest)
 
     def _ttl_headers(self, ttl: TTLValue | None) -> dict[str, str]:
         if ttl is None:
@@ -433,8 +470,8 @@ class Bucket:
         if limit > 0 and len(data) > limit:
             raise ValueTooLargeError(f"value of {len(data)} bytes exceeds max_value_size {limit}")
         max_payload = self._js.nc.max_payload
-        if max_payload and len(data) > max_payload:
-            raise ValueTooLargeError(
+        if max_payload and len(data) > max_payload:  # fail early; the whole message is
+            raise ValueTooLargeError(  # checked (with its headers) before it is sent
                 f"value of {len(data)} bytes exceeds the server's max payload {max_payload}"
             )
         return data

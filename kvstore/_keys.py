@@ -1,26 +1,29 @@
-"""KV key, filter and bucket-name rules (the same as nats.go's ``kv.go``), checked before send."""
+"""KV key and filter rules (the same as nats.go's ``kv.go``), checked before send. Bucket names
+follow :func:`jetstream.validate_bucket_name` (shared with object stores)."""
 
 from __future__ import annotations
 
 import re
 from typing import Final
 
-from jetstream import ClientValidationError, InvalidBucketNameError, InvalidKeyError
+from jetstream import ClientValidationError
 
-__all__ = ["validate_bucket_name", "validate_filter", "validate_key", "validate_revision"]
+from ._errors import InvalidKeyError
+
+__all__ = ["validate_filter", "validate_key", "validate_revision"]
 
 _KEY: Final = re.compile(r"[-/_=.a-zA-Z0-9]+")
 _FILTER_TOKEN: Final = re.compile(r"[-/_=a-zA-Z0-9]+|\*|>")
-_BUCKET: Final = re.compile(r"[a-zA-Z0-9_-]+")
-MAX_BUCKET_NAME: Final = 255 - len("KV_")  # stream names are limited to 255 characters
 
 
-def validate_key(key: str) -> None:
-    """Check a concrete key: ``[-/_=.a-zA-Z0-9]+``, no leading, trailing or double dot.
+def validate_key(key: str, *, max_length: int | None = None) -> None:
+    """Check a concrete key: ``[-/_=.a-zA-Z0-9]+``, no leading, trailing or double dot, and at
+    most ``max_length`` characters when given (see :attr:`kvstore.Bucket.max_key_length`).
 
     Raises:
         InvalidKeyError: the key is not a str or breaks a rule (the message says which).
     """
+    _check_length(key, max_length, "key")
     if not isinstance(key, str):
         raise InvalidKeyError(f"key must be a str, not {type(key).__name__}")
     if not _KEY.fullmatch(key):
@@ -31,12 +34,14 @@ def validate_key(key: str) -> None:
         raise InvalidKeyError(f"invalid key {key!r}: no leading, trailing or double dots")
 
 
-def validate_filter(pattern: str) -> None:
-    """Check a key filter: dot-separated tokens, each a key token, ``*``, or a final ``>``.
+def validate_filter(pattern: str, *, max_length: int | None = None) -> None:
+    """Check a key filter: dot-separated tokens, each a key token, ``*``, or a final ``>``;
+    at most ``max_length`` characters when given.
 
     Raises:
         InvalidKeyError: the filter breaks a rule.
     """
+    _check_length(pattern, max_length, "key filter")
     if not isinstance(pattern, str) or not pattern:
         raise InvalidKeyError(f"invalid key filter {pattern!r}")
     tokens = pattern.split(".")
@@ -47,18 +52,13 @@ def validate_filter(pattern: str) -> None:
             raise InvalidKeyError(f"invalid key filter {pattern!r}: '>' must be the last token")
 
 
-def validate_bucket_name(name: str) -> None:
-    """Check a bucket name: ``[a-zA-Z0-9_-]+``, at most 252 characters.
-
-    Raises:
-        InvalidBucketNameError: the name breaks a rule.
-    """
-    if not isinstance(name, str) or not _BUCKET.fullmatch(name):
-        raise InvalidBucketNameError(
-            f"invalid bucket name {name!r}: use only letters, digits, '-' and '_'"
+def _check_length(key: object, max_length: int | None, what: str) -> None:
+    # Checked first: a key far over the limit is refused without scanning it.
+    if max_length is not None and isinstance(key, str) and len(key) > max_length:
+        raise InvalidKeyError(
+            f"{what} of {len(key)} characters is longer than {max_length}, the most the "
+            f"server's control line holds for this bucket: {key[:40]!r}..."
         )
-    if len(name) > MAX_BUCKET_NAME:
-        raise InvalidBucketNameError(f"bucket name longer than {MAX_BUCKET_NAME} characters")
 
 
 def validate_revision(revision: int, *, allow_zero: bool) -> None:

@@ -9,18 +9,18 @@ from typing import Literal, TypedDict, Unpack
 import msgspec
 
 from jetstream import (
-    BucketExistsError,
-    BucketNotFoundError,
+    DurationValue,
     Feature,
     JetStream,
     JetStreamError,
     StreamExistsError,
     StreamInfo,
     StreamNotFoundError,
+    validate_bucket_name,
 )
 
 from ._bucket import Bucket
-from ._keys import validate_bucket_name
+from ._errors import BucketExistsError, BucketNotFoundError
 from ._models import (
     BucketConfig,
     bucket_config_from_stream,
@@ -45,8 +45,8 @@ class BucketOptions(TypedDict, total=False):
     :class:`BucketConfig`."""
 
     history: int
-    max_age: object
-    marker_ttl: object
+    max_age: DurationValue | None
+    marker_ttl: DurationValue | None
     max_value_size: int
     max_bytes: int
     storage: Literal["file", "memory"]

@@ -7,14 +7,20 @@ from __future__ import annotations
 import dataclasses
 import enum
 from datetime import datetime, timedelta
-from typing import Final, Literal, Protocol
+from typing import Final, Literal
 
 import msgspec
 
-from jetstream import InvalidBucketConfigError, StreamConfig, StreamInfo
+from jetstream import (
+    Duration,
+    InvalidBucketConfigError,
+    StreamConfig,
+    StreamInfo,
+    check_size,
+    check_stream_limits,
+    validate_bucket_name,
+)
 from jetstream import headers as hdr
-
-from ._keys import validate_bucket_name
 
 __all__ = [
     "MAX_HISTORY",
@@ -32,7 +38,7 @@ __all__ = [
 MAX_HISTORY: Final = 64
 _NS = 1_000_000_000
 _DEFAULT_DUPLICATE_WINDOW = timedelta(minutes=2)
-_SERVER_METADATA_PREFIX = "_nats."
+_SERVER_METADATA_PREFIX = "_nats."  # keys the server sets in stream metadata
 _MAX_VALUE_KEY = "jetstore.max_value_size"
 HEADER_ROOM = 1024
 """Bytes the stream's ``max_msg_size`` allows beyond ``max_value_size``: the server counts
@@ -103,10 +109,12 @@ class BucketConfig:
     history: int = 1
     """Revisions kept per key, 1..64."""
     max_age: timedelta | None = None
-    """Bucket-wide lifetime of every revision (None = forever)."""
+    """Bucket-wide lifetime of every revision (None = forever). Seconds, a ``timedelta`` or a
+    duration string (``"1h"``, ``"30d"``) are accepted and stored as a ``timedelta``."""
     marker_ttl: timedelta | None = None
     """When set, the server leaves a marker (seen as ``Op.EXPIRED``) when a key expires, for
-    this long (>= 1 s). Without it expiry is silent: the key just disappears."""
+    this long (>= 1 s; seconds, ``timedelta`` or a string). Without it expiry is silent: the
+    key just disappears."""
     max_value_size: int = -1
     """Largest value in bytes (-1 = the server's max payload), checked before sending. The
     stream's ``max_msg_size`` is set ``HEADER_ROOM`` bytes higher because the server counts
@@ -126,66 +134,10 @@ class BucketConfig:
             raise InvalidBucketConfigError(f"history must be an int, not {self.history!r}")
         if not 1 <= self.history <= MAX_HISTORY:
             raise InvalidBucketConfigError(f"history must be 1..{MAX_HISTORY}: {self.history}")
-        _check_size("max_value_size", self.max_value_size)
+        check_size("max_value_size", self.max_value_size)
         check_stream_limits(self)
         if _MAX_VALUE_KEY in self.metadata:
             raise InvalidBucketConfigError(f"metadata key {_MAX_VALUE_KEY!r} is reserved")
-
-
-class StreamLimits(Protocol):
-    """What :func:`check_stream_limits` reads (``BucketConfig`` and ``StoreConfig`` have it)."""
-
-    @property
-    def max_age(self) -> timedelta | None: ...
-    @property
-    def marker_ttl(self) -> timedelta | None: ...
-    @property
-    def max_bytes(self) -> int: ...
-    @property
-    def storage(self) -> str: ...
-    @property
-    def replicas(self) -> int: ...
-    @property
-    def metadata(self) -> dict[str, str]: ...
-
-
-def check_stream_limits(config: StreamLimits) -> None:
-    """The limits buckets and object stores share (``max_age``, ``marker_ttl``, ``max_bytes``,
-    ``storage``, ``replicas``, ``metadata``).
-
-    Raises:
-        InvalidBucketConfigError: one is out of range.
-    """
-    _check_duration("max_age", config.max_age)
-    _check_duration("marker_ttl", config.marker_ttl, at_least=timedelta(seconds=1), whole=True)
-    _check_size("max_bytes", config.max_bytes)
-    if config.storage not in ("file", "memory"):
-        raise InvalidBucketConfigError(f"storage must be 'file' or 'memory': {config.storage!r}")
-    if isinstance(config.replicas, bool) or config.replicas not in range(1, 6):
-        raise InvalidBucketConfigError(f"replicas must be 1..5: {config.replicas!r}")
-    if any(key.startswith(_SERVER_METADATA_PREFIX) for key in config.metadata):
-        raise InvalidBucketConfigError("metadata keys starting with '_nats.' are the server's")
-
-
-def _check_size(name: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value == 0 or value < -1:
-        raise InvalidBucketConfigError(f"{name} must be -1 or a positive int: {value!r}")
-
-
-def _check_duration(
-    name: str, value: timedelta | None, *, at_least: timedelta | None = None, whole: bool = False
-) -> None:
-    """None, or a positive timedelta (``at_least`` long, in whole seconds if ``whole``)."""
-    if value is None:
-        return
-    if not isinstance(value, timedelta):
-        raise InvalidBucketConfigError(f"{name} must be a timedelta or None, not {value!r}")
-    if value <= timedelta(0):
-        raise InvalidBucketConfigError(f"{name} must be positive (None for no limit): {value}")
-    if at_least is not None and value < at_least:
-        raise InvalidBucketConfigError(f"{name} must be at least {at_least}: {value}")
-    if whole and value % timedelta(seconds=1):
-        raise InvalidBucketConfigError(f"{name} must be whole seconds: {value}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -222,8 +174,9 @@ def subject_prefix(bucket: str) -> str:
     return f"$KV.{bucket}."
 
 
-def _ns(value: timedelta | None) -> int:
-    return 0 if value is None else value // timedelta(microseconds=1) * 1_000
+def _plain(value: timedelta | None) -> timedelta | None:
+    """A wire duration as a plain ``timedelta`` (the configs' type)."""
+    return None if value is None else timedelta(seconds=value.total_seconds())
 
 
 def stream_config_for_bucket(
@@ -245,19 +198,19 @@ def stream_config_for_bucket(
         subjects=[f"{subject_prefix(bucket)}>"],
         max_msgs_per_subject=config.history,
         max_bytes=config.max_bytes,
-        max_age=_ns(config.max_age),
+        max_age=Duration.of(config.max_age),
         max_msg_size=config.max_value_size + HEADER_ROOM if config.max_value_size > 0 else -1,
         storage=config.storage,
         num_replicas=config.replicas,
         discard="new",
-        duplicate_window=_ns(duplicate_window),
+        duplicate_window=Duration.of(duplicate_window),
         allow_rollup_hdrs=True,
         deny_delete=True,
         allow_direct=True,
         compression="s2" if config.compression else "none",
         metadata=_with_max_value(config) or None,
         allow_msg_ttl=True,
-        subject_delete_marker_ttl=_ns(config.marker_ttl),
+        subject_delete_marker_ttl=Duration.of(config.marker_ttl),
         allow_atomic=allow_atomic,
     )
 
@@ -280,12 +233,8 @@ def bucket_config_from_stream(config: StreamConfig) -> BucketConfig:
     max_value = int(ours) if ours.isdigit() else config.max_msg_size  # a peer's bucket: 1:1
     return BucketConfig(
         history=max(1, min(MAX_HISTORY, config.max_msgs_per_subject)),
-        max_age=timedelta(microseconds=config.max_age // 1_000) if config.max_age else None,
-        marker_ttl=(
-            timedelta(seconds=config.subject_delete_marker_ttl // _NS)
-            if config.subject_delete_marker_ttl
-            else None
-        ),
+        max_age=_plain(config.max_age),
+        marker_ttl=_plain(config.subject_delete_marker_ttl),
         max_value_size=max_value if max_value > 0 else -1,
         max_bytes=config.max_bytes if config.max_bytes > 0 else -1,
         storage=config.storage,

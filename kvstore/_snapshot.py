@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
-from jetstream import JetStreamError, StoredMessage
+from jetstream import JetStreamError, StoredMessage, scan_stream
 
 from ._models import Entry, Op
 
@@ -48,7 +49,13 @@ class Snapshot(Mapping[str, Entry]):
 
 
 async def read_snapshot(bucket: Bucket, keys: Iterable[str]) -> Snapshot:
-    """Read ``keys`` consistently with batched direct gets sharing one ``up_to_seq``.
+    """Read ``keys`` as of one stream sequence.
+
+    Batched direct gets share one ``up_to_seq`` (the point the first answer was consistent as
+    of). On a bucket with history 1 a key rewritten after that point has no revision left at
+    it, and the server leaves it out as if it never existed; so every key reported missing is
+    asked for again without a pin, and if one has a message now, the whole read is repeated at
+    a newer point. After a few attempts under heavy writes, a consumer snapshot is read instead.
 
     Raises:
         InvalidKeyError: a bad key (nothing is sent).
@@ -61,15 +68,104 @@ async def read_snapshot(bucket: Bucket, keys: Iterable[str]) -> Snapshot:
             f"get_many needs direct get, which bucket {bucket.name!r} lacks (it was created "
             "without allow_direct); enable it with kvstore.update_bucket(js, name)"
         )
+    chunks = _chunks(subjects, bucket._js.nc.max_payload)
+    for _ in range(PINNED_ATTEMPTS):
+        found, pin = await _read_pinned(bucket, chunks)
+        absent = [subject for subject in subjects if subject not in found]
+        if not absent or not await _any_stored(bucket, _chunks(absent, bucket._js.nc.max_payload)):
+            return _snapshot(bucket, wanted, subjects, found, pin)
+    found, pin = await _read_by_consumer(bucket, subjects)
+    return _snapshot(bucket, wanted, subjects, found, pin)
+
+
+PINNED_ATTEMPTS = 3
+"""Pinned reads before falling back to a consumer snapshot (each retry is at a newer point)."""
+
+_FILTERED_SCAN = 256  # more filter subjects slow the server down: scan the bucket instead
+
+_PARALLEL_GETS = 8  # batched direct gets in flight at once after the first
+
+
+def _chunks(subjects: list[str], max_payload: int) -> list[list[str]]:
+    """Split ``subjects`` into batched-get requests: at most ``MULTI_GET_CHUNK`` subjects, and
+    a JSON body within the server's max payload (long keys)."""
+    room = max_payload - 64  # {"multi_last":[...],"up_to_seq":N}
+    chunks: list[list[str]] = []
+    chunk: list[str] = []
+    size = 0
+    for subject in subjects:
+        cost = len(subject) + 3  # quotes and comma (keys need no JSON escapes)
+        if chunk and (len(chunk) >= MULTI_GET_CHUNK or size + cost > room):
+            chunks.append(chunk)
+            chunk, size = [], 0
+        chunk.append(subject)
+        size += cost
+    if chunk:
+        chunks.append(chunk)
+    return chunks
+
+
+async def _read_pinned(
+    bucket: Bucket, chunks: list[list[str]]
+) -> tuple[dict[str, StoredMessage], int | None]:
+    """Every chunk as of one sequence: the first answer says which; the others are pinned to
+    it and asked together."""
     js, stream = bucket._js, bucket.stream
-    up_to: int | None = None
-    if len(subjects) > MULTI_GET_CHUNK:  # several requests: pin the point in time first
-        up_to = (await js.stream_info(stream)).state.last_seq
     found: dict[str, StoredMessage] = {}
-    for start in range(0, len(subjects), MULTI_GET_CHUNK):
-        chunk = subjects[start : start + MULTI_GET_CHUNK]
-        messages, up_to = await js.get_last_messages(stream, chunk, up_to_seq=up_to)
-        found.update((m.subject, m) for m in messages)
+    if not chunks:
+        return found, None
+    messages, pin = await js.get_last_messages(stream, chunks[0])
+    found.update((m.subject, m) for m in messages)
+    rest = chunks[1:]
+    if rest and pin is None:  # nothing matched the first chunk: pin at the stream's end
+        pin = (await js.stream_info(stream)).state.last_seq
+    for start in range(0, len(rest), _PARALLEL_GETS):
+        answers = await asyncio.gather(
+            *(
+                js.get_last_messages(stream, chunk, up_to_seq=pin)
+                for chunk in rest[start : start + _PARALLEL_GETS]
+            )
+        )
+        for messages, _ in answers:
+            found.update((m.subject, m) for m in messages)
+    return found, pin
+
+
+async def _any_stored(bucket: Bucket, chunks: list[list[str]]) -> bool:
+    """Whether any of these subjects has a message now (then the pinned read may have missed
+    it: its revision at the pin was replaced, or written after an empty first answer)."""
+    for chunk in chunks:
+        messages, _ = await bucket._js.get_last_messages(bucket.stream, chunk)
+        if messages:
+            return True
+    return False
+
+
+async def _read_by_consumer(
+    bucket: Bucket, subjects: list[str]
+) -> tuple[dict[str, StoredMessage], int]:
+    """The newest message of each subject through an ordered consumer (last per subject, then
+    whatever is written meanwhile, until it has caught up): consistent as of the last message
+    it delivered, however busy the writers. Many keys are read from a scan of the whole bucket
+    (the server is slow with thousands of filter subjects)."""
+    wanted = set(subjects)
+    filters = subjects if len(subjects) <= _FILTERED_SCAN else [f"{bucket._prefix}>"]
+    found: dict[str, StoredMessage] = {}
+    pin = 0
+    async for message in scan_stream(bucket._js, bucket.stream, filters):
+        if message.subject in wanted:
+            found[message.subject] = message  # stream order: a later revision replaces
+        pin = max(pin, message.seq)
+    return found, pin
+
+
+def _snapshot(
+    bucket: Bucket,
+    wanted: list[str],
+    subjects: list[str],
+    found: dict[str, StoredMessage],
+    pin: int | None,
+) -> Snapshot:
     entries: dict[str, Entry] = {}
     for key, subject in zip(wanted, subjects, strict=True):
         message = found.get(subject)
@@ -78,4 +174,4 @@ async def read_snapshot(bucket: Bucket, keys: Iterable[str]) -> Snapshot:
             if entry.op is Op.PUT:
                 entries[key] = entry
     missing = tuple(key for key in wanted if key not in entries)
-    return Snapshot(entries, missing, up_to or 0)
+    return Snapshot(entries, missing, pin or 0)

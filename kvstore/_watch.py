@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Self
 from jetstream import (
     AsyncResource,
     ClientValidationError,
-    KeyNotFoundError,
     OrderedConsumer,
     PullMessage,
     scan_stream,
 )
 
+from ._errors import KeyNotFoundError
 from ._keys import validate_filter
 from ._models import Entry, Op, op_from_headers
 

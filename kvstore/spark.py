@@ -81,10 +81,11 @@ from jetstream import (
     int_option,
     run_sync,
     str_option,
+    validate_bucket_name,
 )
 from jetstream._options import activate_spark_session
 
-from ._keys import validate_bucket_name, validate_filter
+from ._keys import validate_filter
 from ._manage import bucket_info, open_bucket
 from ._models import Op, op_from_headers, stream_name, subject_prefix
 

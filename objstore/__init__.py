@@ -9,17 +9,20 @@ meta ``$O.<store>.M.<base64url(name)>``), so nats.go, nats-py and the ``nats`` C
         async for chunk in reader: ...
 """
 
-from jetstream import (
+from jetstream._public import show_as as _show_as
+
+from ._download import ObjectReader
+from ._errors import (
     DigestMismatchError,
+    InvalidObjectMetaError,
     InvalidObjectNameError,
+    ObjectChangedError,
     ObjectExistsError,
     ObjectNotFoundError,
     StoreExistsError,
     StoreNotFoundError,
     UploadFailedError,
 )
-
-from ._download import ObjectReader
 from ._manage import create_store, delete_store, list_stores, open_store
 from ._models import (
     DEFAULT_CHUNK_SIZE,
@@ -34,7 +37,9 @@ from ._store import ObjectStore
 __all__ = [
     "DEFAULT_CHUNK_SIZE",
     "DigestMismatchError",
+    "InvalidObjectMetaError",
     "InvalidObjectNameError",
+    "ObjectChangedError",
     "ObjectExistsError",
     "ObjectInfo",
     "ObjectLink",
@@ -53,6 +58,4 @@ __all__ = [
     "open_store",
 ]
 
-for _name in ("ObjectInfo", "ObjectReader", "ObjectStore", "StoreConfig", "StoreStatus"):
-    globals()[_name].__module__ = __name__
-del _name
+_show_as(__name__, ObjectInfo, ObjectReader, ObjectStore, StoreConfig, StoreStatus)

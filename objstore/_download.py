@@ -1,12 +1,25 @@
 """ObjectReader: an object's chunks as an async iterator, digest checked at the end, memory
-bounded by the consumer window (about 8 MiB) whatever the object size."""
+bounded by the consumer window (about 8 MiB) whatever the object size, and time bounded when
+the chunks go away or the server stops answering."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Self
 
-from jetstream import AsyncResource, DigestMismatchError, OrderedConsumer
+import nats.errors
 
+from jetstream import (
+    AsyncResource,
+    ClientValidationError,
+    JetStreamError,
+    MessageNotFoundError,
+    OrderedConsumer,
+    PullMessage,
+    RequestTimeoutError,
+)
+
+from ._errors import DigestMismatchError, ObjectNotFoundError
 from ._io import Hasher
 from ._models import ObjectInfo, chunk_subject
 
@@ -14,31 +27,61 @@ if TYPE_CHECKING:
     from ._store import ObjectStore
 
 
-__all__ = ["WINDOW_BYTES", "ObjectReader"]
+__all__ = [
+    "DEFAULT_STALL_TIMEOUT",
+    "IDLE_CHECK",
+    "WINDOW_BYTES",
+    "ObjectReader",
+    "check_stall_timeout",
+]
 
 WINDOW_BYTES = 8 * 1024 * 1024
 """Bytes of chunks requested or buffered at any time."""
+
+DEFAULT_STALL_TIMEOUT = 30.0
+"""Seconds a read may go without receiving a chunk before it fails (RequestTimeoutError)."""
+
+IDLE_CHECK = 1.0
+"""Seconds without a chunk after which a read checks that its object is still there."""
 
 
 class ObjectReader(AsyncResource):
     """``async with store.open(name) as reader: async for chunk in reader: ...``
 
-    Raises :class:`DigestMismatchError` after the last chunk if the size, chunk count or SHA-256
-    digest differ from the object's meta.
+    A read ends with the whole object or an error, in bounded time: when no chunk arrives for
+    :data:`IDLE_CHECK` seconds (or the server counts fewer chunks left than the meta promises)
+    the reader asks whether its next chunk is still stored, and fails at once when it is not
+    (the meta record then tells why); a read that gets no chunk for ``stall_timeout`` seconds
+    (the server down, say) fails then. An object renamed while it is read still reads whole.
+
+    Raises (while iterating):
+        ObjectNotFoundError: the object was deleted or replaced while being read.
+        DigestMismatchError: chunks are missing although the meta record is unchanged (e.g.
+            expired), or, after the last chunk, the size, chunk count or SHA-256 digest differ
+            from the object's meta.
+        RequestTimeoutError: no chunk for ``stall_timeout`` seconds.
     """
 
-    def __init__(self, store: ObjectStore, info: ObjectInfo) -> None:
+    def __init__(
+        self, store: ObjectStore, info: ObjectInfo, *, stall_timeout: float = DEFAULT_STALL_TIMEOUT
+    ) -> None:
+        check_stall_timeout(stall_timeout)
         self.info = info
+        self._store = store
+        self._stall_timeout = float(stall_timeout)
         chunk_size = (info.options.max_chunk_size if info.options else 0) or 128 * 1024
+        self._subject = chunk_subject(info.bucket, info.nuid)
         self._consumer = OrderedConsumer(
             store._js,
             store.stream,
-            filter_subjects=[chunk_subject(info.bucket, info.nuid)],
+            filter_subjects=[self._subject],
             max_messages=max(2, WINDOW_BYTES // chunk_size),
         )
+        self._next: asyncio.Future[PullMessage] | None = None  # kept across idle checks
         self._hasher = Hasher()
         self._received = 0
         self._size = 0
+        self._short_checked = False  # the server's pending count was checked against the meta
         self._done = info.chunks == 0
 
     def __aiter__(self) -> Self:
@@ -48,14 +91,72 @@ class ObjectReader(AsyncResource):
         if self._done:
             await self._finish()
             raise StopAsyncIteration
-        message = await self._consumer.__anext__()
+        message = await self._next_message()
         chunk = message.data
         self._received += 1
         self._size += len(chunk)
         await self._hasher.update(chunk)
         if self._received == self.info.chunks:
             self._done = True
+        elif message.metadata.pending < self.info.chunks - self._received:
+            await self._short()
         return chunk
+
+    async def _next_message(self) -> PullMessage:
+        """The consumer's next message, re-checking the object while none comes and failing
+        after ``stall_timeout`` without one. The pending ``__anext__`` is never cancelled
+        between checks (that could cut a consumer reset in half)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._stall_timeout
+        if self._next is None:
+            self._next = asyncio.ensure_future(self._consumer.__anext__())
+        while True:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                raise RequestTimeoutError(
+                    f"object {self.info.name!r}: no chunk for {self._stall_timeout:g}s "
+                    f"(stall_timeout) after {self._received} of {self.info.chunks}"
+                )
+            done, _ = await asyncio.wait({self._next}, timeout=min(IDLE_CHECK, remaining))
+            if done:
+                finished, self._next = self._next, None
+                return finished.result()
+            await self._check_still_there()
+
+    async def _short(self) -> None:
+        """The server counts fewer chunks left than the meta promises: find out why, once."""
+        if not self._short_checked:
+            self._short_checked = True
+            await self._check_still_there()
+
+    async def _check_still_there(self) -> None:
+        """Raise if the object's next chunk is gone: ObjectNotFoundError when its meta record
+        changed (deleted, replaced: both write the meta first, then purge the chunks),
+        DigestMismatchError when not. Return while the next chunk is there (a renamed object
+        still reads whole) or the server cannot answer (the stall timeout decides then)."""
+        info, store = self.info, self._store
+        direct = None if store._direct else False
+        try:
+            after = self._consumer.last_stream_seq + 1
+            await store._js.get_next_message(store.stream, self._subject, after, direct=direct)
+            return
+        except MessageNotFoundError:
+            pass
+        except (JetStreamError, nats.errors.Error, OSError):
+            return
+        progress = f"{self._received} of {info.chunks} chunks read"
+        try:
+            current = await store._current_info(info.name, include_deleted=True)
+        except (JetStreamError, nats.errors.Error, OSError):
+            current = info  # unknown: the chunks are gone all the same
+        if current is None or current.deleted or current.nuid != info.nuid:
+            raise ObjectNotFoundError(
+                f"object {info.name!r} was deleted or replaced while being read ({progress})"
+            )
+        raise DigestMismatchError(
+            f"object {info.name!r}: chunks missing after {progress} (expired or purged) while "
+            "its meta record is unchanged"
+        )
 
     async def _finish(self) -> None:
         await self._consumer.close()
@@ -78,8 +179,24 @@ class ObjectReader(AsyncResource):
         return b"".join([chunk async for chunk in self])
 
     async def _exit(self, error: BaseException | None) -> None:
+        if self._next is not None:
+            pending, self._next = self._next, None
+            pending.cancel()
+            await asyncio.wait({pending})
+            if not pending.cancelled():
+                pending.exception()  # retrieved: a failure after the read ended is moot
         await self._consumer.close()
         self._hasher.close()
+
+
+def check_stall_timeout(stall_timeout: float) -> None:
+    """Raises ClientValidationError: not a positive number of seconds."""
+    if (
+        isinstance(stall_timeout, bool)
+        or not isinstance(stall_timeout, int | float)
+        or not 0 < stall_timeout < float("inf")
+    ):
+        raise ClientValidationError(f"stall_timeout must be positive seconds: {stall_timeout!r}")
 
 
 def _digest_value(digest: str) -> str:

@@ -9,13 +9,12 @@ from typing import Any
 from jetstream import (
     Feature,
     JetStream,
-    StoreExistsError,
-    StoreNotFoundError,
     StreamExistsError,
     StreamNotFoundError,
+    validate_bucket_name,
 )
-from kvstore import validate_bucket_name
 
+from ._errors import StoreExistsError, StoreNotFoundError
 from ._models import StoreConfig, stream_config_for_store, stream_name
 from ._store import ObjectStore, open_store, store_info
 
@@ -27,7 +26,8 @@ async def create_store(
 ) -> ObjectStore:
     """Create an object store (``OBJ_<name>``) with fast ingest (server 2.14+) and per-object
     TTL; give a :class:`StoreConfig` or its fields as keywords. Creating the same store again
-    returns it.
+    returns it. Expiry markers (``marker_ttl``) are off unless asked for: other NATS clients
+    cannot read them (see :attr:`StoreConfig.marker_ttl`).
 
     Raises:
         InvalidBucketNameError, InvalidBucketConfigError: bad input; nothing is sent.

@@ -14,9 +14,9 @@ from jetstream import (
     ConnectionOptions,
     DuplicateObjectNameError,
     JetStreamError,
-    StoreNotFoundError,
 )
 
+from ._errors import StoreNotFoundError
 from ._manage import open_store
 from ._models import DEFAULT_CHUNK_SIZE
 from ._store import ObjectStore

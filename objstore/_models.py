@@ -10,8 +10,9 @@ from typing import Literal
 
 import msgspec
 
-from jetstream import StreamConfig, StreamInfo, parse_timestamp
-from kvstore._models import check_stream_limits  # the limits buckets and stores share
+from jetstream import Duration, StreamConfig, StreamInfo, check_stream_limits, parse_timestamp
+
+from ._errors import InvalidObjectMetaError
 
 __all__ = [
     "DEFAULT_CHUNK_SIZE",
@@ -82,8 +83,36 @@ class ObjectInfo(msgspec.Struct, omit_defaults=True, kw_only=True):
         return self.options.link if self.options is not None else None
 
 
+class _WireLink(msgspec.Struct):
+    bucket: str | None = None
+    name: str | None = None
+
+
+class _WireOptions(msgspec.Struct):
+    link: _WireLink | None = None
+    max_chunk_size: int | None = None
+
+
+class _WireInfo(msgspec.Struct):
+    """A meta record as any ADR-20 writer leaves it: every field may be omitted or null (nats.js
+    link records carry only ``name``, ``bucket`` and ``options``; nats-py drops None fields)."""
+
+    name: str | None = None
+    bucket: str | None = None
+    nuid: str | None = None
+    size: int | None = None
+    mtime: str | None = None
+    chunks: int | None = None
+    digest: str | None = None
+    deleted: bool | None = None
+    description: str | None = None
+    headers: dict[str, list[str]] | None = None
+    metadata: dict[str, str] | None = None
+    options: _WireOptions | None = None
+
+
 _encode_info = msgspec.json.Encoder().encode
-_decode_info = msgspec.json.Decoder(ObjectInfo).decode
+_decode_wire = msgspec.json.Decoder(_WireInfo).decode
 
 
 def now_rfc3339() -> str:
@@ -95,8 +124,41 @@ def encode_info(info: ObjectInfo) -> bytes:
     return _encode_info(info)
 
 
-def decode_info(data: bytes) -> ObjectInfo:
-    return _decode_info(data)
+def decode_info(data: bytes, *, name: str = "", bucket: str = "") -> ObjectInfo:
+    """Decode a meta record tolerantly: what a writer omitted (or wrote as null) takes its
+    default; ``name``/``bucket`` (from the subject and the store) stand in for missing ones.
+
+    Raises:
+        InvalidObjectMetaError: not a JSON object, or a field of the wrong type.
+    """
+    try:
+        wire = _decode_wire(data)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise InvalidObjectMetaError(f"unreadable meta record of {name!r}: {exc}") from exc
+    return ObjectInfo(
+        name=wire.name or name,
+        bucket=wire.bucket or bucket,
+        nuid=wire.nuid or "",
+        size=wire.size or 0,
+        mtime=wire.mtime or "",
+        chunks=wire.chunks or 0,
+        digest=wire.digest or "",
+        deleted=bool(wire.deleted),
+        description=wire.description or "",
+        headers=wire.headers,
+        metadata=wire.metadata,
+        options=_options_of(wire.options),
+    )
+
+
+def _options_of(wire: _WireOptions | None) -> ObjectMetaOptions | None:
+    if wire is None:
+        return None
+    link = wire.link
+    return ObjectMetaOptions(
+        link=None if link is None else ObjectLink(bucket=link.bucket or "", name=link.name or ""),
+        max_chunk_size=wire.max_chunk_size or 0,
+    )
 
 
 def stream_name(store: str) -> str:
@@ -115,7 +177,14 @@ def meta_subject(store: str, name: str) -> str:
 
 
 def name_from_meta_subject(subject: str) -> str:
-    return base64.urlsafe_b64decode(subject.rsplit(".", 1)[1]).decode()
+    """The object name a meta subject encodes (padding optional); a token that is not
+    base64url of UTF-8 (a peer's oddity) names itself rather than failing a listing."""
+    token = subject.rsplit(".", 1)[1]
+    try:
+        padded = token + "=" * (-len(token) % 4)
+        return base64.b64decode(padded, altchars=b"-_", validate=True).decode()
+    except ValueError:  # binascii.Error and UnicodeDecodeError are ValueErrors
+        return token
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -124,9 +193,14 @@ class StoreConfig:
 
     description: str = ""
     max_age: timedelta | None = None
-    """Lifetime of every object (None = forever); per-object TTLs can be shorter."""
+    """Lifetime of every object (None = forever); per-object TTLs can be shorter. Seconds, a
+    ``timedelta`` or a duration string (``"30d"``) are accepted, stored as a ``timedelta``."""
     marker_ttl: timedelta | None = None
-    """When set, an object whose TTL ran out shows up in watches (for this long)."""
+    """Opt-in, off by default. When set, the server leaves an empty "expired" marker on an
+    object's meta subject when its TTL runs out (for this long), so :meth:`ObjectStore.watch`
+    reports expiries. Trade-off: ADR-20 clients (nats.js, nats-py, nats.go) cannot parse that
+    empty record, and their ``info``/``get``/``put`` of that name fail until the marker
+    expires; ours read it as a deleted object. Per-object TTLs must be at least this long."""
     max_bytes: int = -1
     storage: Literal["file", "memory"] = "file"
     replicas: int = 1
@@ -149,8 +223,9 @@ class StoreStatus:
     stream_info: StreamInfo
 
 
-def _ns(value: timedelta | None) -> int:
-    return 0 if value is None else value // timedelta(microseconds=1) * 1_000
+def _plain(value: timedelta | None) -> timedelta | None:
+    """A wire duration as a plain ``timedelta`` (the config's type)."""
+    return None if value is None else timedelta(seconds=value.total_seconds())
 
 
 def stream_config_for_store(
@@ -161,7 +236,7 @@ def stream_config_for_store(
         name=stream_name(store),
         description=config.description,
         subjects=[f"$O.{store}.C.>", f"$O.{store}.M.>"],
-        max_age=_ns(config.max_age),
+        max_age=Duration.of(config.max_age),
         max_bytes=config.max_bytes,
         storage=config.storage,
         num_replicas=config.replicas,
@@ -171,7 +246,7 @@ def stream_config_for_store(
         compression="s2" if config.compression else "none",
         metadata=dict(config.metadata) or None,
         allow_msg_ttl=True,
-        subject_delete_marker_ttl=_ns(config.marker_ttl),
+        subject_delete_marker_ttl=Duration.of(config.marker_ttl),
         allow_batched=allow_batched,
     )
 
@@ -179,12 +254,8 @@ def stream_config_for_store(
 def store_config_from_stream(config: StreamConfig) -> StoreConfig:
     return StoreConfig(
         description=config.description,
-        max_age=timedelta(microseconds=config.max_age // 1_000) if config.max_age else None,
-        marker_ttl=(
-            timedelta(seconds=config.subject_delete_marker_ttl // 1_000_000_000)
-            if config.subject_delete_marker_ttl
-            else None
-        ),
+        max_age=_plain(config.max_age),
+        marker_ttl=_plain(config.subject_delete_marker_ttl),
         max_bytes=config.max_bytes if config.max_bytes > 0 else -1,
         storage=config.storage,
         replicas=max(1, config.num_replicas),

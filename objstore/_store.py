@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
+import logging
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -12,27 +15,33 @@ from nats.nuid import NUID
 
 from jetstream import (
     ClientValidationError,
-    InvalidObjectNameError,
     JetStream,
     JetStreamError,
     MessageNotFoundError,
-    ObjectExistsError,
-    ObjectNotFoundError,
     OrderedConsumer,
     StoredMessage,
-    StoreNotFoundError,
     StreamInfo,
     StreamNotFoundError,
     TTLValue,
+    WrongLastSequenceError,
     format_ttl,
     parse_ttl_at_least,
+    payload_room,
     scan_stream,
+    validate_bucket_name,
 )
 from jetstream import headers as hdr
-from kvstore import validate_bucket_name
 
-from ._download import ObjectReader
+from ._download import DEFAULT_STALL_TIMEOUT, ObjectReader, check_stall_timeout
+from ._errors import (
+    InvalidObjectMetaError,
+    InvalidObjectNameError,
+    ObjectExistsError,
+    ObjectNotFoundError,
+    StoreNotFoundError,
+)
 from ._io import Source
+from ._meta import MetaRecord, attempts, info_from_message, read_record, write_record
 from ._models import (
     DEFAULT_CHUNK_SIZE,
     ObjectInfo,
@@ -40,10 +49,7 @@ from ._models import (
     ObjectMetaOptions,
     StoreStatus,
     chunk_subject,
-    decode_info,
-    encode_info,
     meta_subject,
-    name_from_meta_subject,
     now_rfc3339,
     store_config_from_stream,
     stream_name,
@@ -52,9 +58,12 @@ from ._upload import Progress, upload
 
 __all__ = ["ObjectStore", "open_store", "store_info", "validate_object_name"]
 
+_log = logging.getLogger(__name__)
+
 _MAX_CHUNK_SIZE = 8 * 1024 * 1024
 _DEFAULT_CLEANUP_AGE = timedelta(minutes=1)
 _WRITE_BATCH = 4 * 1024 * 1024
+_log = logging.getLogger("objstore")
 
 
 def validate_object_name(name: str) -> None:
@@ -71,6 +80,20 @@ class ObjectStore:
     whole second and not below the store's ``marker_ttl`` (the server would stretch it to that):
     the object disappears as a whole (its meta last, so a reader never finds a meta without
     chunks except in the last instant, when the read fails with :class:`DigestMismatchError`).
+    Rewrites of the meta record (``update_meta``, rename, ``delete``) keep the TTL it has left,
+    rounded down to whole seconds, so they never outlive the chunks.
+
+    **Concurrent writers.** Every meta write is conditional on the record it was computed from
+    (``Nats-Expected-Last-Subject-Sequence``); on a conflict it reads again and retries, up to
+    16 times (then :class:`ObjectChangedError`, nothing written). Racing ``put`` s of one name:
+    the last to commit wins, and each purges the chunks of exactly the record it replaced, so
+    only the winner's chunks stay.
+
+    **Records by other clients** decode with ADR-20 defaults for omitted fields (nats.js link
+    records carry only ``name``, ``bucket`` and ``options``). A record that is not ADR-20 JSON
+    is :class:`InvalidObjectMetaError` on direct access (``info``, reads, rewrites), skipped
+    with a logged warning by ``list``/``watch``, makes ``cleanup`` remove nothing, and is
+    written over by ``put``.
     """
 
     def __init__(
@@ -80,12 +103,15 @@ class ObjectStore:
         *,
         direct: bool = True,
         marker_ttl: timedelta | None = None,
+        batched: bool | None = None,
     ) -> None:
         self._js = js
         self.name = name
         self.stream = stream_name(name)
         self._direct = direct
         self._marker_ttl = marker_ttl
+        self._batched = batched  # the stream's allow_batched; None until checked
+        self._fallback_logged = False
 
     def __repr__(self) -> str:
         return f"<ObjectStore {self.name!r}>"
@@ -122,6 +148,9 @@ class ObjectStore:
             raise ClientValidationError(f"chunk_size must be 1..{_MAX_CHUNK_SIZE}: {chunk_size}")
         _check_metadata(meta, headers)
         ttl_headers = {hdr.TTL: format_ttl(self._checked_ttl(ttl))} if ttl is not None else {}
+        # A chunk and its headers must fit the server's max_payload (it would drop the
+        # connection otherwise): shrink the chunks to fit.
+        chunk_size = min(chunk_size, payload_room(self._js.nc, ttl_headers))
         return await upload(
             self,
             name,
@@ -134,16 +163,54 @@ class ObjectStore:
             progress=progress,
         )
 
+    async def _fast_ingest(self) -> bool:
+        """Whether uploads may use fast ingest: the stream's ``allow_batched``, looked up once
+        per store (stores made by other clients lack it: uploads then use acked publishes)."""
+        if self._batched is None:
+            self._batched = (await store_info(self._js, self.name)).config.allow_batched
+        if not self._batched and not self._fallback_logged:
+            self._fallback_logged = True
+            _log.info(
+                "object store %r has no allow_batched (made by another client): uploads use "
+                "acked publishes in a bounded window instead of fast ingest",
+                self.name,
+            )
+        return self._batched
+
     def _checked_ttl(self, ttl: TTLValue) -> int:
         return parse_ttl_at_least(ttl, self._marker_ttl, owner=f"store {self.name!r}")
 
     async def delete(self, name: str) -> None:
-        """Delete an object: a ``deleted`` meta record replaces it, then its chunks go.
+        """Delete an object: a ``deleted`` meta record replaces it (only if it is still the
+        record read; else the newer one is deleted), then its chunks go. The ``deleted`` record
+        keeps the TTL the object had left.
 
         Raises:
             ObjectNotFoundError: no such object.
+            ObjectChangedError: the record changed under every retry; nothing was written.
         """
-        info = await self.info(name)
+        validate_object_name(name)
+        for _ in attempts(f"delete of {name!r}"):
+            record = await self._live_record(name)
+            try:
+                await self._tombstone(record)
+            except WrongLastSequenceError:
+                continue  # replaced meanwhile: delete what is there now
+            if not record.info.is_link and record.info.nuid:
+                await self._js.purge_stream(
+                    self.stream, subject=chunk_subject(self.name, record.info.nuid)
+                )
+            return
+
+    async def _live_record(self, name: str) -> MetaRecord:
+        record = await read_record(self, name)
+        if record is None or not record.live:
+            raise ObjectNotFoundError(name)
+        return record
+
+    async def _tombstone(self, record: MetaRecord) -> int:
+        """Replace ``record`` by a ``deleted`` one (same TTL left), if it is still the newest."""
+        info = record.info
         tombstone = ObjectInfo(
             name=info.name,
             bucket=self.name,
@@ -153,9 +220,9 @@ class ObjectStore:
             chunks=0,
             deleted=True,
         )
-        await self._write_meta(tombstone, {})
-        if not info.is_link:
-            await self._js.purge_stream(self.stream, subject=chunk_subject(self.name, info.nuid))
+        return await write_record(
+            self, tombstone, record.ttl_headers, expected=record.seq, msg_id=_msg_id()
+        )
 
     async def update_meta(
         self,
@@ -166,34 +233,93 @@ class ObjectStore:
         meta: dict[str, str] | None = None,
         headers: dict[str, list[str]] | None = None,
     ) -> ObjectInfo:
-        """Change an object's name, description, metadata or headers (not its content).
+        """Change an object's name, description, metadata or headers (not its content); the
+        object keeps the TTL it has left.
+
+        The change applies to the object's current record: a rewrite is conditional on the
+        record it read, and when another writer (a ``put``, a ``delete``) got in between, the
+        record is read again and the change applied to that (a ``put`` replacing the object
+        wins its content, the update keeps its names and metadata).
+
+        A rename first writes ``new_name`` (only if that name is still free), then replaces
+        ``name`` by a ``deleted`` record (only if it is still the record copied; otherwise the
+        copy is withdrawn and the rename retried). A crash between the two leaves the object
+        under both names, never under none.
 
         Raises:
             ObjectNotFoundError: no such object; ObjectExistsError: ``new_name`` is taken.
+            ObjectChangedError: the record changed under every retry; nothing was written.
+            InvalidObjectNameError, ClientValidationError: bad input, nothing written.
         """
-        info = await self.info(name)
+        validate_object_name(name)
         _check_metadata(meta, headers)
         target = new_name if new_name is not None else name
         validate_object_name(target)
-        if target != name and await self._current_info(target) is not None:
-            raise ObjectExistsError(f"an object named {target!r} exists")
-        updated = ObjectInfo(
-            name=target,
-            bucket=self.name,
-            nuid=info.nuid,
-            size=info.size,
-            mtime=now_rfc3339(),
-            chunks=info.chunks,
-            digest=info.digest,
-            description=info.description if description is None else description,
-            headers=info.headers if headers is None else headers,
-            metadata=info.metadata if meta is None else meta,
-            options=info.options,
-        )
-        await self._write_meta(updated, {})
-        if target != name:
-            await self._js.purge_stream(self.stream, subject=meta_subject(self.name, name))
-        return updated
+
+        def change(info: ObjectInfo) -> ObjectInfo:
+            return ObjectInfo(
+                name=target,
+                bucket=self.name,
+                nuid=info.nuid,
+                size=info.size,
+                mtime=now_rfc3339(),
+                chunks=info.chunks,
+                digest=info.digest,
+                description=info.description if description is None else description,
+                headers=info.headers if headers is None else headers,
+                metadata=info.metadata if meta is None else meta,
+                options=info.options,
+            )
+
+        if target == name:
+            return await self._update_in_place(name, change)
+        return await self._rename(name, target, change)
+
+    async def _update_in_place(
+        self, name: str, change: Callable[[ObjectInfo], ObjectInfo]
+    ) -> ObjectInfo:
+        for _ in attempts(f"update of {name!r}"):
+            record = await self._live_record(name)
+            updated = change(record.info)
+            try:
+                await write_record(
+                    self, updated, record.ttl_headers, expected=record.seq, msg_id=_msg_id()
+                )
+            except WrongLastSequenceError:
+                continue
+            return updated
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _rename(
+        self, name: str, target: str, change: Callable[[ObjectInfo], ObjectInfo]
+    ) -> ObjectInfo:
+        for _ in attempts(f"rename of {name!r} to {target!r}"):
+            source = await self._live_record(name)
+            taken = await read_record(self, target)
+            if taken is not None and not taken.info.deleted:
+                raise ObjectExistsError(f"an object named {target!r} exists")
+            renamed = change(source.info)
+            try:  # the copy first: a crash after it leaves two names, not none
+                copy_seq = await write_record(
+                    self,
+                    renamed,
+                    source.ttl_headers,
+                    expected=taken.seq if taken is not None else 0,
+                    msg_id=_msg_id(),
+                )
+            except WrongLastSequenceError:
+                continue  # target written meanwhile: check again whether it is free
+            try:
+                await self._tombstone(source)
+            except WrongLastSequenceError:
+                # The source changed after the copy (a put may have purged the copied chunks):
+                # withdraw the copy, if nobody replaced it yet, and start over.
+                copy = MetaRecord(info=renamed, seq=copy_seq, ttl_headers=source.ttl_headers)
+                with contextlib.suppress(WrongLastSequenceError):
+                    await self._tombstone(copy)
+                continue
+            return renamed
+        raise AssertionError("unreachable")  # pragma: no cover
 
     async def add_link(self, name: str, target: str | ObjectInfo) -> ObjectInfo:
         """Make ``name`` a link to another object (of this store, or of another when
@@ -202,6 +328,7 @@ class ObjectStore:
         Raises:
             ObjectNotFoundError: the target does not exist; ObjectExistsError: ``name`` is an
                 object that is not a link; ClientValidationError: the target is a link.
+            ObjectChangedError: ``name`` changed under every retry; nothing was written.
         """
         validate_object_name(name)
         info = target if isinstance(target, ObjectInfo) else await self.info(target)
@@ -216,25 +343,32 @@ class ObjectStore:
 
         Raises:
             ObjectExistsError: ``name`` is an object that is not a link.
+            ObjectChangedError: ``name`` changed under every retry; nothing was written.
         """
         validate_object_name(name)
         return await self._write_link(name, ObjectLink(bucket=store.name))
 
     async def _write_link(self, name: str, link: ObjectLink) -> ObjectInfo:
-        existing = await self._current_info(name)
-        if existing is not None and not existing.is_link:
-            raise ObjectExistsError(f"{name!r} is an object, not a link")
-        info = ObjectInfo(
-            name=name,
-            bucket=self.name,
-            nuid=NUID().next().decode(),
-            size=0,
-            mtime=now_rfc3339(),
-            chunks=0,
-            options=ObjectMetaOptions(link=link),
-        )
-        await self._write_meta(info, {})
-        return info
+        for _ in attempts(f"link {name!r}"):
+            existing = await read_record(self, name)
+            if existing is not None and existing.live and not existing.info.is_link:
+                raise ObjectExistsError(f"{name!r} is an object, not a link")
+            info = ObjectInfo(
+                name=name,
+                bucket=self.name,
+                nuid=_msg_id(),
+                size=0,
+                mtime=now_rfc3339(),
+                chunks=0,
+                options=ObjectMetaOptions(link=link),
+            )
+            expected = existing.seq if existing is not None else 0
+            try:  # a link is a record of its own: no TTL carried over
+                await write_record(self, info, {}, expected=expected, msg_id=_msg_id())
+            except WrongLastSequenceError:
+                continue
+            return info
+        raise AssertionError("unreachable")  # pragma: no cover
 
     async def seal(self) -> None:
         """Make the store read-only, for good.
@@ -249,12 +383,15 @@ class ObjectStore:
     async def cleanup(self, *, older_than: timedelta = _DEFAULT_CLEANUP_AGE) -> int:
         """Remove chunks no meta record refers to (left by a crashed or killed uploader) whose
         newest chunk is older than ``older_than`` (so uploads in progress are left alone).
-        Returns how many objects' chunks were removed.
+        Returns how many objects' chunks were removed. While a meta record is unreadable (it
+        might refer to any chunks) nothing is removed and a warning is logged.
 
         Raises:
             JetStreamError: the store could not be scanned or purged.
         """
-        referenced = {info.nuid async for info in self._infos(include_deleted=False)}
+        referenced = await self._referenced_nuids()
+        if referenced is None:
+            return 0
         now = datetime.now(UTC)
         orphans = []
         async for message in scan_stream(
@@ -270,10 +407,11 @@ class ObjectStore:
     # -- reading ------------------------------------------------------------------------------
 
     async def info(self, name: str, *, include_deleted: bool = False) -> ObjectInfo:
-        """An object's meta record.
+        """An object's meta record (as any ADR-20 client wrote it: omitted fields default).
 
         Raises:
             ObjectNotFoundError: no such object (or deleted, unless ``include_deleted``).
+            InvalidObjectMetaError: its meta record is not ADR-20 JSON.
         """
         validate_object_name(name)
         info = await self._current_info(name, include_deleted=include_deleted)
@@ -281,40 +419,60 @@ class ObjectStore:
             raise ObjectNotFoundError(name)
         return info
 
-    def open(self, name: str) -> _OpeningReader:
+    def open(self, name: str, *, stall_timeout: float = DEFAULT_STALL_TIMEOUT) -> _OpeningReader:
         """``async with store.open(name) as reader: async for chunk in reader: ...``; links are
         followed. Memory stays around 8 MiB whatever the object size.
 
-        Raises (on entering):
-            ObjectNotFoundError: no such object, or a link to a missing one.
-            ClientValidationError: ``name`` is a link to a whole store.
-        """
-        validate_object_name(name)
-        return _OpeningReader(self, name)
-
-    async def get_bytes(self, name: str) -> bytes:
-        """The whole object in memory.
+        A read ends with the whole object or an error in bounded time: an object deleted or
+        replaced while it is read fails within about a second of the reader running out of
+        buffered chunks, and a read that gets no chunk for ``stall_timeout`` seconds (default
+        30; e.g. the server down) fails then.
 
         Raises:
-            ObjectNotFoundError: no such object; DigestMismatchError: corrupt or incomplete.
+            ClientValidationError: ``stall_timeout`` is not a positive number (at once), or
+                ``name`` is a link to a whole store (on entering).
+            ObjectNotFoundError: (on entering) no such object, or a link to a missing one;
+                (while reading) the object was deleted or replaced.
+            DigestMismatchError: (while reading) corrupt or incomplete.
+            RequestTimeoutError: (while reading) no chunk for ``stall_timeout`` seconds.
         """
-        async with self.open(name) as reader:
+        validate_object_name(name)
+        check_stall_timeout(stall_timeout)
+        return _OpeningReader(self, name, stall_timeout)
+
+    async def get_bytes(self, name: str, *, stall_timeout: float = DEFAULT_STALL_TIMEOUT) -> bytes:
+        """The whole object in memory (``stall_timeout`` as in :meth:`open`).
+
+        Raises:
+            ObjectNotFoundError: no such object, or deleted or replaced while being read;
+            DigestMismatchError: corrupt or incomplete; RequestTimeoutError: no chunk for
+            ``stall_timeout`` seconds; ClientValidationError: a bad ``stall_timeout``.
+        """
+        async with self.open(name, stall_timeout=stall_timeout) as reader:
             return await reader.read()
 
     async def get_file(
-        self, name: str, path: str | os.PathLike[str], *, progress: Progress | None = None
+        self,
+        name: str,
+        path: str | os.PathLike[str],
+        *,
+        progress: Progress | None = None,
+        stall_timeout: float = DEFAULT_STALL_TIMEOUT,
     ) -> ObjectInfo:
         """Download into ``path`` (written as ``<path>.part`` and renamed when the digest
-        matches, so ``path`` never holds a partial or corrupt object).
+        matches, so ``path`` never holds a partial or corrupt object; the ``.part`` file is
+        removed when the download fails). ``stall_timeout`` as in :meth:`open`.
 
         Raises:
-            ObjectNotFoundError, DigestMismatchError: as :meth:`get_bytes`; OSError from the file.
+            ObjectNotFoundError, DigestMismatchError, RequestTimeoutError,
+            ClientValidationError: as :meth:`get_bytes`; OSError from the file.
         """
         target = Path(path)
         partial = target.with_name(target.name + ".part")
         loop = asyncio.get_running_loop()
+        opening = self.open(name, stall_timeout=stall_timeout)  # bad input: before any file
         try:
-            async with self.open(name) as reader:
+            async with opening as reader:
                 done = 0
                 file = await loop.run_in_executor(None, partial.open, "wb")
                 # Written in ~4 MiB batches, one batch in flight while the next arrives.
@@ -344,7 +502,8 @@ class ObjectStore:
             partial.unlink(missing_ok=True)
 
     async def list(self, *, include_deleted: bool = False) -> AsyncIterator[ObjectInfo]:
-        """Every object's meta record (deleted ones only with ``include_deleted``).
+        """Every object's meta record (deleted ones only with ``include_deleted``); unreadable
+        records are skipped with a warning on the ``objstore._store`` logger.
 
         Raises:
             JetStreamError: the store could not be scanned.
@@ -372,7 +531,8 @@ class ObjectStore:
     ) -> AsyncIterator[ObjectInfo]:
         """Changes of the store's objects: each put, meta update, delete (``deleted``), and
         expiry (``expired`` and ``deleted``, on stores with ``marker_ttl``), as they happen;
-        first the current state unless ``updates_only``.
+        first the current state unless ``updates_only``. Unreadable records are skipped with a
+        warning.
 
         Raises:
             ClientValidationError: both ``include_history`` and ``updates_only``.
@@ -385,7 +545,9 @@ class ObjectStore:
             self._js, self.stream, filter_subjects=[f"$O.{self.name}.M.>"], deliver_policy=policy
         ) as consumer:
             async for message in consumer:
-                yield self._info_from_message(message.subject, message.data, message.headers)
+                info = self._readable(message.subject, message.data, message.headers)
+                if info is not None:
+                    yield info
 
     # -- internals ----------------------------------------------------------------------------
 
@@ -396,52 +558,74 @@ class ObjectStore:
             )
         except MessageNotFoundError:
             return None
-        info = self._info_from_stored(message)
+        info = info_from_message(self.name, message.subject, message.data, message.headers)
         if info.deleted and not include_deleted:
             return None
         return info
 
-    def _info_from_stored(self, message: StoredMessage) -> ObjectInfo:
-        return self._info_from_message(message.subject, message.data, message.headers)
+    async def _referenced_nuids(self) -> set[str] | None:
+        """Every nuid a meta record keeps alive; None (and a warning) if a record is unreadable
+        beyond telling its nuid: it might refer to any chunks, so none may be removed."""
+        referenced: set[str] = set()
+        unreadable: list[str] = []
+        async for message in scan_stream(self._js, self.stream, [f"$O.{self.name}.M.>"]):
+            nuid = _referenced_nuid(self.name, message)
+            if nuid is None:
+                unreadable.append(message.subject)
+            else:
+                referenced.add(nuid)
+        if unreadable:
+            _log.warning(
+                "store %r: cleanup removes nothing while meta records are unreadable "
+                "(they may refer to any chunks): %s",
+                self.name,
+                ", ".join(unreadable),
+            )
+            return None
+        return referenced
 
-    def _info_from_message(self, subject: str, data: bytes, headers: dict[str, str]) -> ObjectInfo:
-        if data:
-            return decode_info(data)
-        # A server expiry marker (or an empty meta): the object is gone.
-        return ObjectInfo(
-            name=name_from_meta_subject(subject),
-            bucket=self.name,
-            nuid="",
-            size=0,
-            mtime=now_rfc3339(),
-            chunks=0,
-            deleted=True,
-            expired=hdr.MARKER_REASON in headers,
-        )
+    def _readable(self, subject: str, data: bytes, headers: dict[str, str]) -> ObjectInfo | None:
+        """For listings: a record nobody can read is skipped with a warning, never fatal."""
+        try:
+            return info_from_message(self.name, subject, data, headers)
+        except InvalidObjectMetaError as exc:
+            _log.warning(
+                "store %r: skipping the unreadable meta record on %s: %s", self.name, subject, exc
+            )
+            return None
 
     async def _infos(self, *, include_deleted: bool) -> AsyncIterator[ObjectInfo]:
         async for message in scan_stream(self._js, self.stream, [f"$O.{self.name}.M.>"]):
-            info = self._info_from_stored(message)
-            if include_deleted or not info.deleted:
+            info = self._readable(message.subject, message.data, message.headers)
+            if info is not None and (include_deleted or not info.deleted):
                 yield info
 
-    async def _write_meta(
-        self, info: ObjectInfo, ttl_headers: dict[str, str], *, msg_id: str | None = None
-    ) -> None:
-        subject = meta_subject(self.name, info.name)
-        # A meta record replaces the previous one of the same name. The Msg-Id makes a lost
-        # ack safe to ask again (the repeat is answered as a duplicate, not stored twice).
-        headers = {hdr.ROLLUP: hdr.ROLLUP_SUBJECT, **ttl_headers}
-        msg_id = msg_id or NUID().next().decode()
-        await self._js.publish(subject, encode_info(info), headers=headers, msg_id=msg_id)
+
+def _msg_id() -> str:
+    return NUID().next().decode()
+
+
+def _referenced_nuid(store: str, message: StoredMessage) -> str | None:
+    """The chunks a meta record keeps alive ("" for none); None when it cannot be told."""
+    try:
+        info = info_from_message(store, message.subject, message.data, message.headers)
+    except InvalidObjectMetaError:
+        try:  # not ADR-20 as a whole: a nuid alone still says which chunks to keep
+            raw = json.loads(message.data)
+        except ValueError:
+            return None
+        nuid = raw.get("nuid") if isinstance(raw, dict) else None
+        return nuid if isinstance(nuid, str) else None
+    return "" if info.deleted else info.nuid
 
 
 class _OpeningReader:
     """What ``open()`` returns: enter it to resolve links and get an :class:`ObjectReader`."""
 
-    def __init__(self, store: ObjectStore, name: str) -> None:
+    def __init__(self, store: ObjectStore, name: str, stall_timeout: float) -> None:
         self._store = store
         self._name = name
+        self._stall_timeout = stall_timeout
         self._reader: ObjectReader | None = None
 
     async def __aenter__(self) -> ObjectReader:
@@ -455,7 +639,7 @@ class _OpeningReader:
             if link.bucket != store.name:
                 store = await open_store(store._js, link.bucket)
             info = await store.info(link.name)
-        self._reader = ObjectReader(store, info)
+        self._reader = ObjectReader(store, info, stall_timeout=self._stall_timeout)
         return await self._reader.__aenter__()
 
     async def __aexit__(self, *exc: object) -> None:
@@ -477,14 +661,21 @@ def _check_metadata(meta: dict[str, str] | None, headers: dict[str, list[str]] |
 
 async def open_store(js: JetStream, name: str) -> ObjectStore:
     """Bind to an existing object store (made by any NATS client). Stores made by other clients
-    lack fast ingest: uploads to them need ``allow_batched``, which :func:`create_store` sets.
+    lack ``allow_batched`` (which :func:`create_store` sets): uploads to them use acked publishes
+    in a bounded window instead of fast ingest, with the same guarantees (logged once, at info).
 
     Raises:
         StoreNotFoundError: no such store.
     """
     info = await store_info(js, name)
     marker_ttl = store_config_from_stream(info.config).marker_ttl
-    return ObjectStore(js, name, direct=info.config.allow_direct, marker_ttl=marker_ttl)
+    return ObjectStore(
+        js,
+        name,
+        direct=info.config.allow_direct,
+        marker_ttl=marker_ttl,
+        batched=info.config.allow_batched,
+    )
 
 
 async def store_info(js: JetStream, name: str) -> StreamInfo:

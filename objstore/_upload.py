@@ -1,22 +1,31 @@
-"""The upload pipeline: read -> hash (overlapped) -> fast-ingest publish -> meta -> cleanup.
+"""The upload pipeline: read -> hash (overlapped) -> publish -> meta -> cleanup.
 
-Anything that goes wrong before the meta record is sent purges the new chunks and raises
-:class:`UploadFailedError`; the previous version of the object, if any, is untouched until the
-new one is complete. The meta record is idempotent (a ``Nats-Msg-Id``), so a lost ack is asked
-again; only when that cannot be answered before the deadline is the outcome unknown, and then
-the chunks are kept (a meta record may point at them) and :class:`CommitUnknownError` raised.
+Chunks go out in one fast-ingest batch where the stream has ``allow_batched`` (stores made by
+:func:`objstore.create_store`), else as acked publishes in a bounded window (stores made by other
+clients); either way every chunk is acknowledged before the meta record is written.
+
+Anything that goes wrong before the meta record is sent purges the new chunks, once the server
+settled every chunk still in flight (else those would be stored after the purge), and raises
+:class:`UploadFailedError`; a cancelled upload cleans up the same way and stays cancelled. The
+previous version of the object, if any, is untouched until the new one is complete. The meta
+record is idempotent (a ``Nats-Msg-Id``), so a lost ack is asked again; only when that cannot be
+answered before the deadline is the outcome unknown, and then the chunks are kept (a meta record
+may point at them) and :class:`CommitUnknownError` raised.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
-from typing import TYPE_CHECKING, NoReturn
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING, NoReturn, TypeAlias
 
+import nats.errors
 from nats.nuid import NUID
 
 from jetstream import (
+    AckedPublisher,
+    BatchPublishDisabledError,
     ClientValidationError,
     CommitUnknownError,
     FastPublisher,
@@ -25,10 +34,12 @@ from jetstream import (
     NoRespondersError,
     PermissionDeniedError,
     ServerError,
-    UploadFailedError,
 )
 
+from ._download import WINDOW_BYTES
+from ._errors import UploadFailedError
 from ._io import Hasher, Source, chunks_of, known_size
+from ._meta import read_record, replace_record
 from ._models import ObjectInfo, ObjectMetaOptions, chunk_subject, now_rfc3339
 
 if TYPE_CHECKING:
@@ -54,15 +65,16 @@ async def upload(
 ) -> ObjectInfo:
     chunks = chunks_of(source, chunk_size)  # raises TypeError/OSError before anything is sent
     total = known_size(source)
-    previous = await store._current_info(name)
+    previous = await read_record(store, name, strict=False)  # the commit is conditional on it
     nuid = NUID().next().decode()
     subject = chunk_subject(store.name, nuid)
+    publisher = await _publisher(store, chunk_size)
     try:
         size, count, digest = await _send_chunks(
-            store, subject, chunks, ttl_headers, total, progress
+            publisher, subject, chunks, ttl_headers, total, progress
         )
     except BaseException as exc:
-        await _abandon(store, subject, name, exc)
+        await _abandon(store, subject, name, exc, publisher)
     info = ObjectInfo(
         name=name,
         bucket=store.name,
@@ -76,16 +88,21 @@ async def upload(
         metadata=metadata,
         options=ObjectMetaOptions(max_chunk_size=chunk_size),
     )
+    in_doubt: list[str] = []  # the Msg-Id of a meta write whose outcome is unknown
     try:
-        await store._write_meta(info, ttl_headers, msg_id=nuid)
+        replaced = await replace_record(
+            store, info, ttl_headers, msg_id=nuid, in_doubt=in_doubt, known=previous
+        )
     except MessageIdInProcessError as exc:  # an earlier send is in flight: it may be stored
-        raise _unknown(name, nuid, exc) from exc
-    except _NOT_STORED as exc:
-        await _abandon(store, subject, name, exc)
+        raise _unknown(name, in_doubt, exc) from exc
     except Exception as exc:
-        raise _unknown(name, nuid, exc) from exc
-    if previous is not None and previous.nuid and previous.nuid != nuid:
-        await _purge(store, chunk_subject(store.name, previous.nuid))
+        if in_doubt and not isinstance(exc, _NOT_STORED):
+            raise _unknown(name, in_doubt, exc) from exc
+        await _abandon(store, subject, name, exc)  # nothing stored: the new chunks go
+    # The new record is live: the chunks of the one it replaced (read right before the write
+    # that succeeded, so never a record another put wrote meanwhile) go.
+    if replaced is not None and not replaced.deleted and not replaced.is_link and replaced.nuid:
+        await _purge(store, chunk_subject(store.name, replaced.nuid))
     return info
 
 
@@ -94,53 +111,93 @@ async def upload(
 _NOT_STORED = (ServerError, ClientValidationError, PermissionDeniedError, NoRespondersError)
 
 
-def _unknown(name: str, nuid: str, exc: Exception) -> CommitUnknownError:
+def _unknown(name: str, msg_ids: list[str], exc: Exception) -> CommitUnknownError:
     return CommitUnknownError(
         f"upload of {name!r}: whether its meta record was stored is unknown ({exc}); "
         "its chunks are kept, and cleanup() removes them if it was not",
-        msg_ids=[nuid],
+        msg_ids=list(msg_ids),
     )
 
 
-async def _abandon(store: ObjectStore, subject: str, name: str, exc: BaseException) -> NoReturn:
-    """Purge the new chunks, then raise: UploadFailedError for an error, anything else
-    (a cancellation) as it is."""
-    await asyncio.shield(_purge(store, subject))
+_Publisher: TypeAlias = FastPublisher | AckedPublisher
+_CLEANUPS: set[asyncio.Task[None]] = set()  # cleanups outliving a cancelled upload
+
+
+async def _publisher(store: ObjectStore, chunk_size: int) -> _Publisher:
+    """Fast ingest where the stream allows it; acked publishes in a window of about
+    WINDOW_BYTES otherwise (stores made by other clients have no ``allow_batched``)."""
+    if await store._fast_ingest():
+        return FastPublisher(store._js, gap="fail")
+    return AckedPublisher(store._js, window=max(2, min(256, WINDOW_BYTES // chunk_size)))
+
+
+async def _abandon(
+    store: ObjectStore,
+    subject: str,
+    name: str,
+    exc: BaseException,
+    publisher: _Publisher | None = None,
+) -> NoReturn:
+    """Settle what was sent, purge the new chunks, then raise: UploadFailedError for an error,
+    anything else (a cancellation) as it is.
+
+    The purge waits for the publisher to settle: chunks still in flight would otherwise be
+    stored after it. The cleanup is shielded (a cancelled upload still cleans up) and bounded
+    by the connection's timeouts; cancelled again, it finishes in the background."""
+    cleanup = asyncio.ensure_future(_settle_and_purge(store, subject, publisher))
+    _CLEANUPS.add(cleanup)
+    cleanup.add_done_callback(_CLEANUPS.discard)
+    await asyncio.shield(cleanup)
+    if isinstance(exc, BatchPublishDisabledError):
+        store._batched = False  # the stream changed since it was checked: acked next time
+        raise UploadFailedError(
+            f"upload of {name!r} failed: the stream {store.stream} has no allow_batched "
+            f"(changed since it was checked); uploads now use acked publishes, retry it: {exc}"
+        ) from exc
     if isinstance(exc, Exception) and not isinstance(exc, UploadFailedError):
         raise UploadFailedError(f"upload of {name!r} failed: {exc}") from exc
     raise exc
 
 
+async def _settle_and_purge(store: ObjectStore, subject: str, publisher: _Publisher | None) -> None:
+    if publisher is not None:
+        await publisher.abandon()
+    await _purge(store, subject)
+
+
 async def _send_chunks(
-    store: ObjectStore,
+    publisher: _Publisher,
     subject: str,
-    chunks: object,
+    chunks: AsyncIterator[bytes],
     ttl_headers: dict[str, str],
     total: int | None,
     progress: Progress | None,
 ) -> tuple[int, int, str]:
-    """Publish every chunk in one fast batch; the last one commits it. Returns (size, chunks,
-    digest) once the server confirmed every chunk."""
+    """Publish every chunk; the last one commits. Returns (size, chunks, digest) once the server
+    confirmed every chunk. On failure the caller abandons the publisher (never here: the
+    cleanup must survive a cancellation)."""
     hasher = Hasher()
     headers = ttl_headers or None
     size = count = 0
     held: bytes | None = None  # one chunk of look-ahead: the last one carries the commit
     try:
-        async with FastPublisher(store._js, gap="fail") as batch:
-            async for chunk in chunks:  # type: ignore[attr-defined]
-                if held is not None:
-                    await batch.add(subject, held, headers)
-                    size, count = size + len(held), count + 1
-                    _report(progress, size, total)
-                await hasher.update(chunk)
-                held = chunk
+        async for chunk in chunks:
             if held is not None:
-                await batch.commit(subject, held, headers)
+                await publisher.add(subject, held, headers)
                 size, count = size + len(held), count + 1
                 _report(progress, size, total)
+            await hasher.update(chunk)
+            held = chunk
+        if held is not None:
+            await publisher.commit(subject, held, headers)
+            size, count = size + len(held), count + 1
+            _report(progress, size, total)
         return size, count, await hasher.digest()
     finally:
         hasher.close()
+        aclose = getattr(chunks, "aclose", None)
+        if aclose is not None:
+            await aclose()  # a path source's file is closed now, not when collected
 
 
 def _report(progress: Progress | None, done: int, total: int | None) -> None:
@@ -149,5 +206,7 @@ def _report(progress: Progress | None, done: int, total: int | None) -> None:
 
 
 async def _purge(store: ObjectStore, subject: str) -> None:
-    with contextlib.suppress(JetStreamError, OSError):
+    """Best effort: what a failed purge leaves, cleanup() removes; its error must never hide
+    the upload's own (a closed connection included)."""
+    with contextlib.suppress(JetStreamError, nats.errors.Error, OSError):
         await store._js.purge_stream(store.stream, subject=subject)

@@ -41,9 +41,9 @@ from jetstream import (
     int_option,
     run_sync,
     str_option,
+    validate_bucket_name,
 )
 from jetstream._options import activate_spark_session
-from kvstore import validate_bucket_name
 
 from ._manage import open_store
 from ._many import UploadItem, upload_many

@@ -15,7 +15,8 @@ def test_benchmark_runner_prints_a_table(tmp_path: Path) -> None:
     report = tmp_path / "report.md"
     result = subprocess.run(
         [sys.executable, "-m", "benchmarks", "--rounds", "1", "--sizes", "10", "--get-size",
-         "10", "--watch-keys", "200", "--watch-updates", "100", "--watch-rounds", "1",
+         "10", "--cas-writes", "5", "--watch-keys", "200", "--watch-updates", "100",
+         "--watch-rounds", "1",
          "--object-sizes", "1", "--object-rounds", "1", "--rss-mib", "4",
          "--write", str(report)],
         cwd=ROOT, capture_output=True, text=True, timeout=120,
@@ -24,7 +25,8 @@ def test_benchmark_runner_prints_a_table(tmp_path: Path) -> None:
     text = report.read_text()
     for variant in (
         "kvstore put_many", "nats-py kv.put sequential", "hand-written", "get_many",
-        "kvstore watch()", "nats-py kv.watchall()", "objstore put", "nats-py obs.get",
+        "kvstore watch()", "nats-py kv.watchall()",
+        "kvstore update refused", "kvstore create refused", "objstore put", "nats-py obs.get",
     ):  # fmt: skip
         assert variant in text
     assert "Machine:" in text and "nats-server" in text

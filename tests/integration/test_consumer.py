@@ -50,7 +50,7 @@ async def test_consumer_management(js: JetStream, stream: str) -> None:
         stream, ConsumerConfig(name="f", filter_subject=f"{stream}.1", **EXPLICIT)
     )
     assert filtered.cached_info.config.filter_subject == f"{stream}.1"  # type: ignore[union-attr]
-    ephemeral = await js.create_consumer(stream, ConsumerConfig(inactive_threshold=10**10))
+    ephemeral = await js.create_consumer(stream, ConsumerConfig(inactive_threshold=10))
     assert ephemeral.name
     assert sorted([n async for n in js.consumer_names(stream)]) == sorted(
         ["d", "e", "f", ephemeral.name]
@@ -183,7 +183,7 @@ async def test_consume_survives_a_cut_connection(
             proxy.url, reconnect_time_wait=0.1, max_reconnect_attempts=-1
         ) as cut_js:
             consumer = await cut_js.create_consumer(
-                stream, ConsumerConfig(durable_name="cut", ack_wait=2 * 10**9, **EXPLICIT)
+                stream, ConsumerConfig(durable_name="cut", ack_wait=2, **EXPLICIT)
             )
             seen: set[int] = set()
             async with consumer.consume(max_messages=20, expires=2) as messages:

@@ -78,7 +78,9 @@ async def test_server_errors_map_to_typed_exceptions(
     assert wrong.value.last_sequence == 1
     with pytest.raises(jetstream.InvalidStreamConfigError):
         await js.add_stream(
-            StreamConfig(name=unique_name("E"), subjects=["bad.>"], subject_delete_marker_ttl=1)
+            StreamConfig(
+                name=unique_name("E"), subjects=["bad.>"], subject_delete_marker_ttl="500ms"
+            )
         )
     await js.delete_stream(name)
 

@@ -4,12 +4,14 @@ cleanup, parallel uploads, and bad input."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import io
 import os
 from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
 from pathlib import Path
 
+import msgspec
 import pytest
 
 import jetstream
@@ -105,7 +107,11 @@ async def test_a_corrupt_object_fails_its_digest(
             "digest": "SHA-256=" + "A" * 43 + "=",
         }
     )
-    await store._write_meta(forged, {})
+    await js.publish(  # a forged record, written as any client could
+        f"$O.{store.name}.M.{base64.urlsafe_b64encode(b'c').decode()}",
+        msgspec.json.encode(forged),
+        headers={"Nats-Rollup": "sub"},
+    )
     with pytest.raises(objstore.DigestMismatchError):
         await store.get_bytes("c")
     with pytest.raises(objstore.DigestMismatchError):

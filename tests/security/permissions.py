@@ -36,14 +36,15 @@ def kv_writer(bucket: str, prefix: str, inbox: str = "_INBOX") -> dict[str, obje
 
 def object_uploader(store: str, inbox: str = "_INBOX") -> dict[str, object]:
     """Upload to and read from one object store (fast ingest needs the chunk and meta
-    subjects, purge for cleaning up after a failure)."""
+    subjects, purge for cleaning up after a failure, the leader's MSG.GET for reading the
+    meta record a conditional rewrite depends on)."""
     stream = f"OBJ_{store}"
     return {
         "publish": {"allow": [
             f"$O.{store}.>", "$JS.API.INFO", f"$JS.API.STREAM.INFO.{stream}",
             "$JS.API.STREAM.NAMES", f"$JS.API.DIRECT.GET.{stream}",
             f"$JS.API.DIRECT.GET.{stream}.>", f"$JS.API.STREAM.PURGE.{stream}",
-            f"$JS.API.CONSUMER.CREATE.{stream}.>", f"$JS.API.CONSUMER.MSG.NEXT.{stream}.>",
+            f"$JS.API.STREAM.MSG.GET.{stream}", f"$JS.API.CONSUMER.CREATE.{stream}.>", f"$JS.API.CONSUMER.MSG.NEXT.{stream}.>",
             f"$JS.API.CONSUMER.DELETE.{stream}.>",
         ]},
         "subscribe": {"allow": [f"{inbox}.>"]},

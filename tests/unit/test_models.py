@@ -10,14 +10,59 @@ import pytest
 import jetstream
 import kvstore
 import objstore
+from jetstream._duration import decode_hook, encode_hook
 from jetstream._message import parse_ack_reply, parse_timestamp
 from kvstore import BucketConfig, InvalidBucketConfigError, Op
 from kvstore._models import bucket_config_from_stream, op_from_headers, stream_config_for_bucket
 
 
 def test_stream_config_sends_only_non_defaults() -> None:
-    encoded = msgspec.json.decode(msgspec.json.encode(jetstream.StreamConfig(name="S")))
+    encoded = msgspec.json.decode(_wire(jetstream.StreamConfig(name="S")))
     assert encoded == {"name": "S"}
+
+
+def _wire(model: object) -> bytes:
+    return msgspec.json.encode(model, enc_hook=encode_hook)
+
+
+def _from_wire(raw: bytes, kind: type[object]) -> object:
+    return msgspec.json.decode(raw, type=kind, dec_hook=decode_hook)
+
+
+@pytest.mark.parametrize("given", [30, 30.0, timedelta(seconds=30), "30s", "0.5m", "30000ms"])
+def test_consumer_durations_are_seconds_timedeltas_or_strings_never_raw_nanoseconds(
+    given: object,
+) -> None:
+    config = jetstream.ConsumerConfig(
+        ack_wait=given, inactive_threshold=given, backoff=[given, "1m"]
+    )  # type: ignore[arg-type, list-item]
+    assert config.ack_wait == timedelta(seconds=30)
+    wire = msgspec.json.decode(_wire(config))
+    assert wire["ack_wait"] == wire["inactive_threshold"] == 30_000_000_000
+    assert wire["backoff"] == [30_000_000_000, 60_000_000_000]
+
+
+def test_durations_from_the_server_read_as_timedeltas_and_zero_as_unset() -> None:
+    raw = b'{"config":{"name":"S","max_age":3600000000000,"duplicate_window":0},"state":{}}'
+    info = _from_wire(raw, jetstream.StreamInfo)
+    assert info.config.max_age == timedelta(hours=1)  # type: ignore[attr-defined]
+    assert info.config.duplicate_window is None  # type: ignore[attr-defined]
+    assert msgspec.json.decode(_wire(info.config.max_age)) == 3_600_000_000_000  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("bad", [-1, "soon", "1y", True, float("nan"), [1]])
+def test_bad_durations_are_refused_by_name(bad: object) -> None:
+    with pytest.raises(jetstream.ClientValidationError, match="ack_wait"):
+        jetstream.ConsumerConfig(ack_wait=bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("config_type", [BucketConfig, objstore.StoreConfig])
+def test_bucket_and_store_durations_take_seconds_and_strings(config_type: type[object]) -> None:
+    config = config_type(max_age="30d", marker_ttl=90)  # type: ignore[call-arg]
+    assert config.max_age == timedelta(days=30)  # type: ignore[attr-defined]
+    assert config.marker_ttl == timedelta(seconds=90)  # type: ignore[attr-defined]
+    with pytest.raises(InvalidBucketConfigError, match="max_age"):
+        config_type(max_age="forever")  # type: ignore[call-arg]
 
 
 def test_unknown_response_fields_are_ignored() -> None:
@@ -29,7 +74,7 @@ def test_unknown_response_fields_are_ignored() -> None:
 def test_bucket_stream_has_the_nats_kv_shape_plus_ttl_and_atomic() -> None:
     config = BucketConfig(history=5, max_age=timedelta(minutes=1), marker_ttl=timedelta(seconds=30))
     stream = stream_config_for_bucket("profiles", config, allow_atomic=True)
-    wire = msgspec.json.decode(msgspec.json.encode(stream))
+    wire = msgspec.json.decode(_wire(stream))
     assert wire == {
         "name": "KV_profiles",
         "subjects": ["$KV.profiles.>"],
@@ -70,7 +115,8 @@ def test_bucket_config_round_trips_through_the_stream() -> None:
         {"history": 65},
         {"history": True},
         {"max_age": timedelta(seconds=-1)},
-        {"max_age": 60},
+        {"max_age": "60 minutes"},
+        {"max_age": 0},
         {"marker_ttl": timedelta(milliseconds=500)},
         {"marker_ttl": timedelta(seconds=1.5)},
         {"max_value_size": 0},
@@ -143,7 +189,8 @@ def test_header_validation_refuses_what_would_break_the_header_block() -> None:
     "limits",
     [
         {"max_age": timedelta(0)},
-        {"max_age": 60},
+        {"max_age": "60 minutes"},
+        {"max_age": 0},
         {"marker_ttl": timedelta(milliseconds=1500)},
         {"max_bytes": 0},
         {"max_bytes": True},

@@ -26,6 +26,8 @@ from jetstream import NEVER, InvalidTTLError, format_ttl, parse_ttl, parse_ttl_h
         ("1.5m", 90),
         ("1500ms", None),  # fraction: refused (see below)
         ("30", 30),
+        ("30d", 30 * 86_400),  # days: ours, sent as seconds
+        ("1d12h", 36 * 3600),
         ("999999999", 999999999),
         (" 5s", 5),
         ("never", NEVER),
@@ -42,7 +44,7 @@ def test_accepted_values(value: object, seconds: int | None) -> None:
 
 @pytest.mark.parametrize(
     "value",
-    [0, -1, 0.5, 1.5, "0", "0s", "500ms", "-1", "-5s", "abc", "", "5 s", "1e3s", "1.5s", "5d",
+    [0, -1, 0.5, 1.5, "0", "0s", "500ms", "-1", "-5s", "abc", "", "5 s", "1e3s", "1.5s", "5w",
      timedelta(0), timedelta(milliseconds=999), timedelta(seconds=1.5), True, None, [1],
      float("nan"), float("inf"), 10**12],
 )  # fmt: skip

@@ -1,0 +1,77 @@
+"""The object store's errors: subclasses of the protocol errors in :mod:`jetstream`::
+
+JetStreamError
+├── ServerError
+│   ├── StreamNotFoundError  ── StoreNotFoundError    the store's OBJ_<store> stream is missing
+│   ├── StreamExistsError    ── StoreExistsError      same name, other configuration
+│   └── MessageNotFoundError ── ObjectNotFoundError   no such object (or deleted, expired)
+├── ClientValidationError    ── InvalidObjectNameError
+├── FastBatchError           ── UploadFailedError     the upload stored nothing
+├── DigestMismatchError                               a download does not match its meta
+└── ObjectExistsError                                 a link would replace an object
+"""
+
+from __future__ import annotations
+
+from jetstream import (
+    ClientValidationError,
+    FastBatchError,
+    JetStreamError,
+    MessageNotFoundError,
+    StreamExistsError,
+    StreamNotFoundError,
+)
+
+__all__ = [
+    "DigestMismatchError",
+    "InvalidObjectMetaError",
+    "InvalidObjectNameError",
+    "ObjectChangedError",
+    "ObjectExistsError",
+    "ObjectNotFoundError",
+    "StoreExistsError",
+    "StoreNotFoundError",
+    "UploadFailedError",
+]
+
+
+class StoreNotFoundError(StreamNotFoundError):
+    """The object store (its ``OBJ_<store>`` stream) does not exist."""
+
+
+class StoreExistsError(StreamExistsError):
+    """An object store with this name exists with a different configuration."""
+
+
+class ObjectNotFoundError(MessageNotFoundError):
+    """No such object in the store (never stored, deleted, or expired)."""
+
+    def __init__(self, name: str, description: str = "") -> None:
+        super().__init__(description or f"object not found: {name!r}", code=404)
+        self.name = name
+
+
+class InvalidObjectNameError(ClientValidationError):
+    """An object name that cannot be stored (empty, or not a str)."""
+
+
+class UploadFailedError(FastBatchError):
+    """An object upload failed; no meta was written and its chunks were removed."""
+
+
+class DigestMismatchError(JetStreamError):
+    """A downloaded object's SHA-256 digest, size or chunk count differs from its meta."""
+
+
+class ObjectExistsError(JetStreamError):
+    """A link was to replace an existing object that is not a link."""
+
+
+class ObjectChangedError(JetStreamError):
+    """An object's meta record changed between reading and rewriting it more often than the
+    rewrite retries (a store under constant writes to that name); nothing was written."""
+
+
+class InvalidObjectMetaError(JetStreamError):
+    """An object's meta record is not ADR-20 JSON (not an object, or fields of the wrong type).
+    Raised on direct access (``info``, reads); listings skip such records with a warning."""

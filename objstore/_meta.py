@@ -1,0 +1,217 @@
+"""Meta records: read one with its stream sequence and remaining TTL, and rewrite it only if it
+is still the record that was read.
+
+Every write of ``$O.<store>.M.<name>`` (an upload's commit, ``update_meta``, rename, links,
+``delete``'s tombstone) carries ``Nats-Expected-Last-Subject-Sequence`` = the sequence of the
+record it was computed from (0: no record). A concurrent writer in between makes the server
+refuse it (10071) and nothing is stored; the caller reads again and decides again, a bounded
+number of times (:class:`ObjectChangedError` after that). So no rewrite can bring back a
+record another writer replaced, and whoever replaces a record knows exactly which one it
+replaced (and whose chunks to purge).
+
+Lost acks: the server checks ``Nats-Msg-Id`` before the expected sequence (nats-server
+``processJetStreamMsg``), so a resend of a stored write is answered as a duplicate, and
+:meth:`JetStream.publish` looks the id up when a resend fails the sequence check instead. A
+write refused for its sequence was not stored, so the next try takes a fresh id.
+
+TTL: a rewrite keeps the time the record has left (its ``Nats-TTL`` minus its age, whole
+seconds rounded down, so the meta record goes no later than the chunks written before it).
+With less than a second left the object counts as expired: it is not rewritten.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from jetstream import (
+    NEVER,
+    InvalidTTLError,
+    MessageNotFoundError,
+    StoredMessage,
+    WrongLastSequenceError,
+    format_ttl,
+    parse_ttl_header,
+)
+from jetstream import headers as hdr
+
+from ._errors import InvalidObjectMetaError, ObjectChangedError
+from ._models import ObjectInfo, decode_info, encode_info, meta_subject, name_from_meta_subject
+
+if TYPE_CHECKING:
+    from ._store import ObjectStore
+
+__all__ = [
+    "MetaRecord",
+    "attempts",
+    "info_from_message",
+    "read_record",
+    "remaining_ttl",
+    "replace_record",
+    "write_record",
+]
+
+_ATTEMPTS = 16
+"""Reads and conditional writes per call; each conflict means another writer got through."""
+
+
+@dataclasses.dataclass(frozen=True)
+class MetaRecord:
+    """A name's newest meta record: what it says, where it is, and the TTL a rewrite keeps
+    (``ttl_headers`` empty: no TTL; ``expiring``: under a second left, treat as gone)."""
+
+    info: ObjectInfo
+    seq: int
+    ttl_headers: dict[str, str]
+    expiring: bool = False
+
+    @property
+    def live(self) -> bool:
+        """An object (or link) that exists and is not about to expire."""
+        return not self.info.deleted and not self.expiring
+
+
+def attempts(what: str) -> Iterator[int]:
+    """``for _ in attempts("update of 'x'")``: the bounded retry loop of a conditional rewrite.
+
+    Raises:
+        ObjectChangedError: once every attempt met a concurrent write.
+    """
+    yield from range(_ATTEMPTS)
+    raise ObjectChangedError(
+        f"{what}: the meta record changed under each of {_ATTEMPTS} attempts; nothing written"
+    )
+
+
+def info_from_message(store: str, subject: str, data: bytes, headers: dict[str, str]) -> ObjectInfo:
+    """The ObjectInfo of a stored meta message; an empty payload (a server expiry marker, or a
+    purge marker) reads as a deleted object.
+
+    Raises:
+        InvalidObjectMetaError: the payload is not an ADR-20 meta record.
+    """
+    name = name_from_meta_subject(subject)
+    if data:
+        return decode_info(data, name=name, bucket=store)
+    return ObjectInfo(
+        name=name,
+        bucket=store,
+        nuid="",
+        size=0,
+        mtime="",
+        chunks=0,
+        deleted=True,
+        expired=hdr.MARKER_REASON in headers,
+    )
+
+
+def remaining_ttl(message: StoredMessage, now: datetime | None = None) -> dict[str, str] | None:
+    """The ``Nats-TTL`` header a rewrite of ``message`` carries so it expires when ``message``
+    would have: ``{}`` without a TTL, None when less than a second is left.
+
+    The age is measured against the server's timestamp with the local clock; a clock ahead of
+    the server's makes the rewrite expire early (never late).
+    """
+    text = message.headers.get(hdr.TTL)
+    if text is None:
+        return {}
+    try:
+        seconds = parse_ttl_header(text)
+    except InvalidTTLError:  # the server would not have stored it; nothing to keep
+        return {}
+    if seconds == NEVER:
+        return {hdr.TTL: format_ttl(NEVER)}
+    age = ((now or datetime.now(UTC)) - message.time).total_seconds()
+    left = math.floor(seconds - max(age, 0.0))
+    return {hdr.TTL: format_ttl(left)} if left >= 1 else None
+
+
+async def read_record(store: ObjectStore, name: str, *, strict: bool = True) -> MetaRecord | None:
+    """The newest record of ``name`` read from the stream leader (a replica may lag, and the
+    sequence is what the next write is conditional on); None if the subject is empty.
+    Without ``strict`` an unreadable record reads as a deleted one (to be written over).
+
+    Raises:
+        InvalidObjectMetaError: the record is unreadable (``strict``); JetStreamError: the
+            read failed.
+    """
+    try:
+        message = await store._js.get_last_message(
+            store.stream, meta_subject(store.name, name), direct=False
+        )
+    except MessageNotFoundError:
+        return None
+    try:
+        info = info_from_message(store.name, message.subject, message.data, message.headers)
+    except InvalidObjectMetaError:
+        if strict:
+            raise
+        # Its chunks, if any, are unknown: cleanup() finds them once this record is gone.
+        info = info_from_message(store.name, message.subject, b"", {})
+    ttl = remaining_ttl(message)
+    return MetaRecord(info=info, seq=message.seq, ttl_headers=ttl or {}, expiring=ttl is None)
+
+
+async def write_record(
+    store: ObjectStore, info: ObjectInfo, ttl_headers: dict[str, str], *, expected: int, msg_id: str
+) -> int:
+    """Store ``info`` as the record of its name if the subject's last sequence is still
+    ``expected`` (0: no record); returns its sequence.
+
+    Raises:
+        WrongLastSequenceError: another write came first (nothing stored);
+        JetStreamError: as :meth:`JetStream.publish`.
+    """
+    headers = {
+        hdr.ROLLUP: hdr.ROLLUP_SUBJECT,  # a meta record replaces the previous ones of its name
+        hdr.EXPECTED_LAST_SUBJECT_SEQUENCE: str(expected),
+        **ttl_headers,
+    }
+    subject = meta_subject(store.name, info.name)
+    ack = await store._js.publish(subject, encode_info(info), headers=headers, msg_id=msg_id)
+    return ack.seq
+
+
+async def replace_record(
+    store: ObjectStore,
+    info: ObjectInfo,
+    ttl_headers: dict[str, str],
+    *,
+    msg_id: str,
+    in_doubt: list[str],
+    known: MetaRecord | None,
+) -> ObjectInfo | None:
+    """Make ``info`` the record of its name whatever is there (an upload's commit: the last
+    writer wins) and return the record it replaced (None if none), read right before the write
+    that succeeded, so its chunks, and only those, can be purged.
+
+    ``known`` is the record read before the upload began: the first write is conditional on
+    it (no extra read on the way to the commit); after a conflict the record is read again.
+    ``in_doubt`` receives the ``Nats-Msg-Id`` of a write whose outcome is unknown when this
+    raises (empty: nothing was stored). The first try uses ``msg_id``, later ones ``msg_id-N``.
+
+    Raises:
+        ObjectChangedError: every attempt met a concurrent write; JetStreamError: as
+            :func:`write_record`.
+    """
+    for attempt in attempts(f"upload of {info.name!r}"):
+        replaced = known if attempt == 0 else await read_record(store, info.name, strict=False)
+        attempt_id = msg_id if attempt == 0 else f"{msg_id}-{attempt}"
+        in_doubt[:] = [attempt_id]
+        try:
+            await write_record(
+                store,
+                info,
+                ttl_headers,
+                expected=replaced.seq if replaced else 0,
+                msg_id=attempt_id,
+            )
+        except WrongLastSequenceError:
+            in_doubt.clear()  # refused: not stored
+            continue
+        in_doubt.clear()
+        return replaced.info if replaced is not None else None
+    raise AssertionError("unreachable: attempts() raises when exhausted")  # pragma: no cover
