@@ -24,6 +24,7 @@ from ._errors import (
     BatchTooLargeError,
     BatchUnsupportedHeaderError,
     ClientValidationError,
+    ColumnError,
     CommitUnknownError,
     ConnectionClosedError,
     ConnectionFailedError,
@@ -32,6 +33,7 @@ from ._errors import (
     ConsumerNotFoundError,
     DisconnectedError,
     DuplicateMessageIdError,
+    DuplicateObjectNameError,
     FastBatchError,
     HeartbeatMissedError,
     InvalidBucketConfigError,
@@ -81,7 +83,15 @@ from ._models import (
     StreamInfo,
     StreamState,
 )
-from ._options import ConnectionOptions, bool_option, int_option, run_sync, str_option
+from ._options import (
+    CONNECTION_OPTIONS,
+    ConnectionOptions,
+    bool_option,
+    check_options,
+    int_option,
+    run_sync,
+    str_option,
+)
 from ._pull import PullMessage
 from ._resource import AsyncResource
 from ._scan import scan_stream
@@ -91,6 +101,7 @@ from ._ttl import NEVER, TTLValue, format_ttl, parse_ttl, parse_ttl_at_least, pa
 from ._window import AckedPublisher
 
 __all__ = [
+    "CONNECTION_OPTIONS",
     "DEFAULT_API_PREFIX",
     "DEFAULT_COMMIT_DEADLINE",
     "DEFAULT_MAX_BATCH",
@@ -115,6 +126,7 @@ __all__ = [
     "BatchTooLargeError",
     "BatchUnsupportedHeaderError",
     "ClientValidationError",
+    "ColumnError",
     "CommitUnknownError",
     "ConnectionClosedError",
     "ConnectionFailedError",
@@ -127,6 +139,7 @@ __all__ = [
     "ConsumerNotFoundError",
     "DisconnectedError",
     "DuplicateMessageIdError",
+    "DuplicateObjectNameError",
     "Duration",
     "DurationValue",
     "EmbeddedCluster",
@@ -172,6 +185,7 @@ __all__ = [
     "WrongLastSequenceError",
     "bool_option",
     "check_message_size",
+    "check_options",
     "check_size",
     "check_stream_limits",
     "check_subject_length",

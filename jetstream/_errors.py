@@ -42,7 +42,9 @@
     │   ├── InvalidTTLError                (also raised for the server's 10165)
     │   ├── InvalidHeaderError
     │   ├── ValueTooLargeError             (value over max_value_size or the server's max payload)
-    │   └── BatchTooLargeError             over the batch limit (and the server's 10199)
+    │   ├── BatchTooLargeError             over the batch limit (and the server's 10199)
+    │   ├── ColumnError                    (Spark: a column is missing or of a type not stored)
+    │   └── DuplicateObjectNameError       (Spark upload_objects: one name on several rows)
     ├── BatchClosedError (RuntimeError)    a batch used after commit or abandon
     ├── CommitUnknownError                 outcome not learned before the deadline
     ├── HeartbeatMissedError               a warning (error callback), never raised by consume
@@ -84,6 +86,7 @@ __all__ = [
     "BatchTooLargeError",
     "BatchUnsupportedHeaderError",
     "ClientValidationError",
+    "ColumnError",
     "CommitUnknownError",
     "ConnectionClosedError",
     "ConnectionFailedError",
@@ -92,6 +95,7 @@ __all__ = [
     "ConsumerNotFoundError",
     "DisconnectedError",
     "DuplicateMessageIdError",
+    "DuplicateObjectNameError",
     "FastBatchError",
     "HeartbeatMissedError",
     "InvalidBucketConfigError",
@@ -346,6 +350,20 @@ class CommitUnknownError(JetStreamError):
 
 class ClientValidationError(JetStreamError, ValueError):
     """Bad input detected before anything was sent to the server."""
+
+
+class ColumnError(ClientValidationError):
+    """A DataFrame column a Spark sink needs is missing, or has a type it cannot store (names
+    the column; raised on the driver before any task runs)."""
+
+
+class DuplicateObjectNameError(ClientValidationError):
+    """One upload job names the same object on several rows: the winner would be arbitrary
+    (names the duplicates; raised before anything is uploaded)."""
+
+    def __init__(self, message: str, names: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.names = names
 
 
 class InvalidBucketNameError(ClientValidationError):

@@ -7,27 +7,76 @@ parsed and validated here, once, so errors surface at planning time with the opt
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
+import inspect
+import logging
 import os
 import threading
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
 from typing import Any, TypeVar
+
+from nats.aio.client import DEFAULT_MAX_RECONNECT_ATTEMPTS, DEFAULT_RECONNECT_TIME_WAIT
 
 from ._context import JetStream, connect
 from ._errors import ClientValidationError
 
-__all__ = ["ConnectionOptions", "bool_option", "int_option", "run_sync", "str_option"]
+__all__ = [
+    "CONNECTION_OPTIONS",
+    "ConnectionOptions",
+    "bool_option",
+    "check_options",
+    "int_option",
+    "run_sync",
+    "str_option",
+]
+
+_log = logging.getLogger("jetstream")
+
+CONNECTION_OPTIONS = (
+    "servers",
+    "user",
+    "password",
+    "token",
+    "creds",
+    "nkeySeedFile",
+    "tlsCa",
+    "connectTimeout",
+    "connectAttempts",
+)
+"""The connection options every string-option consumer (the Spark formats) accepts."""
 
 T = TypeVar("T")
 _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}
 
 
+def _norm(name: str) -> str:
+    # Spark lower-cases option keys; Python callers may spell them connect_timeout.
+    return name.lower().replace("_", "")
+
+
 def _get(options: Mapping[str, str], name: str) -> str | None:
-    for key, value in options.items():  # Spark lower-cases keys; accept any case
-        if key.lower() == name.lower():
+    for key, value in options.items():
+        if _norm(key) == _norm(name):
             return str(value)
     return None
+
+
+def check_options(options: Mapping[str, str], known: Collection[str], what: str) -> None:
+    """Refuse options nobody reads: a misspelled option would otherwise be silently ignored.
+    Names compare case-insensitively (Spark lower-cases them) and ignore underscores.
+
+    Raises:
+        ClientValidationError: an unknown option; the message lists the known ones.
+    """
+    accepted = {_norm(name) for name in known}
+    unknown = sorted(key for key in options if _norm(key) not in accepted)
+    if unknown:
+        raise ClientValidationError(
+            f"{what}: unknown option(s) {', '.join(map(repr, unknown))}; "
+            f"known options: {', '.join(sorted(known, key=str.lower))}"
+        )
 
 
 def int_option(
@@ -85,12 +134,15 @@ class ConnectionOptions:
     creds: str | None = None
     nkey_seed_file: str | None = None
     tls_ca: str | None = None
-    connect_timeout: float = 5.0
+    connect_timeout: float = 2.0
+    connect_attempts: int = 1
 
     @classmethod
     def from_strings(cls, options: Mapping[str, str]) -> ConnectionOptions:
         """Read ``servers`` (comma-separated; default ``$NATS_URL``), ``user``, ``password``,
-        ``token``, ``creds``, ``nkeySeedFile``, ``tlsCa``, ``connectTimeout``.
+        ``token``, ``creds``, ``nkeySeedFile``, ``tlsCa``, ``connectTimeout`` (seconds per
+        attempt, default 2) and ``connectAttempts`` (tries of the first connect, default 1: a
+        dead address fails the task within seconds instead of minutes).
 
         Raises:
             ClientValidationError: no server given, or a malformed value.
@@ -98,13 +150,15 @@ class ConnectionOptions:
         servers = str_option(options, "servers") or os.environ.get("NATS_URL")
         if not servers:
             raise ClientValidationError("option 'servers' is required (or set NATS_URL)")
-        timeout = str_option(options, "connectTimeout", "5")
+        timeout = str_option(options, "connectTimeout", "2")
         try:
-            connect_timeout = float(timeout or "5")
+            connect_timeout = float(timeout or "2")
         except ValueError:
+            connect_timeout = -1.0
+        if not 0 < connect_timeout < float("inf"):
             raise ClientValidationError(
-                f"option 'connectTimeout' must be seconds: {timeout!r}"
-            ) from None
+                f"option 'connectTimeout' must be a positive number of seconds: {timeout!r}"
+            )
         return cls(
             servers=tuple(s.strip() for s in servers.split(",") if s.strip()),
             user=str_option(options, "user"),
@@ -114,6 +168,7 @@ class ConnectionOptions:
             nkey_seed_file=str_option(options, "nkeySeedFile"),
             tls_ca=str_option(options, "tlsCa"),
             connect_timeout=connect_timeout,
+            connect_attempts=int_option(options, "connectAttempts", 1, low=1, high=1000),
         )
 
     def nats_kwargs(self) -> dict[str, Any]:
@@ -135,13 +190,71 @@ class ConnectionOptions:
         return kwargs
 
     async def connect(self) -> JetStream:
-        """A new connection (never reuse one across event loops).
+        """A new connection (never reuse one across event loops), after at most
+        ``connect_attempts`` tries of ``connect_timeout`` seconds each.
 
         Raises:
             AuthenticationError: the credentials were refused.
             ConnectionFailedError: no server could be reached.
         """
-        return await connect(list(self.servers), **self.nats_kwargs())
+        servers = list(self.servers)
+        if "connect_attempts" in inspect.signature(connect).parameters:
+            return await connect(
+                servers, connect_attempts=self.connect_attempts, **self.nats_kwargs()
+            )
+        # A connect() without connect_attempts lets nats-py retry a dead address for minutes
+        # (its reconnect budget, 60 x 2 s). Bound the first connect with that budget (nats-py
+        # treats 0 as "forever", so one attempt becomes two quick tries), then restore it so
+        # reconnects after a successful connect behave as before.
+        js = await connect(
+            servers,
+            max_reconnect_attempts=max(1, self.connect_attempts - 1),
+            reconnect_time_wait=0.2,
+            **self.nats_kwargs(),
+        )
+        js.nc.options["max_reconnect_attempts"] = DEFAULT_MAX_RECONNECT_ATTEMPTS
+        js.nc.options["reconnect_time_wait"] = DEFAULT_RECONNECT_TIME_WAIT
+        return js
+
+    @contextlib.asynccontextmanager
+    async def session(self) -> AsyncIterator[JetStream]:
+        """``async with options.session() as js``: connect, and close on the way out. When the
+        block raises, a failing close is logged and suppressed, so it can never replace the
+        error that ended the block (a dead server fails both).
+
+        Raises:
+            AuthenticationError, ConnectionFailedError: as :meth:`connect`; otherwise whatever
+                the block raises, unchanged.
+        """
+        js = await self.connect()
+        try:
+            yield js
+        except BaseException:
+            await _close_quietly(js)
+            raise
+        await js.close()
+
+
+async def _close_quietly(js: JetStream) -> None:
+    """Close while another error propagates: log a failing close, then make sure the client
+    is closed anyway (a drain refused mid-reconnect would leave it reconnecting forever)."""
+    try:
+        await js.close()
+    except Exception as close_error:
+        _log.warning("closing the connection after an error failed: %r", close_error)
+    if not js.nc.is_closed:
+        with contextlib.suppress(Exception):
+            await js.nc.close()
+
+
+def activate_spark_session(spark: Any) -> None:
+    """Make ``spark`` the calling thread's active session in the JVM. Spark looks Python data
+    sources up in the thread's active session, which a new Python thread lacks (its JVM thread
+    does not inherit it). Classic Spark only: Spark Connect has no such per-thread state."""
+    jvm = getattr(spark, "_jvm", None)
+    session = getattr(spark, "_jsparkSession", None)
+    if jvm is not None and session is not None:
+        jvm.org.apache.spark.sql.SparkSession.setActiveSession(session)
 
 
 def run_sync(factory: Callable[[], Awaitable[T]]) -> T:

@@ -14,14 +14,23 @@ DataFrame, stream its changes. Needs the ``spark`` extra (``pip install 'jetstor
 **Write guarantee, honestly:** rows are written in atomic ``put_many`` batches of up to
 ``batchSize`` (default 1000) keys: each batch is stored whole or not at all. A job is
 *at-least-once*, not atomic: a failed or retried task may already have stored some of its
-batches (re-writing the same key and value is harmless), and ``abort`` cannot undo them; it logs
-what the successful partitions wrote. A null value deletes the key.
+batches (re-writing the same key and value is harmless), and ``abort`` cannot undo them. A
+failed task names what it stored in its own error; ``abort`` logs what the successful tasks
+stored and how many revisions the whole job (failed tasks included) added to the bucket. A null
+value deletes the key.
 
-Options (strings; names are case-insensitive): ``servers`` (comma-separated, default
-``$NATS_URL``), ``user``/``password``/``token``/``creds``/``nkeySeedFile``/``tlsCa``,
-``bucket`` (or the ``load``/``save`` path). Write: ``keyColumn`` (``key``), ``valueColumn``
-(``value``, binary or string), ``ttlColumn`` (seconds or a TTL string, optional), ``batchSize``
-(1..1000). Read: ``keys`` (comma-separated filters, default ``>``), ``numPartitions`` (2),
+A bucket that does not exist is ``BucketNotFoundError`` (naming it) for reads and writes alike,
+raised at planning time. In a Python thread other than the session's, call ``register(spark)``
+there first (Spark looks formats up in the thread's active session).
+
+Options (strings; names are case-insensitive; an unknown option is refused with the list of
+known ones): ``servers`` (comma-separated, default ``$NATS_URL``),
+``user``/``password``/``token``/``creds``/``nkeySeedFile``/``tlsCa``, ``connectTimeout``
+(seconds per attempt, 2) and ``connectAttempts`` (1), ``bucket`` (or the ``load``/``save``
+path). Write: ``keyColumn`` (``key``, string), ``valueColumn`` (``value``, binary or string),
+``ttlColumn`` (integer seconds or a TTL string, optional), ``batchSize`` (1..1000); columns
+match case-insensitively, as Spark's do, and their types are checked before the job starts.
+Read: ``keys`` (comma-separated filters, default ``>``), ``numPartitions`` (2),
 ``includeDeletes`` (false). Stream: ``keys``, ``startingSequence`` (``earliest``, ``latest`` or a
 revision), ``maxRecordsPerTrigger``, ``seqsPerPartition`` (10000), ``includeDeletes`` (true).
 Rows: ``key string, value binary, revision long, created timestamp, op string`` (``op`` is
@@ -59,20 +68,25 @@ except ImportError as exc:  # pragma: no cover - exercised by the missing-extra 
     ) from exc
 
 from jetstream import (
+    CONNECTION_OPTIONS,
     ClientValidationError,
+    ColumnError,
     ConnectionOptions,
     JetStream,
+    JetStreamError,
     OrderedConsumer,
     PullMessage,
     bool_option,
+    check_options,
     int_option,
     run_sync,
     str_option,
     validate_bucket_name,
 )
+from jetstream._options import activate_spark_session
 
 from ._keys import validate_filter
-from ._manage import open_bucket
+from ._manage import bucket_info, open_bucket
 from ._models import Op, op_from_headers, stream_name, subject_prefix
 
 __all__ = ["KVCommit", "KVDataSource", "register"]
@@ -80,11 +94,32 @@ __all__ = ["KVCommit", "KVDataSource", "register"]
 _log = logging.getLogger("kvstore.spark")
 SCHEMA = "key string, value binary, revision long, created timestamp, op string"
 _FIELDS = ("key", "value", "revision", "created", "op")
+_COMMON = (*CONNECTION_OPTIONS, "bucket", "path")
+_KNOWN = {
+    "write": (*_COMMON, "keyColumn", "valueColumn", "ttlColumn", "batchSize"),
+    "read": (*_COMMON, "keys", "numPartitions", "includeDeletes"),
+    "stream": (
+        *_COMMON,
+        "keys",
+        "startingSequence",
+        "maxRecordsPerTrigger",
+        "seqsPerPartition",
+        "includeDeletes",
+    ),
+}
 
 
 def register(spark: Any) -> None:
-    """Register the ``natskv`` format with a SparkSession (idempotent)."""
+    """Register the ``natskv`` format with a SparkSession (idempotent), and make ``spark`` the
+    calling thread's active session.
+
+    Spark looks Python formats up in the *thread's active* session, which a new Python thread
+    does not have (its JVM thread does not inherit it): there ``format("natskv")`` fails with
+    DATA_SOURCE_NOT_FOUND even after a ``register`` in another thread, and even for formats
+    found automatically. Call ``register(spark)`` in each thread that uses the format.
+    """
     spark.dataSource.register(KVDataSource)
+    activate_spark_session(spark)
 
 
 # -- options ------------------------------------------------------------------------------------
@@ -110,7 +145,10 @@ class _Options:
         return [subject_prefix(self.bucket) + f for f in self.filters]
 
 
-def _options(options: Mapping[str, str], *, stream: bool = False) -> _Options:
+def _options(options: Mapping[str, str], mode: str) -> _Options:
+    """Parse the options of one mode (``write``, ``read``, ``stream``), refusing the others."""
+    check_options(options, _KNOWN[mode], f"natskv {mode}")
+    stream = mode == "stream"
     bucket = str_option(options, "bucket") or str_option(options, "path")
     if not bucket:
         raise ClientValidationError("option 'bucket' (or a load/save path) is required")
@@ -138,8 +176,9 @@ def _options(options: Mapping[str, str], *, stream: bool = False) -> _Options:
 
 
 async def _last_seq(opts: _Options) -> int:
-    async with await opts.connection.connect() as js:
-        return (await js.stream_info(stream_name(opts.bucket))).state.last_seq
+    """The bucket's last revision (BucketNotFoundError, naming it, when it does not exist)."""
+    async with opts.connection.session() as js:
+        return (await bucket_info(js, opts.bucket)).state.last_seq
 
 
 # -- the data source ----------------------------------------------------------------------------
@@ -159,45 +198,79 @@ class KVDataSource(DataSource):
         """Validate options, columns and the bucket at planning time.
 
         Raises:
-            ClientValidationError: ``overwrite`` mode, bad options, missing columns, or a
-                bucket without atomic batches; BucketNotFoundError: no such bucket.
+            ClientValidationError: ``overwrite`` mode, bad or unknown options, or a bucket
+                without atomic batches.
+            ColumnError: a key/value/ttl column is missing or of a type that cannot be stored.
+            BucketNotFoundError: no such bucket (names it).
+            ConnectionFailedError: no server reachable.
         """
         if overwrite:
             raise ClientValidationError("natskv supports mode('append') only")
-        opts = _options(self.options)
-        names = set(schema.fieldNames())
-        for column in (opts.key_column, opts.value_column, opts.ttl_column):
-            if column is not None and column not in names:
-                raise ClientValidationError(
-                    f"column {column!r} is not in the DataFrame: {sorted(names)}"
-                )
-        run_sync(lambda: _check_bucket(opts))  # fail at planning, before any task runs
-        return KVArrowWriter(opts)
+        opts = _columns(_options(self.options, "write"), schema)
+        start = run_sync(lambda: _check_bucket(opts))  # fail at planning, before any task runs
+        return KVArrowWriter(opts, start)
 
     def reader(self, schema: StructType) -> KVReader:
         """Validate options and pin the snapshot sequence at planning time.
 
         Raises:
-            ClientValidationError, InvalidKeyError: bad options, filters or schema columns.
-            StreamNotFoundError: no such bucket.
+            ClientValidationError, InvalidKeyError: bad or unknown options, filters or columns.
+            BucketNotFoundError: no such bucket (names it).
+            ConnectionFailedError: no server reachable.
         """
-        opts = _options(self.options)
+        opts = _options(self.options, "read")
         return KVReader(opts, _projection(schema), run_sync(lambda: _last_seq(opts)))
 
     def streamReader(self, schema: StructType) -> KVStreamReader:
         """Raises: ClientValidationError, InvalidKeyError: bad options, filters or columns."""
-        return KVStreamReader(_options(self.options, stream=True), _projection(schema))
+        return KVStreamReader(_options(self.options, "stream"), _projection(schema))
 
 
-async def _check_bucket(opts: _Options) -> None:
-    async with await opts.connection.connect() as js:
-        bucket = await open_bucket(js, opts.bucket)
-        info = await js.stream_info(bucket.stream)
+# Arrow-side type names Spark columns may have: what each written column accepts.
+_KEY_TYPES = ("string",)
+_VALUE_TYPES = ("binary", "string")
+_TTL_TYPES = ("byte", "short", "integer", "long", "string", "void")
+
+
+def _columns(opts: _Options, schema: StructType) -> _Options:
+    """Resolve the key/value/ttl columns case-insensitively (as Spark does) to the DataFrame's
+    own spelling and check their types, so a wrong column fails on the driver, not in tasks."""
+    fields = {field.name.lower(): field for field in schema.fields}
+
+    def resolve(option: str, column: str, types: tuple[str, ...]) -> str:
+        field = fields.get(column.lower())
+        if field is None:
+            raise ColumnError(
+                f"natskv: column {column!r} ({option}) is not in the DataFrame: "
+                f"{schema.fieldNames()}"
+            )
+        type_name = field.dataType.typeName()
+        if type_name not in types:
+            raise ColumnError(
+                f"natskv: column {field.name!r} ({option}) has type {field.dataType.simpleString()}"
+                f"; it must be one of {', '.join(types)}"
+            )
+        return str(field.name)
+
+    ttl = opts.ttl_column
+    return dataclasses.replace(
+        opts,
+        key_column=resolve("keyColumn", opts.key_column, _KEY_TYPES),
+        value_column=resolve("valueColumn", opts.value_column, _VALUE_TYPES),
+        ttl_column=None if ttl is None else resolve("ttlColumn", ttl, _TTL_TYPES),
+    )
+
+
+async def _check_bucket(opts: _Options) -> int:
+    """Check the bucket takes atomic batches; its last revision (what the job starts from)."""
+    async with opts.connection.session() as js:
+        info = await bucket_info(js, opts.bucket)
         if not info.config.allow_atomic:
             raise ClientValidationError(
                 f"bucket {opts.bucket!r} has no atomic batches (allow_atomic); "
                 "update it with kvstore.update_bucket"
             )
+        return info.state.last_seq
 
 
 def _projection(schema: StructType) -> tuple[tuple[str, bool], ...]:
@@ -205,9 +278,10 @@ def _projection(schema: StructType) -> tuple[tuple[str, bool], ...]:
     ``value`` as a string (decoded as UTF-8)."""
     fields = []
     for field in schema.fields:
-        if field.name not in _FIELDS:
-            raise ClientValidationError(f"natskv has no column {field.name!r}; it has {_FIELDS}")
-        fields.append((field.name, field.name == "value" and field.dataType.typeName() == "string"))
+        name = field.name.lower()  # Spark matches column names case-insensitively
+        if name not in _FIELDS:
+            raise ColumnError(f"natskv has no column {field.name!r}; it has {_FIELDS}")
+        fields.append((name, name == "value" and field.dataType.typeName() == "string"))
     return tuple(fields)
 
 
@@ -242,10 +316,12 @@ class KVCommit(WriterCommitMessage):
 
 
 class KVArrowWriter(DataSourceArrowWriter):
-    """Writes each partition in atomic batches (one connection and event loop per task)."""
+    """Writes each partition in atomic batches (one connection and event loop per task).
+    ``start`` is the bucket's last revision when the job was planned."""
 
-    def __init__(self, opts: _Options) -> None:
+    def __init__(self, opts: _Options, start: int = 0) -> None:
         self.opts = opts
+        self.start = start
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> KVCommit:
         return run_sync(lambda: _write_partition(self.opts, iterator))
@@ -254,10 +330,16 @@ class KVArrowWriter(DataSourceArrowWriter):
         _log.info("natskv write committed: %s", _summary(messages))
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        """Log what the job stored, failed tasks included: Spark hands ``abort`` only the
+        successful tasks' messages (None for a failed one), so the failed tasks' part is
+        measured on the bucket (its revisions since planning) and each failed task also
+        names its own count in its error."""
         _log.warning(
-            "natskv write aborted; already stored by the partitions that succeeded "
-            "(each batch whole, nothing can be rolled back): %s",
+            "natskv write to bucket %r aborted; nothing can be rolled back, every batch is "
+            "stored whole. Successful tasks stored %s. %s",
+            self.opts.bucket,
             _summary(messages),
+            _growth(self.opts, self.start),
         )
 
 
@@ -265,22 +347,53 @@ def _summary(messages: Sequence[WriterCommitMessage | None]) -> str:
     done = [m for m in messages if isinstance(m, KVCommit)]
     keys = sum(m.keys for m in done)
     batches = sum(m.batches for m in done)
-    return f"{keys} keys in {batches} batches from {len(done)} of {len(messages)} partitions"
+    failed = len(messages) - len(done)
+    return (
+        f"{keys} keys in {batches} batches ({len(done)} of {len(messages)} tasks succeeded"
+        f"{f', {failed} failed' if failed else ''})"
+    )
+
+
+def _growth(opts: _Options, start: int) -> str:
+    """What the whole job stored (failed tasks included), read from the bucket itself."""
+    try:
+        last = run_sync(lambda: _last_seq(opts))
+    except JetStreamError as exc:
+        return f"What failed tasks stored could not be measured ({type(exc).__name__}: {exc})."
+    if last <= start:
+        return "The bucket has no revision newer than the job's start: failed tasks stored none."
+    return (
+        f"All tasks, failed ones included, stored at most {last - start} revisions "
+        f"({start + 1}..{last}; other writers' revisions would count too)."
+    )
 
 
 async def _write_partition(opts: _Options, batches: Iterator[pa.RecordBatch]) -> KVCommit:
     result = KVCommit()
-    async with await opts.connection.connect() as js:
-        bucket = await open_bucket(js, opts.bucket)
-        group: dict[str, tuple[bytes | None, Any]] = {}
-        for record_batch in batches:
-            for key, value, ttl in _rows(record_batch, opts):
-                if key in group or len(group) >= opts.batch_size:  # a key once per batch
-                    await _store(bucket, group, result)
-                    group = {}
-                group[key] = (value, ttl)
-        if group:
-            await _store(bucket, group, result)
+    try:
+        async with opts.connection.session() as js:
+            bucket = await open_bucket(js, opts.bucket)
+            group: dict[str, tuple[bytes | None, Any]] = {}
+            for record_batch in batches:
+                for key, value, ttl in _rows(record_batch, opts):
+                    if key in group or len(group) >= opts.batch_size:  # a key once per batch
+                        await _store(bucket, group, result)
+                        group = {}
+                    group[key] = (value, ttl)
+            if group:
+                await _store(bucket, group, result)
+    except Exception as exc:
+        # abort() never sees a failed task's commit message: say here what stays stored.
+        stored = (
+            f"natskv: this task stored {result.keys} keys in {result.batches} atomic batches "
+            f"(revisions {result.first_revision}..{result.last_revision}) before it failed; "
+            "they stay stored"
+            if result.batches
+            else "natskv: this task stored nothing before it failed"
+        )
+        _log.error("%s: %s: %s", stored, type(exc).__name__, exc)
+        exc.add_note(stored)
+        raise
     return result
 
 
@@ -348,7 +461,7 @@ async def _read_snapshot(
         return []
     prefix = subject_prefix(opts.bucket)
     latest: dict[str, PullMessage] = {}
-    async with await opts.connection.connect() as js:
+    async with opts.connection.session() as js:
         async for message in _messages(js, opts, first=1, until_caught_up=True):
             if message.metadata.stream_seq > part.up_to:
                 break
@@ -441,7 +554,7 @@ async def _read_range(
 ) -> list[tuple[Any, ...]]:
     prefix = subject_prefix(opts.bucket)
     rows = []
-    async with await opts.connection.connect() as js:
+    async with opts.connection.session() as js:
         async for message in _messages(js, opts, first=part.first, until_caught_up=True):
             if message.metadata.stream_seq > part.last:
                 break

@@ -5,11 +5,18 @@ Spark-free, so it is tested on its own and used by ``objstore.spark``."""
 from __future__ import annotations
 
 import asyncio
+import collections
 import dataclasses
 from collections.abc import Iterable
 
-from jetstream import ClientValidationError, ConnectionOptions, JetStreamError
+from jetstream import (
+    ClientValidationError,
+    ConnectionOptions,
+    DuplicateObjectNameError,
+    JetStreamError,
+)
 
+from ._errors import StoreNotFoundError
 from ._manage import open_store
 from ._models import DEFAULT_CHUNK_SIZE
 from ._store import ObjectStore
@@ -46,16 +53,25 @@ async def upload_many(
     concurrency: int = 4,
 ) -> list[UploadOutcome]:
     """Upload every item into the store, ``concurrency`` at a time; never raises for one
-    object's failure (its outcome carries the error). Connection and store errors do raise.
+    object's failure (its outcome carries the error). A missing store is such a failure for
+    every item (``StoreNotFoundError`` in each outcome). Repeated names are refused before
+    anything is sent: concurrent uploads of one name would leave an arbitrary winner.
 
     Raises:
         ClientValidationError: ``concurrency`` below 1.
-        StoreNotFoundError: no such store; JetStreamError: the server cannot be reached.
+        DuplicateObjectNameError: a name appears more than once (nothing is uploaded).
+        ConnectionFailedError: the server cannot be reached.
     """
     if concurrency < 1:
         raise ClientValidationError(f"concurrency must be at least 1: {concurrency}")
-    async with await connection.connect() as js:
-        store = await open_store(js, store_name)
+    items = list(items)
+    _refuse_duplicates(items)
+    async with connection.session() as js:
+        try:
+            store = await open_store(js, store_name)
+        except StoreNotFoundError as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            return [UploadOutcome(item.name, error=error) for item in items]
         limit = asyncio.Semaphore(concurrency)
 
         async def one(item: UploadItem) -> UploadOutcome:
@@ -63,6 +79,18 @@ async def upload_many(
                 return await _upload(store, item, chunk_size)
 
         return list(await asyncio.gather(*(one(item) for item in items)))
+
+
+def _refuse_duplicates(items: list[UploadItem]) -> None:
+    counts = collections.Counter(item.name for item in items)
+    repeated = [name for name, count in counts.items() if count > 1]
+    if repeated:
+        names = tuple(sorted(repeated))
+        raise DuplicateObjectNameError(
+            f"object names repeated in one upload: {', '.join(map(repr, names))}; "
+            "each name must appear once (nothing was uploaded)",
+            names,
+        )
 
 
 async def _upload(store: ObjectStore, item: UploadItem, chunk_size: int) -> UploadOutcome:

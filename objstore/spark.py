@@ -8,6 +8,11 @@ outcomes comes back) and the ``natsobj`` format that lists a store's objects. Ne
     results = upload_objects(files_df, "artifacts", servers=url, path_col="path")
     register(spark)
     spark.read.format("natsobj").option("servers", url).load("artifacts")
+
+``natsobj`` options (names are case-insensitive; an unknown option is refused with the list of
+known ones): the connection options of ``natskv`` (``servers``, ``connectTimeout``,
+``connectAttempts``, credentials), ``store`` (or the load path), ``limit`` (at most this many
+rows, 0 = all) and ``includeDeleted`` (false: also list deleted objects).
 """
 
 from __future__ import annotations
@@ -26,17 +31,24 @@ except ImportError as exc:  # pragma: no cover - exercised by the missing-extra 
     ) from exc
 
 from jetstream import (
+    CONNECTION_OPTIONS,
     ClientValidationError,
+    ColumnError,
     ConnectionOptions,
+    DuplicateObjectNameError,
+    bool_option,
+    check_options,
     int_option,
     run_sync,
     str_option,
     validate_bucket_name,
 )
+from jetstream._options import activate_spark_session
 
 from ._manage import open_store
 from ._many import UploadItem, upload_many
 from ._models import DEFAULT_CHUNK_SIZE
+from ._store import store_info
 
 __all__ = ["ObjectsDataSource", "register", "upload_objects"]
 
@@ -47,8 +59,11 @@ LIST_SCHEMA = (
 
 
 def register(spark: Any) -> None:
-    """Register the ``natsobj`` format with a SparkSession (idempotent)."""
+    """Register the ``natsobj`` format with a SparkSession (idempotent), and make ``spark`` the
+    calling thread's active session: call it in each thread that uses the format (see
+    :func:`kvstore.spark.register`)."""
     spark.dataSource.register(ObjectsDataSource)
+    activate_spark_session(spark)
 
 
 def upload_objects(
@@ -67,23 +82,38 @@ def upload_objects(
     """Upload one object per row, from a column of file paths (streamed from disk on the
     executors) or of binary content, over fast-ingest batches. Returns a DataFrame of
     ``name, size, digest, chunks, error``: a failed object has ``error`` set and does not fail
-    the others or the job.
+    the others or the job. A store that does not exist is such a per-object error too
+    (``StoreNotFoundError`` on every row): create it first with ``objstore.create_store``.
+
+    Names must be unique within the job: two rows for one name would race (the stored object
+    would be an arbitrary one of them), so repeated names are refused before anything is
+    uploaded (this costs one extra pass over the name column).
 
     Spark DataFrames are lazy and would upload again on every action; with ``eager`` (the
     default) the result is persisted and computed once before it is returned.
 
+    ``connection`` takes the ``natskv`` connection options (``connectTimeout``,
+    ``connect_timeout``, ``connectAttempts``, ``user``, ``creds``, ...) as strings.
+
     Raises:
-        ClientValidationError: not exactly one of ``path_col``/``data_col``, a missing column,
-            a bad store name, ``concurrency`` below 1, or no server.
+        ClientValidationError: not exactly one of ``path_col``/``data_col``, a bad store name,
+            ``concurrency`` below 1, an unknown connection option, or no server.
+        ColumnError: a missing column, or one of the wrong type (names: string, paths:
+            string, data: binary).
+        DuplicateObjectNameError: a name appears on more than one row (nothing is uploaded).
     """
     if (path_col is None) == (data_col is None):
         raise ClientValidationError("give exactly one of path_col or data_col")
     if concurrency < 1:
         raise ClientValidationError(f"concurrency must be at least 1: {concurrency}")
     validate_bucket_name(store)
-    for column in (name_col, path_col or data_col):
-        if column not in df.columns:
-            raise ClientValidationError(f"column {column!r} is not in the DataFrame: {df.columns}")
+    check_options(connection, CONNECTION_OPTIONS, "upload_objects")
+    name_col = _column(df, name_col, "string")
+    if path_col is not None:
+        path_col = _column(df, path_col, "string")
+    if data_col is not None:
+        data_col = _column(df, data_col, "binary")
+    _refuse_duplicates(df, name_col)
     options = {**connection, **({"servers": servers} if servers else {})}
     task = _UploadTask(
         ConnectionOptions.from_strings(options),
@@ -99,6 +129,41 @@ def upload_objects(
         result = result.persist()
         result.count()
     return result
+
+
+def _column(df: Any, column: str, type_name: str) -> str:
+    """The DataFrame's own spelling of ``column`` (matched case-insensitively, as Spark does),
+    checked to be of ``type_name``."""
+    for field in df.schema.fields:
+        if field.name.lower() == column.lower():
+            if field.dataType.typeName() != type_name:
+                raise ColumnError(
+                    f"upload_objects: column {field.name!r} has type "
+                    f"{field.dataType.simpleString()}; it must be {type_name}"
+                )
+            return str(field.name)
+    raise ColumnError(f"upload_objects: column {column!r} is not in the DataFrame: {df.columns}")
+
+
+def _refuse_duplicates(df: Any, name_col: str, shown: int = 20) -> None:
+    from pyspark.sql import functions
+
+    repeated = (
+        df.groupBy(name_col)
+        .agg(functions.count(functions.lit(1)).alias("rows"))
+        .where("rows > 1")
+        .limit(shown)
+        .collect()
+    )
+    if repeated:
+        names = tuple(str(row[0]) for row in repeated)
+        more = " (and maybe more)" if len(names) == shown else ""
+        raise DuplicateObjectNameError(
+            f"upload_objects: object names repeated on several rows{more}: "
+            f"{', '.join(map(repr, names))}; each name must appear once per job "
+            "(nothing was uploaded)",
+            names,
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,9 +214,11 @@ class _UploadTask:
                 yield UploadItem(name=name, data=value)
 
 
+_KNOWN = (*CONNECTION_OPTIONS, "store", "path", "limit", "includeDeleted")
+
+
 class ObjectsDataSource(DataSource):
-    """The ``natsobj`` format: one row per object of a store (options: ``servers``...,
-    ``store`` or the load path, ``includeDeleted``)."""
+    """The ``natsobj`` format: one row per object of a store (options: see the module)."""
 
     @classmethod
     def name(cls) -> str:
@@ -161,11 +228,21 @@ class ObjectsDataSource(DataSource):
         return LIST_SCHEMA
 
     def reader(self, schema: StructType) -> _ListReader:
+        """Validate the options and check the store exists, at planning time.
+
+        Raises:
+            ClientValidationError: a bad or unknown option, or no store named.
+            StoreNotFoundError: no such store (names it).
+            ConnectionFailedError: no server reachable.
+        """
+        check_options(self.options, _KNOWN, "natsobj")
         store = str_option(self.options, "store") or str_option(self.options, "path")
         if not store:
             raise ClientValidationError("option 'store' (or a load path) is required")
         validate_bucket_name(store)
-        return _ListReader(ConnectionOptions.from_strings(self.options), store, self.options)
+        reader = _ListReader(ConnectionOptions.from_strings(self.options), store, self.options)
+        run_sync(reader.check)
+        return reader
 
 
 class _ListReader(DataSourceReader):
@@ -175,14 +252,21 @@ class _ListReader(DataSourceReader):
         self.connection = connection
         self.store = store
         self.limit = int_option(options, "limit", 0, low=0)
+        self.include_deleted = bool_option(options, "includeDeleted", False)
+
+    async def check(self) -> None:
+        async with self.connection.session() as js:
+            await store_info(js, self.store)
 
     def read(self, partition: Any) -> Iterator[tuple[Any, ...]]:
         yield from run_sync(self._list)
 
     async def _list(self) -> list[tuple[Any, ...]]:
-        async with await self.connection.connect() as js:
+        rows: list[tuple[Any, ...]] = []
+        async with self.connection.session() as js:
             store = await open_store(js, self.store)
-            return [
-                (i.name, i.size, i.chunks, i.digest, i.modified, i.description)
-                async for i in store.list()
-            ]
+            async for i in store.list(include_deleted=self.include_deleted):
+                rows.append((i.name, i.size, i.chunks, i.digest, i.modified, i.description))
+                if len(rows) == self.limit:
+                    break
+        return rows

@@ -1,0 +1,91 @@
+"""What the Spark formats build on, without Spark: string connection options, the connection
+session that never lets close() hide the real error, and upload_many's per-job rules."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+from collections.abc import Callable
+
+import pytest
+
+import jetstream
+import objstore
+from objstore._many import UploadItem, upload_many
+
+
+async def _until(condition: Callable[[], bool], deadline: float = 10.0) -> None:
+    end = time.monotonic() + deadline
+    while not condition():
+        assert time.monotonic() < end, "condition not reached in time"
+        await asyncio.sleep(0.02)
+
+
+def test_unknown_options_are_refused_and_names_compare_loosely() -> None:
+    known = ("servers", "batchSize")
+    jetstream.check_options({"SERVERS": "x", "batchsize": "1", "batch_size": "2"}, known, "t")
+    expected = r"'bacth'; known options: batchSize, servers"
+    with pytest.raises(jetstream.ClientValidationError, match=expected):
+        jetstream.check_options({"bacth": "1"}, known, "t")
+    options = jetstream.ConnectionOptions.from_strings(
+        {"servers": "nats://127.0.0.1:1", "connect_timeout": "0.5", "connectattempts": "3"}
+    )
+    assert (options.connect_timeout, options.connect_attempts) == (0.5, 3)
+    for bad in ({"connectTimeout": "0"}, {"connectTimeout": "nan"}, {"connectAttempts": "0"}):
+        with pytest.raises(jetstream.ClientValidationError, match="connect"):
+            jetstream.ConnectionOptions.from_strings({"servers": "nats://x:1", **bad})
+
+
+async def test_a_dead_address_fails_within_the_connect_options() -> None:
+    """Was 120 s (nats-py's reconnect budget) whatever connectTimeout said."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        url = f"nats://127.0.0.1:{sock.getsockname()[1]}"  # bound, never listening
+    options = jetstream.ConnectionOptions.from_strings(
+        {"servers": url, "connectTimeout": "1", "connectAttempts": "2"}
+    )
+    started = time.monotonic()
+    with pytest.raises(jetstream.ConnectionFailedError):
+        async with options.session():
+            pass
+    assert time.monotonic() - started < 5
+
+
+async def test_a_failing_close_never_hides_the_error_that_ended_the_block() -> None:
+    """The server dies mid-job: closing then fails (nats-py refuses to drain while
+    reconnecting); the job's own error must be the one raised, and the client closed."""
+    with jetstream.EmbeddedServer() as server:
+        options = jetstream.ConnectionOptions.from_strings({"servers": server.url})
+        with pytest.raises(LookupError, match="the job's own error"):
+            async with options.session() as js:
+                server.stop()
+                await _until(lambda: js.nc.is_reconnecting)
+                raise LookupError("the job's own error")
+        assert js.nc.is_closed
+
+
+async def test_upload_many_refuses_repeated_names_before_uploading(
+    js: jetstream.JetStream,
+    nats_server: jetstream.EmbeddedServer,
+    unique_name: Callable[[str], str],
+) -> None:
+    name = unique_name("um")
+    await objstore.create_store(js, name)
+    options = jetstream.ConnectionOptions.from_strings({"servers": nats_server.url})
+    items = [UploadItem(f"n{i % 3}", data=bytes(1000)) for i in range(5)]
+    with pytest.raises(jetstream.DuplicateObjectNameError) as caught:
+        await upload_many(options, name, items, concurrency=4, chunk_size=128)
+    assert caught.value.names == ("n0", "n1")
+    assert (await js.stream_info(f"OBJ_{name}")).state.messages == 0, "nothing uploaded"
+
+
+async def test_upload_many_reports_a_missing_store_on_every_row(
+    nats_server: jetstream.EmbeddedServer,
+) -> None:
+    options = jetstream.ConnectionOptions.from_strings({"servers": nats_server.url})
+    items = [UploadItem("a", data=b"1"), UploadItem("b", data=b"2")]
+    outcomes = await upload_many(options, "nosuchstore", items)
+    assert [o.name for o in outcomes] == ["a", "b"]
+    assert all(o.error and "StoreNotFoundError" in o.error for o in outcomes)
+    assert all("nosuchstore" in (o.error or "") for o in outcomes)
