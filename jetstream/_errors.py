@@ -44,7 +44,7 @@
     │   ├── ValueTooLargeError             (value over max_value_size or the server's max payload)
     │   ├── BatchTooLargeError             over the batch limit (and the server's 10199)
     │   ├── ColumnError                    (Spark: a column is missing or of a type not stored)
-    │   └── DuplicateObjectNameError       (Spark upload_objects: one name on several rows)
+    │   └── DuplicateObjectNameError       (defined in objstore)
     ├── BatchClosedError (RuntimeError)    a batch used after commit or abandon
     ├── CommitUnknownError                 outcome not learned before the deadline
     ├── HeartbeatMissedError               a warning (error callback), never raised by consume
@@ -95,7 +95,6 @@ __all__ = [
     "ConsumerNotFoundError",
     "DisconnectedError",
     "DuplicateMessageIdError",
-    "DuplicateObjectNameError",
     "FastBatchError",
     "HeartbeatMissedError",
     "InvalidBucketConfigError",
@@ -355,15 +354,6 @@ class ClientValidationError(JetStreamError, ValueError):
 class ColumnError(ClientValidationError):
     """A DataFrame column a Spark sink needs is missing, or has a type it cannot store (names
     the column; raised on the driver before any task runs)."""
-
-
-class DuplicateObjectNameError(ClientValidationError):
-    """One upload job names the same object on several rows: the winner would be arbitrary
-    (names the duplicates; raised before anything is uploaded)."""
-
-    def __init__(self, message: str, names: tuple[str, ...]) -> None:
-        super().__init__(message)
-        self.names = names
 
 
 class InvalidBucketNameError(ClientValidationError):

@@ -9,14 +9,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import inspect
-import logging
 import os
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
 from typing import Any, TypeVar
-
-from nats.aio.client import DEFAULT_MAX_RECONNECT_ATTEMPTS, DEFAULT_RECONNECT_TIME_WAIT
 
 from ._context import JetStream, connect
 from ._errors import ClientValidationError
@@ -31,7 +27,6 @@ __all__ = [
     "str_option",
 ]
 
-_log = logging.getLogger("jetstream")
 
 CONNECTION_OPTIONS = (
     "servers",
@@ -197,54 +192,22 @@ class ConnectionOptions:
             AuthenticationError: the credentials were refused.
             ConnectionFailedError: no server could be reached.
         """
-        servers = list(self.servers)
-        if "connect_attempts" in inspect.signature(connect).parameters:
-            return await connect(
-                servers, connect_attempts=self.connect_attempts, **self.nats_kwargs()
-            )
-        # A connect() without connect_attempts lets nats-py retry a dead address for minutes
-        # (its reconnect budget, 60 x 2 s). Bound the first connect with that budget (nats-py
-        # treats 0 as "forever", so one attempt becomes two quick tries), then restore it so
-        # reconnects after a successful connect behave as before.
-        js = await connect(
-            servers,
-            max_reconnect_attempts=max(1, self.connect_attempts - 1),
-            reconnect_time_wait=0.2,
-            **self.nats_kwargs(),
+        return await connect(
+            list(self.servers), connect_attempts=self.connect_attempts, **self.nats_kwargs()
         )
-        js.nc.options["max_reconnect_attempts"] = DEFAULT_MAX_RECONNECT_ATTEMPTS
-        js.nc.options["reconnect_time_wait"] = DEFAULT_RECONNECT_TIME_WAIT
-        return js
 
     @contextlib.asynccontextmanager
     async def session(self) -> AsyncIterator[JetStream]:
-        """``async with options.session() as js``: connect, and close on the way out. When the
-        block raises, a failing close is logged and suppressed, so it can never replace the
-        error that ended the block (a dead server fails both).
+        """``async with options.session() as js``: connect, and close on the way out. Closing
+        never raises (:meth:`JetStream.close`), so it never replaces the error that ended the
+        block (a dead server fails both).
 
         Raises:
             AuthenticationError, ConnectionFailedError: as :meth:`connect`; otherwise whatever
                 the block raises, unchanged.
         """
-        js = await self.connect()
-        try:
+        async with await self.connect() as js:  # close() never raises, so never masks
             yield js
-        except BaseException:
-            await _close_quietly(js)
-            raise
-        await js.close()
-
-
-async def _close_quietly(js: JetStream) -> None:
-    """Close while another error propagates: log a failing close, then make sure the client
-    is closed anyway (a drain refused mid-reconnect would leave it reconnecting forever)."""
-    try:
-        await js.close()
-    except Exception as close_error:
-        _log.warning("closing the connection after an error failed: %r", close_error)
-    if not js.nc.is_closed:
-        with contextlib.suppress(Exception):
-            await js.nc.close()
 
 
 def activate_spark_session(spark: Any) -> None:

@@ -14,6 +14,7 @@ from jetstream._public import show_as as _show_as
 from ._download import ObjectReader
 from ._errors import (
     DigestMismatchError,
+    DuplicateObjectNameError,
     InvalidObjectMetaError,
     InvalidObjectNameError,
     ObjectChangedError,
@@ -37,6 +38,7 @@ from ._store import ObjectStore
 __all__ = [
     "DEFAULT_CHUNK_SIZE",
     "DigestMismatchError",
+    "DuplicateObjectNameError",
     "InvalidObjectMetaError",
     "InvalidObjectNameError",
     "ObjectChangedError",

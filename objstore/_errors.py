@@ -24,6 +24,7 @@ from jetstream import (
 
 __all__ = [
     "DigestMismatchError",
+    "DuplicateObjectNameError",
     "InvalidObjectMetaError",
     "InvalidObjectNameError",
     "ObjectChangedError",
@@ -75,3 +76,12 @@ class ObjectChangedError(JetStreamError):
 class InvalidObjectMetaError(JetStreamError):
     """An object's meta record is not ADR-20 JSON (not an object, or fields of the wrong type).
     Raised on direct access (``info``, reads); listings skip such records with a warning."""
+
+
+class DuplicateObjectNameError(ClientValidationError):
+    """One upload job names the same object on several rows: the winner would be arbitrary
+    (names the duplicates; raised before anything is uploaded)."""
+
+    def __init__(self, message: str, names: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.names = names

@@ -12,11 +12,10 @@ from collections.abc import Iterable
 from jetstream import (
     ClientValidationError,
     ConnectionOptions,
-    DuplicateObjectNameError,
     JetStreamError,
 )
 
-from ._errors import StoreNotFoundError
+from ._errors import DuplicateObjectNameError, StoreNotFoundError
 from ._manage import open_store
 from ._models import DEFAULT_CHUNK_SIZE
 from ._store import ObjectStore

@@ -35,7 +35,6 @@ from jetstream import (
     ClientValidationError,
     ColumnError,
     ConnectionOptions,
-    DuplicateObjectNameError,
     bool_option,
     check_options,
     int_option,
@@ -45,6 +44,7 @@ from jetstream import (
 )
 from jetstream._options import activate_spark_session
 
+from ._errors import DuplicateObjectNameError
 from ._manage import open_store
 from ._many import UploadItem, upload_many
 from ._models import DEFAULT_CHUNK_SIZE

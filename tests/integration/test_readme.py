@@ -1,5 +1,5 @@
-"""Every ```python block of the README runs as written (the Spark one in test_spark.py): whole
-programs in a subprocess, fragments in order against the fixtures' server."""
+"""Every ```python block of the README runs as written: whole programs in a subprocess,
+fragments in order against the fixtures' server, the Spark block in the test session."""
 
 from __future__ import annotations
 
@@ -80,3 +80,27 @@ async def test_fragments_run_in_order(readme_world: dict[str, object]) -> None:
         except BaseException as exc:
             raise AssertionError(f"README.md:{block.line} ({block.heading}) failed") from exc
     assert (Path.cwd() / "out.bin").read_bytes() == (Path.cwd() / "path/to/model.bin").read_bytes()
+
+
+@pytest.mark.spark
+def test_the_spark_block_runs(spark: object, nats_server: jetstream.EmbeddedServer) -> None:
+    (block,) = [b for b in BLOCKS if b.needs_spark]
+    namespace: dict[str, object] = {"spark": spark, "url": nats_server.url}
+    try:
+        asyncio.run(run_fragment(block, namespace))
+        assert namespace["users"].count() == 2  # type: ignore[attr-defined]
+        (row,) = namespace["results"].collect()  # type: ignore[attr-defined]
+        assert row["error"] is None and row["size"] == len(b"day,sales\n1,42\n")
+        assert [r["name"] for r in namespace["objects"].collect()] == ["q3.csv"]  # type: ignore[attr-defined]
+    finally:
+
+        async def remove() -> None:
+            async with await jetstream.connect(nats_server.url) as js:
+                for removal in (
+                    kvstore.delete_bucket(js, "profiles"),
+                    objstore.delete_store(js, "reports"),
+                ):
+                    with contextlib.suppress(jetstream.JetStreamError):
+                        await removal
+
+        asyncio.run(remove())

@@ -202,7 +202,7 @@ def test_upload_objects_refuses_repeated_names_and_reports_a_missing_store_per_r
     _run(lambda: _store(nats_server.url, name))
     rows = [(f"n{i % 5}", bytes([i]) * 100) for i in range(8)]  # n0, n1, n2 twice
     df = spark.createDataFrame(rows, "name string, data binary").repartition(2)
-    with pytest.raises(jetstream.DuplicateObjectNameError) as caught:
+    with pytest.raises(objstore.DuplicateObjectNameError) as caught:
         objstore.spark.upload_objects(df, name, servers=nats_server.url, data_col="data")
     assert sorted(caught.value.names) == ["n0", "n1", "n2"]
     assert _run(lambda: _messages(nats_server.url, f"OBJ_{name}")) == 0, "nothing uploaded"

@@ -74,7 +74,7 @@ async def test_upload_many_refuses_repeated_names_before_uploading(
     await objstore.create_store(js, name)
     options = jetstream.ConnectionOptions.from_strings({"servers": nats_server.url})
     items = [UploadItem(f"n{i % 3}", data=bytes(1000)) for i in range(5)]
-    with pytest.raises(jetstream.DuplicateObjectNameError) as caught:
+    with pytest.raises(objstore.DuplicateObjectNameError) as caught:
         await upload_many(options, name, items, concurrency=4, chunk_size=128)
     assert caught.value.names == ("n0", "n1")
     assert (await js.stream_info(f"OBJ_{name}")).state.messages == 0, "nothing uploaded"
