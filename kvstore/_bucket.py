@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from nats.nuid import NUID
 
@@ -54,6 +58,7 @@ __all__ = ["Bucket", "BytesLike"]
 BytesLike = bytes | bytearray | memoryview
 
 _CREATE_ATTEMPTS = 3
+_CONTENDED_KEYS = 1024  # keys remembered as refused by create (a bounded LRU)
 _CONSUMER_NAME_ROOM = 40  # generated consumer names: a NUID and a serial
 _DEFAULT_PURGE_DELETES_AGE = timedelta(minutes=30)
 
@@ -85,6 +90,7 @@ class Bucket:
         self._stream = stream_name(name)
         self._prefix = subject_prefix(name)
         self._max_key_length: tuple[int, int] | None = None  # (max_payload, its key limit)
+        self._contended: OrderedDict[str, None] = OrderedDict()  # keys create found taken
 
     @property
     def name(self) -> str:
@@ -149,15 +155,35 @@ class Bucket:
         """
         headers = self._ttl_headers(ttl)
         for _ in range(_CREATE_ATTEMPTS):
+            # On a key whose last create was refused (a lock someone holds), the key's last
+            # message is asked for alongside the write: a refusal then needs no second round
+            # trip to tell a live value from a tombstone. A read served before a write that
+            # then refused ours (older than the sequence the refusal names) is asked again.
+            peek = (
+                asyncio.ensure_future(self._last_message_or_none(key))
+                if key in self._contended
+                else None
+            )
             try:
-                return await self._write(key, value, _expect(headers, 0))
+                revision = await self._write(key, value, _expect(headers, 0))
             except WrongLastSequenceError as exc:
                 error = exc
-            try:
-                last = await self._last_message(key)
-            except MessageNotFoundError:
+            except BaseException:
+                if peek is not None:
+                    peek.cancel()
+                raise
+            else:
+                if peek is not None:
+                    await _discard(peek)
+                self._contended.pop(key, None)
+                return revision
+            last = await peek if peek is not None else None
+            if last is None or error.last_sequence is None or last.seq < error.last_sequence:
+                last = await self._last_message_or_none(key)
+            if last is None:
                 continue  # the blocking value expired meanwhile: try again from scratch
             if op_from_headers(last.headers) is Op.PUT:
+                self._note_contended(key)
                 raise KeyExistsError(key, last.seq, err_code=error.err_code) from error
             try:
                 return await self._write(key, value, _expect(headers, last.seq))
@@ -502,6 +528,18 @@ class Bucket:
         except MessageNotFoundError:
             return 0
 
+    def _note_contended(self, key: str) -> None:
+        self._contended[key] = None
+        self._contended.move_to_end(key)
+        if len(self._contended) > _CONTENDED_KEYS:
+            self._contended.popitem(last=False)
+
+    async def _last_message_or_none(self, key: str) -> StoredMessage | None:
+        try:
+            return await self._last_message(key)
+        except MessageNotFoundError:
+            return None
+
     async def _last_message(self, key: str) -> StoredMessage:
         subject = self._subject(key)
         return await self._js.get_last_message(self._stream, subject, direct=self._direct)
@@ -545,3 +583,10 @@ class Bucket:
 
 def _expect(headers: dict[str, str], revision: int) -> dict[str, str]:
     return {**headers, hdr.EXPECTED_LAST_SUBJECT_SEQUENCE: str(revision)}
+
+
+async def _discard(future: asyncio.Future[Any]) -> None:
+    """Wait for a read whose answer is no longer needed, dropping its outcome (it was sent
+    already; waiting keeps its errors from being reported as never retrieved)."""
+    with contextlib.suppress(Exception):
+        await future

@@ -97,6 +97,27 @@ async def test_refused_create_reads_the_key_once(
     assert requests == [f"{js.api.prefix}.DIRECT.GET.{bucket.stream}.$KV.{bucket.name}.lock"]
 
 
+async def test_create_on_a_contended_key_asks_for_the_holder_alongside_the_write(
+    bucket: Bucket, js: jetstream.JetStream, nats_server: jetstream.EmbeddedServer
+) -> None:
+    """A lock loop: after one refusal the key's last message is read together with the write,
+    so later refusals cost one round trip; a released lock (tombstone) is still taken."""
+    await bucket.put("lock", b"held")
+    with pytest.raises(kvstore.KeyExistsError):
+        await bucket.create("lock", b"mine")
+    for _ in range(3):
+        with pytest.raises(kvstore.KeyExistsError) as refused:
+            await bucket.create("lock", b"mine")
+        assert refused.value.revision == 1
+    await bucket.delete("lock")
+    revision = await bucket.create("lock", b"mine")  # over the tombstone
+    assert (await bucket.get("lock")).revision == revision
+    async with api_requests(js, nats_server.url) as collected:
+        await bucket.create("fresh", b"v")  # never refused: no read at all
+        requests = await collected()
+    assert requests == []
+
+
 # -- finding 9: the whole message against max_payload --------------------------------------------
 
 SMALL_PAYLOAD = 8192
