@@ -51,6 +51,7 @@ from ._pull import (
     Puller,
     PullMessage,
     ResetSignal,
+    cancel_and_wait,
     message_size,
     pull_options,
 )
@@ -130,9 +131,7 @@ class MessageStream(AsyncResource):
         """Stop now: no more pulls; buffered messages are dropped."""
         await self._finish()
         if self._worker is not None and self._worker is not asyncio.current_task():
-            self._worker.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._worker
+            await cancel_and_wait(self._worker)
 
     async def drain(self) -> None:
         """Stop pulling and wait until the messages already requested were delivered."""

@@ -1,0 +1,72 @@
+"""Hostile review of the merged KV and connection hardening: cancellation, close while calls
+are in flight, durations at their limits. All on real servers."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+import pytest
+
+import jetstream
+import kvstore
+from kvstore import Bucket
+
+# -- durations at their limits ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", [1e20, 10**20, 1e300, 10**13, timedelta(days=999_999_999)])
+def test_a_duration_beyond_go_s_range_is_a_typed_error(value: object) -> None:
+    # Before: OverflowError from timedelta (1e20 s), or a value past int64 nanoseconds sent on.
+    with pytest.raises(jetstream.ClientValidationError, match="ack_wait"):
+        jetstream.ConsumerConfig(ack_wait=value)  # type: ignore[arg-type]
+    with pytest.raises(jetstream.ClientValidationError, match="max_age"):
+        kvstore.BucketConfig(max_age=value)  # type: ignore[arg-type]
+
+
+# -- cancellation while a watch or consumer stops ----------------------------------------------
+
+
+async def test_cancelling_a_task_that_stops_a_watch_cancels_it(bucket: Bucket) -> None:
+    """A cancel that lands while the watch stops its puller must not be swallowed: an
+    iteration cancelled during a consumer reset kept waiting for entries forever."""
+    await bucket.put("a", b"1")
+    for _ in range(5):
+        watcher = bucket.watch()
+        await watcher.__aenter__()
+        await anext(aiter(watcher))
+        stopping = asyncio.create_task(watcher.stop())
+        await asyncio.sleep(0)  # it now waits for its heartbeat monitor to end
+        stopping.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(stopping, 5)
+        await watcher.stop()
+
+
+async def test_cancelling_a_task_that_stops_a_message_stream_cancels_it(
+    js: jetstream.JetStream, bucket: Bucket
+) -> None:
+    await bucket.put("a", b"1")
+    consumer = await js.create_consumer(
+        bucket.stream, jetstream.ConsumerConfig(ack_policy="explicit", ack_wait=0.2)
+    )
+    seen = asyncio.Event()
+
+    async def handler(message: jetstream.PullMessage) -> None:
+        seen.set()
+        await asyncio.sleep(30)  # a slow handler: stop() must cancel and wait for it
+
+    for steps in range(20):  # the cancel lands at each await of stop() in turn
+        seen.clear()
+        stream = await consumer.consume(handler)
+        await asyncio.wait_for(seen.wait(), 5)
+        stopping = asyncio.create_task(stream.stop())
+        for _ in range(steps):
+            await asyncio.sleep(0)
+        if stopping.done():  # stop() took fewer steps: every await has been tried
+            await stream.stop()
+            break
+        stopping.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(stopping, 5)
+        await stream.stop()
