@@ -122,6 +122,8 @@ class JetStream(AsyncResource):
         self._owns_connection = owns_connection
         self._account_info: AccountInfo | None = None
         self._closed = False
+        self._waiting: set[asyncio.Task[Any]] = set()  # tasks waiting in send() for a reply
+        self._cut_off: set[asyncio.Task[Any]] = set()  # ... whose wait close() ended
 
     @property
     def nc(self) -> Client:
@@ -157,11 +159,17 @@ class JetStream(AsyncResource):
         Never raises and returns within about ``timeout`` seconds, whatever the connection is
         doing: a connected client is drained (what was published is flushed, subscriptions
         end), one that is reconnecting, already closed or whose server died is closed at once
-        (no reconnect happens afterwards). Later calls raise :class:`ConnectionClosedError`.
+        (no reconnect happens afterwards). Later calls raise :class:`ConnectionClosedError`, and
+        so do calls still waiting for a reply once the connection is closed (at once, not after
+        their timeout; what they sent may have been processed).
         """
         self._closed = True
         if self._owns_connection:
             await close_client(self._nc, timeout=self.timeout)
+            # The drain delivered every reply that was coming: the rest never will.
+            for task in self._waiting - self._cut_off:
+                self._cut_off.add(task)
+                task.cancel()
 
     def __repr__(self) -> str:
         url = self._nc.connected_url
@@ -188,7 +196,8 @@ class JetStream(AsyncResource):
 
         Raises:
             PermissionDeniedError, NoRespondersError, RequestTimeoutError.
-            ConnectionClosedError: the context is closed.
+            ConnectionClosedError: the context is closed, or closed while the call waited for
+                its reply (the request may then have been processed).
             DisconnectedError: the connection is down and cannot buffer the request.
         """
         # No task per request (this is every put's path): a denial cancels the waiting task,
@@ -203,16 +212,24 @@ class JetStream(AsyncResource):
             task.cancel()
 
         self.denials.watch(subject, refused)
+        self._waiting.add(task)
         try:
             return await send(
                 self._nc, subject, payload, timeout=timeout or self.timeout, headers=headers
             )
         except asyncio.CancelledError:
-            if not refusals:
-                raise  # cancelled by someone else
-            task.uncancel()
-            raise refusals[0] from None
+            if refusals:
+                task.uncancel()
+                raise refusals[0] from None
+            if task in self._cut_off and task.uncancel() == 0:  # only close() cancelled it
+                raise ConnectionClosedError(
+                    f"request on {subject}: the context closed while waiting for the reply "
+                    "(the request may have been processed)"
+                ) from None
+            raise  # cancelled by someone else
         finally:
+            self._waiting.discard(task)
+            self._cut_off.discard(task)
             self.denials.forget(subject, refused)
 
     async def _request(

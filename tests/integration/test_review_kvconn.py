@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
+import nats
 import pytest
 
 import jetstream
@@ -70,3 +71,31 @@ async def test_cancelling_a_task_that_stops_a_message_stream_cancels_it(
         with pytest.raises(asyncio.CancelledError):
             await asyncio.wait_for(stopping, 5)
         await stream.stop()
+
+
+# -- close while calls are in flight ---------------------------------------------------------
+
+
+async def test_a_call_in_flight_when_the_context_closes_ends_with_connection_closed(
+    nats_server: jetstream.EmbeddedServer,
+) -> None:
+    """Before: the call waited its whole timeout after close(), then said "no reply within
+    5s" (RequestTimeoutError), or, retried, ConnectionClosedError 5 s late."""
+    js = await jetstream.connect(nats_server.url, timeout=5)
+    silent = await nats.connect(nats_server.url)  # takes requests, never answers
+    try:
+        await silent.subscribe("review.silent.>")
+        await silent.flush()
+        calls = [
+            asyncio.create_task(js.send("review.silent.a", b"")),
+            asyncio.create_task(js.publish("review.silent.b", b"x", msg_id="m1")),
+        ]
+        await asyncio.sleep(0.2)  # both wait for their reply
+        started = asyncio.get_running_loop().time()
+        await js.close()
+        for call in calls:
+            with pytest.raises(jetstream.ConnectionClosedError, match="may have"):
+                await asyncio.wait_for(call, 10)
+        assert asyncio.get_running_loop().time() - started < 2
+    finally:
+        await silent.close()
