@@ -8,7 +8,7 @@ import enum
 import functools
 import logging
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, Literal, TypeVar
 
 import msgspec
@@ -212,25 +212,39 @@ class JetStream(AsyncResource):
             task.cancel()
 
         self.denials.watch(subject, refused)
+        try:
+            with self._ended_by_close(f"request on {subject}"):
+                return await send(
+                    self._nc, subject, payload, timeout=timeout or self.timeout, headers=headers
+                )
+        except asyncio.CancelledError:
+            if not refusals:
+                raise  # cancelled by someone else
+            task.uncancel()
+            raise refusals[0] from None
+        finally:
+            self.denials.forget(subject, refused)
+
+    @contextlib.contextmanager
+    def _ended_by_close(self, what: str) -> Iterator[None]:
+        """The current task waits for the server in this block: once :meth:`close` has closed
+        the connection (no reply can come any more) the wait ends with
+        :class:`ConnectionClosedError` instead of running out its timeout."""
+        task = asyncio.current_task()
+        assert task is not None
         self._waiting.add(task)
         try:
-            return await send(
-                self._nc, subject, payload, timeout=timeout or self.timeout, headers=headers
-            )
+            yield
         except asyncio.CancelledError:
-            if refusals:
-                task.uncancel()
-                raise refusals[0] from None
             if task in self._cut_off and task.uncancel() == 0:  # only close() cancelled it
                 raise ConnectionClosedError(
-                    f"request on {subject}: the context closed while waiting for the reply "
-                    "(the request may have been processed)"
+                    f"{what}: the context closed while waiting for the reply (the request may "
+                    "have been processed)"
                 ) from None
-            raise  # cancelled by someone else
+            raise
         finally:
             self._waiting.discard(task)
             self._cut_off.discard(task)
-            self.denials.forget(subject, refused)
 
     async def _request(
         self, subject: str, payload: bytes, response_type: type[T], *, idempotent: bool = False
@@ -723,6 +737,12 @@ class JetStream(AsyncResource):
             body["up_to_seq"] = up_to_seq
         self.ensure_open()
         what = f"batched direct get on {stream}"
+        with self._ended_by_close(what):
+            return await self._multi_last(stream, body, up_to_seq, what)
+
+    async def _multi_last(
+        self, stream: str, body: dict[str, Any], up_to_seq: int | None, what: str
+    ) -> tuple[list[StoredMessage], int | None]:
         inbox = self._nc.new_inbox()
         with nats_errors(what):
             sub = await self._nc.subscribe(inbox)
