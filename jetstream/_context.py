@@ -229,14 +229,21 @@ class JetStream(AsyncResource):
     def _ended_by_close(self, what: str) -> Iterator[None]:
         """The current task waits for the server in this block: once :meth:`close` has closed
         the connection (no reply can come any more) the wait ends with
-        :class:`ConnectionClosedError` instead of running out its timeout."""
+        :class:`ConnectionClosedError` instead of running out its timeout.
+
+        A cancel that arrives in the loop step that delivers the reply is kept: Python 3.11's
+        ``asyncio.wait_for`` (nats-py's request and ``next_msg``) returns the reply and drops
+        the cancel, and a watch cancelled while creating its consumer then waited forever."""
         task = asyncio.current_task()
         assert task is not None
+        pending = task.cancelling()
         self._waiting.add(task)
         try:
             yield
+            if task.cancelling() > pending:
+                raise asyncio.CancelledError  # requested during the wait, dropped on the way
         except asyncio.CancelledError:
-            if task in self._cut_off and task.uncancel() == 0:  # only close() cancelled it
+            if task in self._cut_off and task.uncancel() == pending:  # only close() did it
                 raise ConnectionClosedError(
                     f"{what}: the context closed while waiting for the reply (the request may "
                     "have been processed)"

@@ -103,3 +103,34 @@ async def test_a_call_in_flight_when_the_context_closes_ends_with_connection_clo
         assert asyncio.get_running_loop().time() - started < 2
     finally:
         await silent.close()
+
+
+# -- a cancel that lands with the reply ------------------------------------------------------
+
+
+async def test_a_cancel_that_arrives_with_the_reply_is_not_lost(bucket: Bucket) -> None:
+    """Python 3.11's ``asyncio.wait_for`` (inside nats-py's request and ``next_msg``) returns a
+    reply that arrived in the same loop step as a cancel and drops the cancel: a watch
+    cancelled while creating its consumer then went on waiting for entries forever."""
+    await bucket.put("a", b"1")
+    calls = [
+        lambda: bucket.get("a"),
+        lambda: bucket.get_many(["a"]),
+        lambda: bucket.put("b", b"2"),
+    ]
+    swallowed = 0
+    for call in calls:
+        for steps in range(60):
+            task = asyncio.create_task(call())
+            for _ in range(steps):
+                await asyncio.sleep(0)
+            if task.done():
+                await task
+                break  # every step of the call has been tried
+            task.cancel()
+            try:
+                await task
+                swallowed += 1
+            except asyncio.CancelledError:
+                pass
+    assert swallowed == 0
