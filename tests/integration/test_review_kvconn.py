@@ -4,6 +4,7 @@ are in flight, durations at their limits. All on real servers."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from datetime import timedelta
 
 import nats
@@ -134,3 +135,24 @@ async def test_a_cancel_that_arrives_with_the_reply_is_not_lost(bucket: Bucket) 
             except asyncio.CancelledError:
                 pass
     assert swallowed == 0
+
+
+async def test_a_watch_cancelled_while_starting_leaves_no_consumer(
+    js: jetstream.JetStream, bucket: Bucket
+) -> None:
+    """Before: the consumer stayed on the server for its 5-minute inactive threshold (one per
+    cancel), since ``async with`` never reaches ``__aexit__`` when ``__aenter__`` is cancelled."""
+    await bucket.put("a", b"1")
+    for steps in range(80):
+        watcher = bucket.watch()
+        starting = asyncio.create_task(watcher.__aenter__())
+        for _ in range(steps):
+            await asyncio.sleep(0)
+        if starting.done():
+            await starting
+            await watcher.stop()
+            break  # every step of the start has been tried
+        starting.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await starting
+    assert [name async for name in js.consumer_names(bucket.stream)] == []
