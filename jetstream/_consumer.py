@@ -51,6 +51,7 @@ from ._pull import (
     Puller,
     PullMessage,
     ResetSignal,
+    cancel_and_wait,
     message_size,
     pull_options,
 )
@@ -130,9 +131,7 @@ class MessageStream(AsyncResource):
         """Stop now: no more pulls; buffered messages are dropped."""
         await self._finish()
         if self._worker is not None and self._worker is not asyncio.current_task():
-            self._worker.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._worker
+            await cancel_and_wait(self._worker)
 
     async def drain(self) -> None:
         """Stop pulling and wait until the messages already requested were delivered."""
@@ -404,7 +403,9 @@ class OrderedConsumer(AsyncResource):
         )
 
     async def _create(self) -> None:
-        info = await self._js.create_consumer_info(self.stream, self._config())
+        config = self._config()
+        self._name = config.name  # known before the reply: a cancelled create is deleted too
+        info = await self._settled(self._js.create_consumer_info(self.stream, config))
         self._name = info.name
         if self.initial_pending is None:
             self.initial_pending = info.num_pending
@@ -420,6 +421,20 @@ class OrderedConsumer(AsyncResource):
             signal_resets=True,
         )
         await self._puller.start()
+
+    async def _settled(self, creating: Awaitable[ConsumerInfo]) -> ConsumerInfo:
+        """Await a consumer create; if the caller is cancelled meanwhile, still wait (up to
+        the timeout) for the server's answer, so that the delete that follows cannot overtake
+        the create (the server runs API requests in parallel) and leave the consumer behind."""
+        request = asyncio.ensure_future(creating)
+        try:
+            return await asyncio.shield(request)
+        except asyncio.CancelledError:
+            await asyncio.wait([request], timeout=self._js.timeout)
+            request.cancel()
+            if not request.cancelled() and request.done():
+                request.exception()  # retrieved: the cancel is what the caller gets
+            raise
 
     async def _reset(self, why: str) -> None:
         """Recreate the consumer after the last delivered message, retrying with backoff."""
@@ -496,6 +511,11 @@ class OrderedConsumer(AsyncResource):
             await self._create()
         except (RequestTimeoutError, NoRespondersError, ConsumerNotFoundError):
             await self._reset("initial create failed")
+        except asyncio.CancelledError:
+            # ``async with`` never exits a block whose entry was cancelled: clean up here, or
+            # the consumer stays on the server for its inactive threshold.
+            await self.close()
+            raise
 
     async def close(self) -> None:
         """Stop pulling and delete the consumer (best effort)."""

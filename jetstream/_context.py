@@ -8,7 +8,7 @@ import enum
 import functools
 import logging
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, Literal, TypeVar
 
 import msgspec
@@ -122,6 +122,8 @@ class JetStream(AsyncResource):
         self._owns_connection = owns_connection
         self._account_info: AccountInfo | None = None
         self._closed = False
+        self._waiting: set[asyncio.Task[Any]] = set()  # tasks waiting in send() for a reply
+        self._cut_off: set[asyncio.Task[Any]] = set()  # ... whose wait close() ended
 
     @property
     def nc(self) -> Client:
@@ -157,11 +159,17 @@ class JetStream(AsyncResource):
         Never raises and returns within about ``timeout`` seconds, whatever the connection is
         doing: a connected client is drained (what was published is flushed, subscriptions
         end), one that is reconnecting, already closed or whose server died is closed at once
-        (no reconnect happens afterwards). Later calls raise :class:`ConnectionClosedError`.
+        (no reconnect happens afterwards). Later calls raise :class:`ConnectionClosedError`, and
+        so do calls still waiting for a reply once the connection is closed (at once, not after
+        their timeout; what they sent may have been processed).
         """
         self._closed = True
         if self._owns_connection:
             await close_client(self._nc, timeout=self.timeout)
+            # The drain delivered every reply that was coming: the rest never will.
+            for task in self._waiting - self._cut_off:
+                self._cut_off.add(task)
+                task.cancel()
 
     def __repr__(self) -> str:
         url = self._nc.connected_url
@@ -188,7 +196,8 @@ class JetStream(AsyncResource):
 
         Raises:
             PermissionDeniedError, NoRespondersError, RequestTimeoutError.
-            ConnectionClosedError: the context is closed.
+            ConnectionClosedError: the context is closed, or closed while the call waited for
+                its reply (the request may then have been processed).
             DisconnectedError: the connection is down and cannot buffer the request.
         """
         # No task per request (this is every put's path): a denial cancels the waiting task,
@@ -204,9 +213,10 @@ class JetStream(AsyncResource):
 
         self.denials.watch(subject, refused)
         try:
-            return await send(
-                self._nc, subject, payload, timeout=timeout or self.timeout, headers=headers
-            )
+            with self._ended_by_close(f"request on {subject}"):
+                return await send(
+                    self._nc, subject, payload, timeout=timeout or self.timeout, headers=headers
+                )
         except asyncio.CancelledError:
             if not refusals:
                 raise  # cancelled by someone else
@@ -214,6 +224,34 @@ class JetStream(AsyncResource):
             raise refusals[0] from None
         finally:
             self.denials.forget(subject, refused)
+
+    @contextlib.contextmanager
+    def _ended_by_close(self, what: str) -> Iterator[None]:
+        """The current task waits for the server in this block: once :meth:`close` has closed
+        the connection (no reply can come any more) the wait ends with
+        :class:`ConnectionClosedError` instead of running out its timeout.
+
+        A cancel that arrives in the loop step that delivers the reply is kept: Python 3.11's
+        ``asyncio.wait_for`` (nats-py's request and ``next_msg``) returns the reply and drops
+        the cancel, and a watch cancelled while creating its consumer then waited forever."""
+        task = asyncio.current_task()
+        assert task is not None
+        pending = task.cancelling()
+        self._waiting.add(task)
+        try:
+            yield
+            if task.cancelling() > pending:
+                raise asyncio.CancelledError  # requested during the wait, dropped on the way
+        except asyncio.CancelledError:
+            if task in self._cut_off and task.uncancel() == pending:  # only close() did it
+                raise ConnectionClosedError(
+                    f"{what}: the context closed while waiting for the reply (the request may "
+                    "have been processed)"
+                ) from None
+            raise
+        finally:
+            self._waiting.discard(task)
+            self._cut_off.discard(task)
 
     async def _request(
         self, subject: str, payload: bytes, response_type: type[T], *, idempotent: bool = False
@@ -706,6 +744,12 @@ class JetStream(AsyncResource):
             body["up_to_seq"] = up_to_seq
         self.ensure_open()
         what = f"batched direct get on {stream}"
+        with self._ended_by_close(what):
+            return await self._multi_last(stream, body, up_to_seq, what)
+
+    async def _multi_last(
+        self, stream: str, body: dict[str, Any], up_to_seq: int | None, what: str
+    ) -> tuple[list[StoredMessage], int | None]:
         inbox = self._nc.new_inbox()
         with nats_errors(what):
             sub = await self._nc.subscribe(inbox)

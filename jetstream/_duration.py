@@ -43,6 +43,8 @@ _NS_PER_UNIT: Final = {
 }
 _TERM: Final = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h|d)")
 _MAX_NS: Final = 2**63 - 1  # Go's time.Duration limit, ~292 years
+_MAX_DURATION: Final = timedelta(microseconds=_MAX_NS // 1_000)
+_MAX_SECONDS: Final = _MAX_NS // 1_000_000_000
 
 
 class Duration(timedelta):
@@ -106,9 +108,13 @@ def parse_duration(
     else:
         if value != value or value in (float("inf"), float("-inf")):
             raise error(f"{name} must be finite: {value!r}")
+        if abs(value) > _MAX_SECONDS:  # timedelta itself overflows beyond ~2.7e12 years
+            raise error(f"{name} is longer than the server's ~292 years: {value!r}")
         result = timedelta(seconds=value)
     if result < timedelta(0):
         raise error(f"{name} must not be negative: {value!r}")
+    if result > _MAX_DURATION:  # the wire form is an int64 of nanoseconds (Go's Duration)
+        raise error(f"{name} is longer than the server's ~292 years: {value!r}")
     return result
 
 

@@ -42,7 +42,15 @@ if TYPE_CHECKING:
 
     from ._context import JetStream
 
-__all__ = ["ItemQueue", "PullMessage", "PullOptions", "Puller", "ResetSignal", "pull_options"]
+__all__ = [
+    "ItemQueue",
+    "PullMessage",
+    "PullOptions",
+    "Puller",
+    "ResetSignal",
+    "cancel_and_wait",
+    "pull_options",
+]
 
 DEFAULT_MAX_MESSAGES: Final = 500
 DEFAULT_EXPIRES: Final = 30.0
@@ -218,6 +226,14 @@ def message_size(msg: Msg) -> int:
     return len(msg.subject) + len(msg.reply) + header_len + len(msg.data)
 
 
+async def cancel_and_wait(task: asyncio.Task[None]) -> None:
+    """Cancel ``task`` and wait until it ended. A cancel of the *caller* meanwhile still
+    propagates (suppressing CancelledError around ``await task`` would swallow it, and an
+    iteration cancelled during a consumer reset then waited for messages forever)."""
+    task.cancel()
+    await asyncio.wait([task])
+
+
 class Puller:
     """Keeps one consumer's messages flowing into a queue (see the module docstring).
 
@@ -274,9 +290,7 @@ class Puller:
             return
         self._stopped = True
         if self._monitor is not None:
-            self._monitor.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._monitor
+            await cancel_and_wait(self._monitor)
         if self._sub is not None:
             with contextlib.suppress(Exception):
                 await self._sub.unsubscribe()
