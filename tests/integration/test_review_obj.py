@@ -1,0 +1,129 @@
+"""Hostile review of the object store: operations cancelled at random points, racing each
+other, and against a paused server; the store must stay consistent (every live object whole,
+no chunk of no live object) once the calls are over."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import pytest
+
+import jetstream
+import objstore
+from objstore import ObjectStore, _finish
+
+SMALL = 1024
+
+
+@pytest.fixture
+async def store(
+    js: jetstream.JetStream, unique_name: Callable[[str], str]
+) -> AsyncIterator[ObjectStore]:
+    created = await objstore.create_store(js, unique_name("rv"))
+    yield created
+    await objstore.delete_store(js, created.name)
+
+
+async def _chunk_counts(js: jetstream.JetStream, store: ObjectStore) -> Counter[str]:
+    counts: Counter[str] = Counter()
+    async for message in jetstream.scan_stream(
+        js, store.stream, [f"$O.{store.name}.C.>"], last_per_subject=False, headers_only=True
+    ):
+        counts[message.subject.rsplit(".", 1)[1]] += 1
+    return counts
+
+
+async def _problems(js: jetstream.JetStream, store: ObjectStore) -> dict[str, object]:
+    live = {i.nuid: i for i in [i async for i in store.list()] if not i.is_link}
+    counts = await _chunk_counts(js, store)
+    dangling = {i.name: (i.chunks, counts[n]) for n, i in live.items() if counts[n] != i.chunks}
+    orphans = {n: c for n, c in counts.items() if n not in live}
+    return {k: v for k, v in {"dangling": dangling, "orphans": orphans}.items() if v}
+
+
+async def _settled(js: jetstream.JetStream, store: ObjectStore, within: float = 5.0) -> dict:
+    """Poll until consistent (background cleanups may still run), else the last problems."""
+    deadline = time.monotonic() + within
+    while True:
+        problems = await _problems(js, store)
+        if not problems or time.monotonic() > deadline:
+            return problems
+        await asyncio.sleep(0.05)
+
+
+async def _background_done(within: float = 10.0) -> None:
+    """Wait until what cancelled calls left running in the background has ended."""
+    deadline = time.monotonic() + within
+    while _finish._RUNNING and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    assert not _finish._RUNNING, "background work still running"
+
+
+async def _cancel_after(call: Awaitable[object], delay: float) -> None:
+    task = asyncio.ensure_future(call)
+    await asyncio.sleep(delay)
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    await _background_done()
+
+
+async def test_put_replacing_an_object_cancelled_anywhere_leaves_nothing_behind(
+    store: ObjectStore, js: jetstream.JetStream
+) -> None:
+    rng = random.Random(1)
+    await store.put("x", b"0" * 8 * SMALL, chunk_size=SMALL)
+    bad = []
+    for trial in range(40):
+        await _cancel_after(
+            store.put("x", bytes([trial]) * 8 * SMALL, chunk_size=SMALL), rng.uniform(0, 0.006)
+        )
+        problems = await _settled(js, store)
+        if problems:
+            bad.append((trial, problems))
+    assert not bad, f"{len(bad)} of 40 cancelled puts left the store inconsistent: {bad[:3]}"
+
+
+async def test_delete_cancelled_anywhere_leaves_nothing_behind(
+    store: ObjectStore, js: jetstream.JetStream
+) -> None:
+    rng = random.Random(2)
+    bad = []
+    for trial in range(40):
+        await store.put("d", b"d" * 4 * SMALL, chunk_size=SMALL)
+        await _cancel_after(store.delete("d"), rng.uniform(0, 0.003))
+        problems = await _settled(js, store)
+        if problems:
+            bad.append((trial, problems))
+    assert not bad, f"{len(bad)} of 40 cancelled deletes left the store inconsistent: {bad[:3]}"
+
+
+async def test_rename_cancelled_anywhere_leaves_one_name(
+    store: ObjectStore, js: jetstream.JetStream
+) -> None:
+    rng = random.Random(3)
+    bad = []
+    for trial in range(40):
+        await store.put(f"a{trial}", b"r" * 4 * SMALL, chunk_size=SMALL)
+        await _cancel_after(
+            store.update_meta(f"a{trial}", new_name=f"b{trial}"), rng.uniform(0, 0.004)
+        )
+
+        async def names(trial: int = trial) -> set[str]:
+            live = set()
+            for name in (f"a{trial}", f"b{trial}"):
+                with contextlib.suppress(objstore.ObjectNotFoundError):
+                    live.add((await store.info(name)).name)
+            return live
+
+        await _background_done()
+        live = await names()
+        if len(live) != 1:
+            bad.append((trial, live))
+    assert not bad, f"{len(bad)} of 40 cancelled renames left the object under both names: {bad}"
+    assert not await _settled(js, store)
