@@ -46,7 +46,7 @@ async def _problems(js: jetstream.JetStream, store: ObjectStore) -> dict[str, ob
     return {k: v for k, v in {"dangling": dangling, "orphans": orphans}.items() if v}
 
 
-async def _settled(js: jetstream.JetStream, store: ObjectStore, within: float = 5.0) -> dict:
+async def _settled(js: jetstream.JetStream, store: ObjectStore, within: float = 1.0) -> dict:
     """Poll until consistent (background cleanups may still run), else the last problems."""
     deadline = time.monotonic() + within
     while True:
@@ -127,3 +127,28 @@ async def test_rename_cancelled_anywhere_leaves_one_name(
             bad.append((trial, live))
     assert not bad, f"{len(bad)} of 40 cancelled renames left the object under both names: {bad}"
     assert not await _settled(js, store)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="nats-server: a last_per_subject consumer created while a rename rolls up the "
+    "source subject reports num_pending=2 and delivers nothing until the ordered consumer's "
+    "heartbeat reset (5 s); not fixed (see the review report)",
+)
+async def test_list_right_after_a_rename_ends_at_once(store: ObjectStore) -> None:
+    """A listing that starts while a rename writes (copy, then the source's tombstone) ends
+    when it has seen the store, not when the consumer's 5 s heartbeat finally resets it."""
+    rng = random.Random(4)
+    slow = []
+    for trial in range(40):
+        await store.put(f"a{trial}", b"l" * 3 * SMALL, chunk_size=SMALL)
+        rename = asyncio.ensure_future(store.update_meta(f"a{trial}", new_name=f"b{trial}"))
+        await asyncio.sleep(rng.uniform(0, 0.004))
+        started = time.monotonic()
+        names = {i.name async for i in store.list()}
+        took = time.monotonic() - started
+        await rename
+        if took > 1.0:
+            slow.append((trial, round(took, 2)))
+        assert trial == 0 or {f"a{trial - 1}", f"b{trial - 1}"} & names == {f"b{trial - 1}"}
+    assert not slow, f"{len(slow)} of 40 listings racing a rename stalled: {slow}"
