@@ -140,7 +140,7 @@ async def test_list_right_after_a_rename_ends_at_once(store: ObjectStore) -> Non
     when it has seen the store, not when the consumer's 5 s heartbeat finally resets it."""
     rng = random.Random(4)
     slow = []
-    for trial in range(40):
+    for trial in range(60):
         await store.put(f"a{trial}", b"l" * 3 * SMALL, chunk_size=SMALL)
         rename = asyncio.ensure_future(store.update_meta(f"a{trial}", new_name=f"b{trial}"))
         await asyncio.sleep(rng.uniform(0, 0.004))
@@ -150,5 +150,6 @@ async def test_list_right_after_a_rename_ends_at_once(store: ObjectStore) -> Non
         await rename
         if took > 1.0:
             slow.append((trial, round(took, 2)))
+            break  # one stall shows it (each costs 5 s)
         assert trial == 0 or {f"a{trial - 1}", f"b{trial - 1}"} & names == {f"b{trial - 1}"}
-    assert not slow, f"{len(slow)} of 40 listings racing a rename stalled: {slow}"
+    assert not slow, f"{len(slow)} of 60 listings racing a rename stalled: {slow}"
