@@ -153,3 +153,33 @@ async def test_list_right_after_a_rename_ends_at_once(store: ObjectStore) -> Non
             break  # one stall shows it (each costs 5 s)
         assert trial == 0 or {f"a{trial - 1}", f"b{trial - 1}"} & names == {f"b{trial - 1}"}
     assert not slow, f"{len(slow)} of 60 listings racing a rename stalled: {slow}"
+
+
+async def test_cancelled_puts_into_a_nats_py_store_leave_nothing_behind(
+    js: jetstream.JetStream,
+    nats_server: jetstream.EmbeddedServer,
+    unique_name: Callable[[str], str],
+) -> None:
+    """The acked fallback (no allow_batched): cancelled anywhere, never orphans."""
+    import nats
+
+    name = unique_name("rvpy")
+    nc = await nats.connect(nats_server.url)
+    try:
+        await nc.jetstream().create_object_store(name)
+        peer_store = await objstore.open_store(js, name)
+        await peer_store.put("x", b"0" * 8 * SMALL, chunk_size=SMALL)
+        rng = random.Random(5)
+        bad = []
+        for trial in range(40):
+            data = bytes([trial]) * 8 * SMALL
+            await _cancel_after(peer_store.put("x", data, chunk_size=SMALL), rng.uniform(0, 0.006))
+            problems = await _settled(js, peer_store)
+            if problems:
+                bad.append((trial, problems))
+        assert not bad, f"{len(bad)} of 40 cancelled fallback puts left problems: {bad[:3]}"
+        obj = await (await nc.jetstream().object_store(name)).get("x")
+        assert obj.data == await peer_store.get_bytes("x")  # nats-py reads what we wrote
+    finally:
+        await objstore.delete_store(js, name)
+        await nc.close()
