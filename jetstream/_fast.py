@@ -217,8 +217,10 @@ class FastPublisher(AsyncResource):
             self._watch_denial(subject)
         self._last_subject = subject
         op = _START if seq == 1 else _APPEND
-        await self._publish(subject, data, self._reply(seq, op), headers)
+        # Counted before the await: nats-py buffers the message, then awaits a flush; cancelled
+        # there, the message still goes out, and abandon() must settle it.
         self._sent = seq
+        await self._publish(subject, data, self._reply(seq, op), headers)
         if seq == 1:  # the start ack tells the flow, and a refused stream fails fast
             await self._wait(lambda: self._flow_seen, "the first flow ack")
 

@@ -40,6 +40,7 @@ from ._errors import (
     ObjectNotFoundError,
     StoreNotFoundError,
 )
+from ._finish import run_to_end
 from ._io import Source
 from ._meta import MetaRecord, attempts, info_from_message, read_record, write_record
 from ._models import (
@@ -142,6 +143,10 @@ class ObjectStore:
             UploadFailedError: the upload failed (no meta written, its chunks removed).
             CommitUnknownError: the meta record's ack was lost and could not be asked again
                 before the connection's ``retry_deadline``; the object may or may not exist.
+
+        Cancelled while chunks are sent, the upload removes them; cancelled once every chunk
+        is stored, the commit (meta record, then the replaced version's chunks purged) still
+        finishes in the background: either way nothing is left behind.
         """
         validate_object_name(name)
         if isinstance(chunk_size, bool) or not 1 <= chunk_size <= _MAX_CHUNK_SIZE:
@@ -188,8 +193,15 @@ class ObjectStore:
         Raises:
             ObjectNotFoundError: no such object.
             ObjectChangedError: the record changed under every retry; nothing was written.
+
+        Once started it runs to its end even when cancelled (in the background): a tombstone
+        is never left without the purge of its chunks.
         """
         validate_object_name(name)
+        # Run to the end even if cancelled: a tombstone without the purge would orphan chunks.
+        await run_to_end(self._delete(name))
+
+    async def _delete(self, name: str) -> None:
         for _ in attempts(f"delete of {name!r}"):
             record = await self._live_record(name)
             try:
@@ -244,7 +256,8 @@ class ObjectStore:
         A rename first writes ``new_name`` (only if that name is still free), then replaces
         ``name`` by a ``deleted`` record (only if it is still the record copied; otherwise the
         copy is withdrawn and the rename retried). A crash between the two leaves the object
-        under both names, never under none.
+        under both names, never under none; a cancelled rename still finishes (in the
+        background), so cancelling never does that.
 
         Raises:
             ObjectNotFoundError: no such object; ObjectExistsError: ``new_name`` is taken.
@@ -273,7 +286,8 @@ class ObjectStore:
 
         if target == name:
             return await self._update_in_place(name, change)
-        return await self._rename(name, target, change)
+        # Run to the end even if cancelled: never a copy without the source's tombstone.
+        return await run_to_end(self._rename(name, target, change))
 
     async def _update_in_place(
         self, name: str, change: Callable[[ObjectInfo], ObjectInfo]

@@ -15,7 +15,6 @@ may point at them) and :class:`CommitUnknownError` raised.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, NoReturn, TypeAlias
@@ -38,8 +37,9 @@ from jetstream import (
 
 from ._download import WINDOW_BYTES
 from ._errors import UploadFailedError
+from ._finish import run_to_end
 from ._io import Hasher, Source, chunks_of, known_size
-from ._meta import read_record, replace_record
+from ._meta import MetaRecord, read_record, replace_record
 from ._models import ObjectInfo, ObjectMetaOptions, chunk_subject, now_rfc3339
 
 if TYPE_CHECKING:
@@ -88,17 +88,32 @@ async def upload(
         metadata=metadata,
         options=ObjectMetaOptions(max_chunk_size=chunk_size),
     )
+    # From here the meta record may be stored at any moment, and once it is, the chunks of the
+    # record it replaced must go: the commit runs to its end even if the upload is cancelled
+    # (a cancelled put then either stored the object whole or left nothing; never orphans).
+    return await run_to_end(_commit(store, info, ttl_headers, previous, subject))
+
+
+async def _commit(
+    store: ObjectStore,
+    info: ObjectInfo,
+    ttl_headers: dict[str, str],
+    previous: MetaRecord | None,
+    subject: str,
+) -> ObjectInfo:
+    """Write the meta record, then purge the chunks of the record it replaced; when the meta
+    record was surely not stored, purge the new chunks instead (UploadFailedError)."""
     in_doubt: list[str] = []  # the Msg-Id of a meta write whose outcome is unknown
     try:
         replaced = await replace_record(
-            store, info, ttl_headers, msg_id=nuid, in_doubt=in_doubt, known=previous
+            store, info, ttl_headers, msg_id=info.nuid, in_doubt=in_doubt, known=previous
         )
     except MessageIdInProcessError as exc:  # an earlier send is in flight: it may be stored
-        raise _unknown(name, in_doubt, exc) from exc
+        raise _unknown(info.name, in_doubt, exc) from exc
     except Exception as exc:
         if in_doubt and not isinstance(exc, _NOT_STORED):
-            raise _unknown(name, in_doubt, exc) from exc
-        await _abandon(store, subject, name, exc)  # nothing stored: the new chunks go
+            raise _unknown(info.name, in_doubt, exc) from exc
+        await _abandon(store, subject, info.name, exc)  # nothing stored: the new chunks go
     # The new record is live: the chunks of the one it replaced (read right before the write
     # that succeeded, so never a record another put wrote meanwhile) go.
     if replaced is not None and not replaced.deleted and not replaced.is_link and replaced.nuid:
@@ -120,7 +135,6 @@ def _unknown(name: str, msg_ids: list[str], exc: Exception) -> CommitUnknownErro
 
 
 _Publisher: TypeAlias = FastPublisher | AckedPublisher
-_CLEANUPS: set[asyncio.Task[None]] = set()  # cleanups outliving a cancelled upload
 
 
 async def _publisher(store: ObjectStore, chunk_size: int) -> _Publisher:
@@ -144,10 +158,7 @@ async def _abandon(
     The purge waits for the publisher to settle: chunks still in flight would otherwise be
     stored after it. The cleanup is shielded (a cancelled upload still cleans up) and bounded
     by the connection's timeouts; cancelled again, it finishes in the background."""
-    cleanup = asyncio.ensure_future(_settle_and_purge(store, subject, publisher))
-    _CLEANUPS.add(cleanup)
-    cleanup.add_done_callback(_CLEANUPS.discard)
-    await asyncio.shield(cleanup)
+    await run_to_end(_settle_and_purge(store, subject, publisher))
     if isinstance(exc, BatchPublishDisabledError):
         store._batched = False  # the stream changed since it was checked: acked next time
         raise UploadFailedError(
