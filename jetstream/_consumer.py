@@ -65,6 +65,7 @@ __all__ = ["Consumer", "MessageStream", "OrderedConsumer"]
 ErrorCallback = Callable[[JetStreamError], None]
 _log = logging.getLogger("jetstream")
 _ORDERED_POLICIES = frozenset({"all", "last", "new", "last_per_subject"})
+_IDLE_SCAN_CHECK = 1.0  # seconds without a message before a scan asks whether it is complete
 MessageCallback = Callable[[PullMessage], Awaitable[None] | None]
 
 
@@ -383,6 +384,7 @@ class OrderedConsumer(AsyncResource):
         """Messages pending when the first consumer was created (the snapshot size)."""
         self.resets = 0
         self._caught_up = False
+        self._stuck_at: int | None = None  # delivered count at the last idle check of a scan
         self._closed = False
 
     # -- consumer (re)creation ----------------------------------------------------------------
@@ -478,7 +480,9 @@ class OrderedConsumer(AsyncResource):
                 await self.close()
                 raise StopAsyncIteration
             assert self._puller is not None
-            item: Item = await self._puller.queue.get()
+            item: Item | None = await self._next_item(self._puller)
+            if item is None:
+                continue  # idle: _next_item checked whether the scan is complete
             if isinstance(item, PullMessage):
                 self._puller.took(item)
                 meta = item.metadata
@@ -497,6 +501,38 @@ class OrderedConsumer(AsyncResource):
                 await self.close()
                 raise item
             raise StopAsyncIteration  # stopped
+
+    async def _next_item(self, puller: Puller) -> Item | None:
+        """The next item; for ``until_caught_up``, None after an idle second in which the
+        server's consumer turned out to have nothing left (then ``_caught_up`` is set).
+
+        A delivered message's ``pending`` is how a scan knows it is complete, but it can stay
+        above 0 for good: messages it counted can be removed before delivery (a rollup, as an
+        object rename's tombstone does), and the scan then waited forever. The consumer's own
+        counts are asked instead once nothing arrives, and a consumer that keeps sitting on
+        pending messages is recreated."""
+        if not self._until_caught_up:
+            return await puller.queue.get()
+        try:
+            return await asyncio.wait_for(puller.queue.get(), _IDLE_SCAN_CHECK)
+        except TimeoutError:
+            pass
+        try:
+            info = await self._js.consumer_info(self.stream, self._name)
+        except (RequestTimeoutError, NoRespondersError, ConsumerNotFoundError):
+            return None  # the heartbeat checks handle a consumer that is gone
+        delivered = info.delivered.consumer_seq
+        if info.num_pending == 0 and delivered == self._expected - 1:
+            self._caught_up = True
+        elif delivered == self._stuck_at:
+            # Two idle checks, messages pending, nothing delivered in between: the server sits
+            # on them (seen when a rollup removed messages this consumer had counted), until
+            # missed heartbeats would recreate it seconds later. Recreate it now.
+            self._stuck_at = None
+            await self._reset("pending messages not delivered")
+        else:
+            self._stuck_at = delivered
+        return None
 
     async def start(self) -> None:
         """Create the first consumer now (iteration does it otherwise); afterwards

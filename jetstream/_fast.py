@@ -237,6 +237,9 @@ class FastPublisher(AsyncResource):
             FastBatchError: the final ack does not cover every message sent, or a gap or a
                 refused message was reported (the message names the last persisted sequence).
             BatchPublishDisabledError, NoRespondersError, RequestTimeoutError: as :meth:`add`.
+
+        After an error or a cancellation the batch is not settled yet: :meth:`abandon` (which
+        leaving the ``async with`` block calls) waits for the server before giving it up.
         """
         self._check_usable()
         if data is not None:
@@ -255,11 +258,11 @@ class FastPublisher(AsyncResource):
         else:
             eob = self._reply(self._sent + 1, _EOB)
             await self._publish(subject or self._last_subject, b"", eob)
-        try:
-            await self._wait(lambda: self._final is not None, "the final ack", ping=True)
-            return self._validated_final()
-        finally:
-            await self._close()
+        # Not closed on an error or a cancel: messages may still be in flight, and abandon()
+        # (leaving the ``async with`` block, or an upload's cleanup) settles them first.
+        await self._wait(lambda: self._final is not None, "the final ack", ping=True)
+        await self._close()
+        return self._validated_final()
 
     async def _publish(
         self, subject: str, data: bytes, reply: str, headers: dict[str, str] | None = None

@@ -17,18 +17,17 @@ from collections.abc import Callable
 import nats.errors
 from nats.aio.msg import Msg
 
-from . import headers as hdr
 from ._api import decode_reply
 from ._context import JetStream
 from ._errors import (
     BatchClosedError,
     JetStreamError,
-    NoRespondersError,
     PermissionDeniedError,
     RequestTimeoutError,
 )
 from ._models import PubAck
 from ._resource import AsyncResource
+from ._status import status_error, status_of
 
 __all__ = ["AckedPublisher"]
 
@@ -110,20 +109,24 @@ class AckedPublisher(AsyncResource):
 
         Raises:
             BatchClosedError: nothing was sent, or already committed; otherwise as :meth:`add`.
+
+        After an error or a cancellation answers may still be coming: :meth:`abandon` (which
+        leaving the ``async with`` block calls) waits for them before giving up.
         """
         if data is not None:
             if subject is None:
                 raise ValueError("commit with data needs a subject")
             await self.add(subject, data, headers)
         self._check_usable()
-        try:
-            if not self._sent:
-                raise BatchClosedError("nothing to commit: no message was sent")
-            await self._wait(lambda: not self._unanswered, "every ack")
-            assert self._last_ack is not None
-            return self._last_ack
-        finally:
+        if not self._sent:
             await self._close()
+            raise BatchClosedError("nothing to commit: no message was sent")
+        # Not closed on an error or a cancel: answers may still be coming, and abandon()
+        # (leaving the ``async with`` block, or an upload's cleanup) waits for them first.
+        await self._wait(lambda: not self._unanswered, "every ack")
+        await self._close()
+        assert self._last_ack is not None
+        return self._last_ack
 
     async def abandon(self) -> None:
         """Stop sending and wait (at most ``timeout`` of silence) until every message sent is
@@ -181,8 +184,9 @@ class AckedPublisher(AsyncResource):
         except ValueError:
             return
         self._unanswered.discard(seq)
-        if (msg.headers or {}).get(hdr.STATUS) == "503":
-            self._fail(NoRespondersError(f"no stream for {self._denial}", code=503))
+        status, description = status_of(msg.headers)
+        if status is not None:  # 503: no stream listens on the subject
+            self._fail(status_error(status, description, what=f"publish to {self._denial}"))
         else:
             try:
                 ack = decode_reply(msg.data, PubAck, subject=self._denial or "")

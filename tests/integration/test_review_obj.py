@@ -131,9 +131,10 @@ async def test_rename_cancelled_anywhere_leaves_one_name(
 
 async def test_list_racing_a_rename_never_loses_the_object_and_ends(store: ObjectStore) -> None:
     """A listing that starts while a rename writes (copy, then the source's tombstone) shows
-    the object under one name or both (never none: the copy is written first), and ends. The
-    server can leave the listing's consumer with messages pending and nothing delivered until
-    missed heartbeats recreate it: such a listing takes about 5 s (docs/RELIABILITY.md)."""
+    the object under one name or both (never none: the copy is written first), and ends. It
+    used to wait forever now and then (messages it counted were removed by the tombstone's
+    rollup, so no delivered message ever said "nothing pending"), or 5 s until missed
+    heartbeats recreated a consumer that sat on pending messages."""
     rng = random.Random(4)
     stalls = []
     for trial in range(40):
