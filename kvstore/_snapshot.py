@@ -71,6 +71,8 @@ async def read_snapshot(bucket: Bucket, keys: Iterable[str]) -> Snapshot:
     chunks = _chunks(subjects, bucket._js.nc.max_payload)
     for _ in range(PINNED_ATTEMPTS):
         found, pin = await _read_pinned(bucket, chunks)
+        if pin is not None and any(message.seq > pin for message in found.values()):
+            continue  # a message past the point the answer claims: not one point in time
         absent = [subject for subject in subjects if subject not in found]
         if not absent or not await _any_stored(bucket, _chunks(absent, bucket._js.nc.max_payload)):
             return _snapshot(bucket, wanted, subjects, found, pin)
