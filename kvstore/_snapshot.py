@@ -7,6 +7,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from jetstream import JetStreamError, StoredMessage, scan_stream
+from jetstream import headers as hdr
 
 from ._models import Entry, Op
 
@@ -76,8 +77,15 @@ async def read_snapshot(bucket: Bucket, keys: Iterable[str]) -> Snapshot:
         absent = [subject for subject in subjects if subject not in found]
         if not absent or not await _any_stored(bucket, _chunks(absent, bucket._js.nc.max_payload)):
             return _snapshot(bucket, wanted, subjects, found, pin)
-    found, pin = await _read_by_consumer(bucket, subjects)
-    return _snapshot(bucket, wanted, subjects, found, pin)
+    for _ in range(PINNED_ATTEMPTS):
+        found, pin, at_boundary = await _read_by_consumer(bucket, subjects)
+        if at_boundary:
+            return _snapshot(bucket, wanted, subjects, found, pin)
+    raise JetStreamError(
+        f"get_many of {len(wanted)} keys from bucket {bucket.name!r}: no consistent point "
+        f"found in {2 * PINNED_ATTEMPTS} reads under concurrent writes; nothing is returned "
+        "rather than part of a record (retry, or read fewer than 1000 keys)"
+    )
 
 
 PINNED_ATTEMPTS = 3
@@ -145,20 +153,28 @@ async def _any_stored(bucket: Bucket, chunks: list[list[str]]) -> bool:
 
 async def _read_by_consumer(
     bucket: Bucket, subjects: list[str]
-) -> tuple[dict[str, StoredMessage], int]:
+) -> tuple[dict[str, StoredMessage], int, bool]:
     """The newest message of each subject through an ordered consumer (last per subject, then
     whatever is written meanwhile, until it has caught up): consistent as of the last message
-    it delivered, however busy the writers. Many keys are read from a scan of the whole bucket
-    (the server is slow with thousands of filter subjects)."""
+    it delivered, however busy the writers, when that message ends its batch (returned as the
+    third value). Many keys are read from a scan of the whole bucket (the server is slow with
+    thousands of filter subjects)."""
     wanted = set(subjects)
     filters = subjects if len(subjects) <= _FILTERED_SCAN else [f"{bucket._prefix}>"]
     found: dict[str, StoredMessage] = {}
     pin = 0
+    last: StoredMessage | None = None
     async for message in scan_stream(bucket._js, bucket.stream, filters):
         if message.subject in wanted:
             found[message.subject] = message  # stream order: a later revision replaces
-        pin = max(pin, message.seq)
-    return found, pin
+        if message.seq > pin:
+            pin, last = message.seq, message
+    # The scan ends when the server says nothing is pending, which it can say in the middle of
+    # an atomic batch (seen on history-1 buckets under a continuous writer): a point inside a
+    # batch is not a point any reader may see. The last message must end its batch.
+    headers = last.headers if last is not None else {}
+    at_boundary = hdr.BATCH_ID not in headers or hdr.BATCH_COMMIT in headers
+    return found, pin, at_boundary
 
 
 def _snapshot(

@@ -296,13 +296,6 @@ async def test_publish_refuses_a_subject_the_control_line_cannot_hold(
 RECORD_KEYS = 100  # keys per record; a record is always written whole by one put_many
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="OPEN (issue 10, finding 8): after 3 pinned attempts fail under a continuous writer, "
-    "get_many falls back to a consumer scan, and on history-1 buckets that scan can end before "
-    "a record written meanwhile was fully delivered (a torn record in ~1 of 6 suite runs; 7 of "
-    "60 reads in /tmp-style hostile loops). The pinned path is consistent; see the session note.",
-)
 @pytest.mark.parametrize(("size", "trials"), [(1500, 12), (5000, 6)])
 async def test_big_get_many_is_consistent_under_concurrent_put_many(
     make_bucket: BucketFactory, size: int, trials: int
