@@ -22,12 +22,23 @@ class Spy:
     def __init__(self, nc: Any) -> None:
         self.nc = nc
         self.subjects: list[str] = []
+        self.subscriptions: list[Any] = []
 
     async def settle(self) -> list[str]:
-        """What was seen, after a round trip through the server (and a short grace)."""
+        """What was seen: after a round trip through the server every message sent to the spy
+        before it has arrived; then wait until the callbacks took them all (a fixed grace was
+        too short under load: a bucket creation was recorded after the test cleared the log)."""
         await self.nc.flush()
-        await asyncio.sleep(0.02)
+        deadline = asyncio.get_running_loop().time() + 5
+        while any(sub.pending_msgs for sub in self.subscriptions):
+            assert asyncio.get_running_loop().time() < deadline, "spy callbacks stalled"
+            await asyncio.sleep(0.001)
         return self.subjects
+
+    async def clear(self) -> None:
+        """Forget what was seen so far (after it has all arrived)."""
+        await self.settle()
+        self.subjects.clear()
 
 
 @pytest.fixture
@@ -38,9 +49,8 @@ async def spy(nats_server: jetstream.EmbeddedServer) -> AsyncIterator[Spy]:
     async def record(msg: Any) -> None:
         seen.subjects.append(msg.subject)
 
-    await nc.subscribe("$KV.>", cb=record)
-    await nc.subscribe("$JS.API.STREAM.CREATE.>", cb=record)
-    await nc.subscribe("$JS.API.STREAM.UPDATE.>", cb=record)
+    for subject in ("$KV.>", "$JS.API.STREAM.CREATE.>", "$JS.API.STREAM.UPDATE.>"):
+        seen.subscriptions.append(await nc.subscribe(subject, cb=record))
     await nc.flush()
     yield seen
     await nc.close()
@@ -89,12 +99,12 @@ async def test_bad_values_and_revisions_are_refused_before_sending(
     make_bucket: Callable[..., Any], spy: Spy, js: jetstream.JetStream
 ) -> None:
     bucket = await make_bucket(max_value_size=16)
-    spy.subjects.clear()
+    await spy.clear()
     with pytest.raises(kvstore.ValueTooLargeError, match="max_value_size"):
         await bucket.put("k", b"x" * 17)
     with pytest.raises(kvstore.ValueTooLargeError, match="max payload"):
         await (await make_bucket()).put("k", b"x" * (js.nc.max_payload + 1))
-    spy.subjects.clear()
+    await spy.clear()
     with pytest.raises(TypeError):
         await bucket.put("k", "a str")  # type: ignore[arg-type]
     with pytest.raises(TypeError):
