@@ -28,8 +28,17 @@ def cluster(whole_cluster: jetstream.EmbeddedCluster) -> jetstream.EmbeddedClust
 async def kill_leader(
     cluster: jetstream.EmbeddedCluster, js: jetstream.JetStream, stream: str
 ) -> int:
-    """kill -9 the node leading ``stream``; return its index."""
-    leader = await cluster.leader_of(js, stream)
+    """kill -9 the node leading ``stream``; return its index. Waits (up to 30 s) for a leader:
+    right after the previous trial's kill and restart the stream may still be electing one."""
+    deadline = asyncio.get_running_loop().time() + 30
+    while True:
+        try:
+            leader = await cluster.leader_of(js, stream)
+            break
+        except jetstream.JetStreamError:
+            if asyncio.get_running_loop().time() > deadline:
+                raise
+            await asyncio.sleep(0.05)
     await asyncio.to_thread(cluster.nodes[leader].kill)
     return leader
 
