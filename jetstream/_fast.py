@@ -40,7 +40,7 @@ from ._errors import (
 )
 from ._models import ApiError, PubAck
 from ._nats_errors import nats_errors
-from ._resource import AsyncResource
+from ._resource import BatchPublisherResource
 from ._status import status_error, status_of
 
 __all__ = ["FastPublisher"]
@@ -65,7 +65,7 @@ class _FlowMessage(msgspec.Struct):
 _decode = msgspec.json.Decoder(_FlowMessage).decode
 
 
-class FastPublisher(AsyncResource):
+class FastPublisher(BatchPublisherResource):
     """Publish many messages to one stream (``allow_batched``) with server flow control.
 
     ::
@@ -131,14 +131,7 @@ class FastPublisher(AsyncResource):
         """The highest batch sequence the server confirmed persisted."""
         return self._acked
 
-    # -- context manager ----------------------------------------------------------------------
-
-    async def _exit(self, error: BaseException | None) -> None:
-        if error is None and not self._closed and self._sent:
-            await self.commit()
-        elif error is not None:
-            await self.abandon()
-        await self._close()
+    # -- giving up (leaving the block with an error calls it) -----------------------------------
 
     async def abandon(self) -> None:
         """End the batch now and wait until the server settled every message sent, so that

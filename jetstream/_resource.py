@@ -5,7 +5,7 @@ from __future__ import annotations
 from types import TracebackType
 from typing import Self
 
-__all__ = ["AsyncResource"]
+__all__ = ["AsyncResource", "BatchPublisherResource"]
 
 
 class AsyncResource:
@@ -30,3 +30,28 @@ class AsyncResource:
         tb: TracebackType | None,
     ) -> None:
         await self._exit(exc)
+
+
+class BatchPublisherResource(AsyncResource):
+    """``async with`` for publishers of many messages (:class:`FastPublisher`,
+    :class:`AckedPublisher`): leaving the block commits what was sent, or, on an error,
+    abandons it (which waits until the server settled every message in flight)."""
+
+    _closed: bool
+    _sent: int
+
+    async def commit(self) -> object:
+        raise NotImplementedError
+
+    async def abandon(self) -> None:
+        raise NotImplementedError
+
+    async def _close(self) -> None:
+        raise NotImplementedError
+
+    async def _exit(self, error: BaseException | None) -> None:
+        if error is None and not self._closed and self._sent:
+            await self.commit()
+        elif error is not None:
+            await self.abandon()
+        await self._close()

@@ -26,13 +26,13 @@ from ._errors import (
     RequestTimeoutError,
 )
 from ._models import PubAck
-from ._resource import AsyncResource
+from ._resource import BatchPublisherResource
 from ._status import status_error, status_of
 
 __all__ = ["AckedPublisher"]
 
 
-class AckedPublisher(AsyncResource):
+class AckedPublisher(BatchPublisherResource):
     """Publish messages in order with at most ``window`` of them unacknowledged.
 
     ::
@@ -72,13 +72,6 @@ class AckedPublisher(AsyncResource):
     def unanswered(self) -> int:
         """Messages sent whose answer has not arrived."""
         return len(self._unanswered)
-
-    async def _exit(self, error: BaseException | None) -> None:
-        if error is None and not self._closed and self._sent:
-            await self.commit()
-        elif error is not None:
-            await self.abandon()
-        await self._close()
 
     async def add(self, subject: str, data: bytes, headers: dict[str, str] | None = None) -> None:
         """Send one message, first waiting while ``window`` messages are unanswered.
