@@ -91,6 +91,7 @@ from ._options import (
     run_sync,
     str_option,
 )
+from ._permissions import Permissions, SubjectRule
 from ._pull import PullMessage
 from ._resource import AsyncResource
 from ._scan import scan_stream
@@ -161,6 +162,7 @@ __all__ = [
     "NoRespondersError",
     "OrderedConsumer",
     "PermissionDeniedError",
+    "Permissions",
     "PubAck",
     "PullMessage",
     "PullRequestError",
@@ -175,6 +177,7 @@ __all__ = [
     "StreamInfo",
     "StreamNotFoundError",
     "StreamState",
+    "SubjectRule",
     "TTLValue",
     "TooManyInflightBatchesError",
     "UnavailableError",

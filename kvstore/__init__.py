@@ -40,6 +40,11 @@ from ._manage import (
     update_bucket,
 )
 from ._models import MAX_HISTORY, BucketConfig, BucketStatus, Entry, Op
+from ._permissions import (
+    prefix_writer_permissions,
+    reader_permissions,
+    writer_permissions,
+)
 from ._snapshot import Snapshot
 from ._watch import KeyWatcher
 
@@ -71,10 +76,13 @@ __all__ = [
     "delete_bucket",
     "list_buckets",
     "open_bucket",
+    "prefix_writer_permissions",
+    "reader_permissions",
     "update_bucket",
     "validate_bucket_name",
     "validate_filter",
     "validate_key",
+    "writer_permissions",
 ]
 
 _show_as(__name__, Bucket, BucketConfig, BucketStatus, Entry, KeyBatch, KeyWatcher, Op, Snapshot)

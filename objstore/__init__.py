@@ -33,6 +33,7 @@ from ._models import (
     StoreConfig,
     StoreStatus,
 )
+from ._permissions import reader_permissions, uploader_permissions
 from ._store import ObjectStore
 
 __all__ = [
@@ -58,6 +59,8 @@ __all__ = [
     "delete_store",
     "list_stores",
     "open_store",
+    "reader_permissions",
+    "uploader_permissions",
 ]
 
 _show_as(__name__, ObjectInfo, ObjectReader, ObjectStore, StoreConfig, StoreStatus)

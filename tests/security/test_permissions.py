@@ -1,39 +1,46 @@
-"""Permission-limited users get PermissionDeniedError at once (not a timeout), with the
-least-privilege templates of docs/RELIABILITY.md; custom inbox prefixes work everywhere."""
+"""The permission templates (``kvstore.*_permissions``, ``objstore.*_permissions``) on a real
+server: every operation a template claims works, every attack it must stop is refused at once
+(``PermissionDeniedError``, not a timeout), and no user can read another user's replies."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+import json
+from collections.abc import Awaitable, Iterator
 from pathlib import Path
 
+import nats
 import pytest
 
 import jetstream
 import kvstore
 import objstore
-from tests.security.permissions import kv_reader, kv_writer, object_uploader, server_config
+from tests.security.permissions import inbox, server_config
 
 FAST = 2.0  # seconds: far below the 5 s request timeout
+API = "$JS.API"
+
+
+def _users() -> dict[str, jetstream.Permissions | None]:
+    return {
+        "admin": None,
+        "reader": kvstore.reader_permissions(
+            "profiles", inbox_prefix=inbox("reader"), protect_consumers=["workers"]
+        ),
+        "writer": kvstore.writer_permissions("profiles", inbox_prefix=inbox("writer")),
+        "alice": kvstore.prefix_writer_permissions(
+            "profiles", "alice", inbox_prefix=inbox("alice")
+        ),
+        "uploader": objstore.uploader_permissions("files", inbox_prefix=inbox("uploader")),
+        "viewer": objstore.reader_permissions("files", inbox_prefix=inbox("viewer")),
+    }
 
 
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[jetstream.EmbeddedServer]:
     folder = tmp_path_factory.mktemp("secured")
     config = folder / "server.conf"
-    config.write_text(
-        server_config(
-            {
-                "admin": None,
-                "reader": kv_reader("profiles"),
-                "writer": kv_writer("profiles", "alice"),
-                "uploader": object_uploader("files"),
-                "private": kv_writer("profiles", "alice", inbox="_PRIVATE"),
-                "private-reader": kv_reader("profiles", inbox="_PRIVATE"),
-                "private-uploader": object_uploader("files", inbox="_PRIVATE"),
-            }
-        )
-    )
+    config.write_text(server_config(_users()))
     with jetstream.EmbeddedServer(
         store_dir=folder / "store", extra_args=["-c", str(config)]
     ) as server:
@@ -45,86 +52,204 @@ def url(server: jetstream.EmbeddedServer, user: str) -> str:
     return f"nats://{user}:{user}-pw@127.0.0.1:{server.port}"
 
 
+async def connect(server: jetstream.EmbeddedServer, user: str) -> jetstream.JetStream:
+    return await jetstream.connect(url(server, user), inbox_prefix=inbox(user))
+
+
 async def _prepare(server: jetstream.EmbeddedServer) -> None:
     async with await jetstream.connect(url(server, "admin")) as js:
         bucket = await kvstore.create_bucket(js, "profiles", history=3)
         await bucket.put("alice.name", b"Alice")
         await bucket.put("bob.name", b"Bob")
-        await objstore.create_store(js, "files")
+        await bucket.put("bob.ssn", b"123-45-6789")
+        await js.create_consumer_info(
+            "KV_profiles", jetstream.ConsumerConfig(durable_name="workers", ack_policy="explicit")
+        )
+        store = await objstore.create_store(js, "files")
+        await store.put("shared.bin", b"s" * 200_000)
         await objstore.create_store(js, "other")
 
 
-async def _fast_denial(call: object) -> jetstream.PermissionDeniedError:
+async def _fast_denial(call: Awaitable[object]) -> jetstream.PermissionDeniedError:
     loop = asyncio.get_running_loop()
     started = loop.time()
     with pytest.raises(jetstream.PermissionDeniedError) as denied:
-        await call  # type: ignore[misc]
+        await call
     assert loop.time() - started < FAST, "denied promptly, not after a timeout"
     return denied.value
 
 
-async def test_writer_limited_to_a_key_prefix(secured: jetstream.EmbeddedServer) -> None:
-    async with await jetstream.connect(url(secured, "writer")) as js:
-        bucket = await kvstore.open_bucket(js, "profiles")
-        await bucket.put("alice.city", b"Paris")
-        assert (await bucket.get("alice.city")).value == b"Paris"
-        error = await _fast_denial(bucket.put("bob.city", b"Rome"))
-        assert error.subject == "$kv.profiles.bob.city"  # as nats-py reports it: lowercased
-        await _fast_denial(bucket.put_many({"alice.zip": b"1", "bob.zip": b"2", "alice.x": b"3"}))
-        await _fast_denial(bucket.put_many({"alice.a": b"1", "bob.b": b"2"}))
-        with pytest.raises(kvstore.KeyNotFoundError):
-            await bucket.get("alice.zip")  # nothing of the refused batches was stored
-        await bucket.put_many({"alice.zip": b"75", "alice.phone": b"555"})
+async def _refused(js: jetstream.JetStream, subject: str, body: object = None) -> None:
+    """A raw API request the template must refuse."""
+    payload = b"" if body is None else json.dumps(body).encode()
+    await _fast_denial(js.send(subject, payload))
 
 
-async def test_reader_reads_but_cannot_write(secured: jetstream.EmbeddedServer) -> None:
-    async with await jetstream.connect(url(secured, "reader")) as js:
-        bucket = await kvstore.open_bucket(js, "profiles")
-        assert (await bucket.get("bob.name")).value == b"Bob"
-        assert {"alice.name", "bob.name"} <= {k async for k in bucket.keys()}
-        async with bucket.watch("bob.>") as watcher:
-            async for entry in watcher:
-                assert entry.key == "bob.name"
-                break
-        await _fast_denial(bucket.put("bob.name", b"x"))
-        await _fast_denial(bucket.delete("alice.name"))
+async def _subscription_refused(server: jetstream.EmbeddedServer, user: str, subject: str) -> None:
+    errors: asyncio.Queue[str] = asyncio.Queue()
+
+    async def note(error: Exception) -> None:
+        errors.put_nowait(str(error).lower())
+
+    nc = await nats.connect(url(server, user), error_cb=note, allow_reconnect=False)
+    try:
+        await nc.subscribe(subject)
+        await nc.flush()
+        error = await asyncio.wait_for(errors.get(), FAST)
+        assert "permissions violation for subscription" in error and subject.lower() in error
+    finally:
+        await nc.close()
 
 
-async def test_uploader_limited_to_one_store(secured: jetstream.EmbeddedServer) -> None:
-    async with await jetstream.connect(url(secured, "uploader")) as js:
-        store = await objstore.open_store(js, "files")
-        await store.put("a.bin", b"x" * 300_000)
-        assert len(await store.get_bytes("a.bin")) == 300_000
-        with pytest.raises(jetstream.JetStreamError):  # cannot even look the other store up
-            await objstore.open_store(js, "other")
-        other = objstore.ObjectStore(js, "other")
-        await _fast_denial(other.put("b.bin", b"y" * 300_000))
+# -- what each template allows ---------------------------------------------------------------
 
 
-async def test_custom_inbox_prefix_for_requests_watches_and_uploads(
+async def test_prefix_writer_writes_and_reads_its_own_keys(
     secured: jetstream.EmbeddedServer,
 ) -> None:
-    """Users who may only subscribe under ``_PRIVATE.>``: every reply inbox (requests, batch
-    commits, watch pulls, fast-ingest flow control, downloads) must use the given prefix."""
-    async with await jetstream.connect(url(secured, "private"), inbox_prefix="_PRIVATE") as js:
+    async with await connect(secured, "alice") as js:
         bucket = await kvstore.open_bucket(js, "profiles")
-        await bucket.put("alice.private", b"ok")
-        assert (await bucket.get("alice.private")).value == b"ok"
-        await bucket.put_many({"alice.p1": b"1", "alice.p2": b"2"})
-    reader_url = url(secured, "private-reader")
-    async with await jetstream.connect(reader_url, inbox_prefix="_PRIVATE") as js:
+        rev = await bucket.put("alice.city", b"Paris", ttl="1h")
+        assert (await bucket.get("alice.city")).value == b"Paris"
+        rev = await bucket.update("alice.city", b"Lyon", revision=rev)
+        await bucket.create("alice.zip", b"69000")
+        await bucket.put_many({"alice.phone": b"555", "alice.mail": b"a@x"})
+        await bucket.delete("alice.phone")
+        await bucket.purge("alice.mail")
+        with pytest.raises(kvstore.KeyNotFoundError):
+            await bucket.get("alice.mail")
+        assert (await bucket.get("alice.city")).revision == rev
+
+
+async def test_reader_reads_everything_and_cleans_up_its_consumers(
+    secured: jetstream.EmbeddedServer,
+) -> None:
+    async with await connect(secured, "reader") as js:
         bucket = await kvstore.open_bucket(js, "profiles")
-        async with bucket.watch("alice.private") as watcher:  # a consumer and its pulls
-            entry = await anext(watcher)
-        assert (entry.key, entry.value) == ("alice.private", b"ok")
+        entry = await bucket.get("bob.name")
+        assert (await bucket.get("bob.name", revision=entry.revision)).value == b"Bob"
+        assert {"alice.name", "bob.name"} <= {k async for k in bucket.keys()}
+        snapshot = await bucket.get_many(["alice.name", "bob.name"])
+        assert snapshot["bob.name"].value == b"Bob"
         assert [e.value async for e in bucket.history("alice.name")] == [b"Alice"]
-    uploader_url = url(secured, "private-uploader")
-    async with await jetstream.connect(uploader_url, inbox_prefix="_PRIVATE") as js:
+        async with bucket.watch("bob.>") as watcher:
+            assert (await anext(watcher)).key in {"bob.name", "bob.ssn"}
+    async with await jetstream.connect(url(secured, "admin")) as admin:
+        names = [name async for name in admin.consumer_names("KV_profiles")]
+    assert names == ["workers"], "the reader deleted its own consumers"
+
+
+async def test_writer_writes_the_whole_bucket(secured: jetstream.EmbeddedServer) -> None:
+    async with await connect(secured, "writer") as js:
+        bucket = await kvstore.open_bucket(js, "profiles")
+        await bucket.put_many({"carol.name": b"Carol", "dave.name": b"Dave"})
+        async with bucket.watch("carol.>") as watcher:
+            assert (await anext(watcher)).value == b"Carol"
+        await bucket.delete("dave.name")
+
+
+async def test_uploader_and_viewer_of_one_store(secured: jetstream.EmbeddedServer) -> None:
+    data = bytes(range(256)) * 4096  # 1 MiB: several chunks, flow-controlled
+    async with await connect(secured, "uploader") as js:
         store = await objstore.open_store(js, "files")
-        data = bytes(range(256)) * 4096  # 1 MiB: several chunks, flow-controlled
-        await store.put("private.bin", data, chunk_size=128 * 1024)
-        assert await store.get_bytes("private.bin") == data
-    async with await jetstream.connect(url(secured, "private")) as wrong_prefix:
+        await store.put("a.bin", data, chunk_size=128 * 1024)
+        await store.update_meta("a.bin", description="one")
+        await store.add_link("a-link", "a.bin")
+        with pytest.raises(jetstream.JetStreamError):  # cannot even look the other store up
+            await objstore.open_store(js, "other")
+        await _fast_denial(objstore.ObjectStore(js, "other").put("b.bin", b"y" * 300_000))
+    async with await connect(secured, "viewer") as js:
+        store = await objstore.open_store(js, "files")
+        assert await store.get_bytes("a-link") == data
+        assert {info.name async for info in store.list()} >= {"a.bin", "shared.bin"}
+        await _fast_denial(store.put("c.bin", b"z"))
+        await _fast_denial(store.delete("a.bin"))
+
+
+# -- what each template refuses --------------------------------------------------------------
+
+
+async def test_prefix_writer_cannot_read_or_write_other_keys(
+    secured: jetstream.EmbeddedServer,
+) -> None:
+    async with await connect(secured, "alice") as js:
+        bucket = await kvstore.open_bucket(js, "profiles")
+        error = await _fast_denial(bucket.put("bob.city", b"Rome"))
+        assert error.subject == "$kv.profiles.bob.city"  # as nats-py reports it: lowercased
+        await _fast_denial(bucket.put_many({"alice.zip2": b"1", "bob.zip": b"2"}))
+        with pytest.raises(kvstore.KeyNotFoundError):
+            await bucket.get("alice.zip2")  # nothing of the refused batch was stored
+        await _fast_denial(bucket.get("bob.ssn"))
+        stream = "KV_profiles"
+        await _refused(js, f"{API}.DIRECT.GET.{stream}", {"last_by_subj": "$KV.profiles.bob.ssn"})
+        await _refused(js, f"{API}.DIRECT.GET.{stream}", {"seq": 3})
+        await _refused(
+            js, f"{API}.STREAM.MSG.GET.{stream}", {"last_by_subj": "$KV.profiles.bob.ssn"}
+        )
+        await _refused(js, f"{API}.CONSUMER.CREATE.{stream}.spy.$KV.profiles.bob.>")
+        await _refused(js, f"{API}.STREAM.PURGE.{stream}", {"filter": "$KV.profiles.bob.>"})
+        await _refused(js, f"{API}.STREAM.NAMES")
+
+
+async def test_reader_cannot_write_nor_touch_protected_consumers(
+    secured: jetstream.EmbeddedServer,
+) -> None:
+    async with await connect(secured, "reader") as js:
+        bucket = await kvstore.open_bucket(js, "profiles")
+        await _fast_denial(bucket.put("bob.name", b"x"))
+        await _fast_denial(bucket.delete("alice.name"))
+        stream = "KV_profiles"
+        await _refused(js, f"{API}.CONSUMER.MSG.NEXT.{stream}.workers", {"batch": 1})
+        await _refused(js, f"{API}.CONSUMER.DELETE.{stream}.workers")
+        await _refused(js, f"{API}.CONSUMER.CREATE.{stream}.workers")
+        await _refused(js, f"{API}.CONSUMER.CREATE.{stream}.workers.$KV.profiles.>")
+        await _refused(js, f"{API}.CONSUMER.DURABLE.CREATE.{stream}.workers")
+        await _refused(js, f"{API}.CONSUMER.LIST.{stream}")
+        await _refused(js, f"{API}.CONSUMER.NAMES.{stream}")
+        await _refused(js, f"{API}.STREAM.NAMES")
+        await _refused(js, f"{API}.STREAM.LIST")
+        await _refused(js, f"{API}.STREAM.PURGE.{stream}")
+        await _refused(js, f"{API}.STREAM.INFO.OBJ_files")
+    async with await jetstream.connect(url(secured, "admin")) as admin:
+        info = await admin.consumer_info("KV_profiles", "workers")
+    assert info.config.durable_name == "workers"
+
+
+async def test_store_users_cannot_reach_other_stores_or_purge_as_viewers(
+    secured: jetstream.EmbeddedServer,
+) -> None:
+    async with await connect(secured, "uploader") as js:
+        await _refused(js, f"{API}.STREAM.PURGE.OBJ_other")
+        await _refused(js, f"{API}.DIRECT.GET.OBJ_other", {"seq": 1})
+        await _refused(js, f"{API}.STREAM.INFO.KV_profiles")
+    async with await connect(secured, "viewer") as js:
+        await _refused(js, f"{API}.STREAM.PURGE.OBJ_files")
+        await _refused(js, f"{API}.STREAM.MSG.DELETE.OBJ_files", {"seq": 1})
+        await _refused(js, f"{API}.STREAM.DELETE.OBJ_files")
+
+
+@pytest.mark.parametrize("user", ["reader", "writer", "alice", "uploader", "viewer"])
+async def test_no_user_can_read_another_users_replies(
+    secured: jetstream.EmbeddedServer, user: str
+) -> None:
+    await _subscription_refused(secured, user, "_INBOX.>")
+    other = "viewer" if user != "viewer" else "reader"
+    await _subscription_refused(secured, user, f"{inbox(other)}.>")
+
+
+async def test_the_shared_inbox_is_not_a_template_option() -> None:
+    with pytest.raises(jetstream.ClientValidationError, match="own"):
+        kvstore.reader_permissions("profiles", inbox_prefix="_INBOX")
+    with pytest.raises(jetstream.ClientValidationError):
+        objstore.uploader_permissions("files", inbox_prefix="_INBOX_*")
+    with pytest.raises(kvstore.InvalidKeyError):
+        kvstore.prefix_writer_permissions("profiles", "alice.>", inbox_prefix="_INBOX_a")
+    with pytest.raises(jetstream.ClientValidationError):
+        kvstore.reader_permissions("profiles", inbox_prefix="_I_r", protect_consumers=["a.b"])
+
+
+async def test_a_wrong_inbox_prefix_is_named_at_once(secured: jetstream.EmbeddedServer) -> None:
+    async with await jetstream.connect(url(secured, "alice")) as wrong_prefix:
         bucket = kvstore.Bucket(wrong_prefix, "profiles", kvstore.BucketConfig())
         error = await _fast_denial(bucket.put("alice.private", b"x"))
         assert "subscribe" in str(error) and "inbox" in str(error)
@@ -132,8 +257,6 @@ async def test_custom_inbox_prefix_for_requests_watches_and_uploads(
 
 def test_permission_templates_are_valid_server_config(tmp_path: Path) -> None:
     config = tmp_path / "c.conf"
-    config.write_text(
-        server_config({"w": kv_writer("b", "p"), "r": kv_reader("b"), "u": object_uploader("s")})
-    )
+    config.write_text(server_config(_users()))
     with jetstream.EmbeddedServer(extra_args=["-c", str(config)]):
         pass  # the server refuses to start on an invalid configuration
