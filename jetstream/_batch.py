@@ -46,6 +46,7 @@ from ._errors import (
     JetStreamError,
     MessageNotFoundError,
     NoRespondersError,
+    PermissionDeniedError,
     RequestTimeoutError,
     ServerError,
     TooManyInflightBatchesError,
@@ -438,6 +439,8 @@ class AtomicBatch(AsyncResource):
         while True:
             try:
                 return await self._lookup()
+            except PermissionDeniedError as exc:  # e.g. a kvstore prefix writer
+                raise self._unknown(f"may not read the stream to learn it: {exc}") from exc
             except _RETRYABLE as exc:
                 if loop.time() >= deadline:
                     raise self._unknown(f"lookup failed: {exc}") from exc

@@ -27,6 +27,7 @@ from ._denials import Denials
 from ._duration import encode_hook
 from ._errors import (
     ClientValidationError,
+    CommitUnknownError,
     ConnectionClosedError,
     ConnectionFailedError,
     JetStreamError,
@@ -320,6 +321,8 @@ class JetStream(AsyncResource):
             return await still_there()
         except (NoRespondersError, RequestTimeoutError):
             return True  # the meta leader is being elected too: keep waiting
+        except PermissionDeniedError:
+            return True  # a least-privilege user may not look: wait for the deadline
         except JetStreamError:
             return False
 
@@ -601,6 +604,8 @@ class JetStream(AsyncResource):
             NoRespondersError: no stream listens on ``subject``.
             RequestTimeoutError: no ack within the timeout (or the deadline, with ``msg_id``).
             PermissionDeniedError: the account may not publish there.
+            CommitUnknownError: a retry after a lost answer was refused and the account may
+                not read the stream to learn whether the first attempt was stored.
         """
         if msg_id is not None:
             headers = {**(headers or {}), hdr.MSG_ID: msg_id}
@@ -631,7 +636,15 @@ class JetStream(AsyncResource):
             # A refused first attempt is definite; a refused retry may be our own echo.
             if fence is None:
                 raise
-            stored = await fence.settle(functools.partial(self._find_fenced, subject, fence.msg_id))
+            try:
+                lookup = functools.partial(self._find_fenced, subject, fence.msg_id)
+                stored = await fence.settle(lookup)
+            except PermissionDeniedError as exc:
+                raise CommitUnknownError(
+                    f"{subject}: write outcome unknown (may not read the stream to learn it: "
+                    f"{exc})",
+                    msg_ids=[fence.msg_id],
+                ) from exc
             if stored is None:
                 raise
             return stored

@@ -336,7 +336,8 @@ class BatchClosedError(JetStreamError, RuntimeError):
 class CommitUnknownError(JetStreamError):
     """A commit's outcome could not be learned before the caller's deadline.
 
-    Raised only when the server stayed unreachable; ``msg_ids`` identify what was sent so its
+    Raised only when the server stayed unreachable, or when the account may not read the
+    stream to learn the outcome (least-privilege writers); ``msg_ids`` identify what was sent so its
     presence can be checked later (the messages keep their ``Nats-Msg-Id``): a batch's
     messages (and ``batch_id``), or an object upload's meta record (``batch_id`` empty).
     """

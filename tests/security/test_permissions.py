@@ -15,6 +15,7 @@ import pytest
 import jetstream
 import kvstore
 import objstore
+from tests.proxy import TcpProxy
 from tests.security.permissions import inbox, server_config
 
 FAST = 2.0  # seconds: far below the 5 s request timeout
@@ -164,6 +165,39 @@ async def test_uploader_and_viewer_of_one_store(secured: jetstream.EmbeddedServe
         assert {info.name async for info in store.list()} >= {"a.bin", "shared.bin"}
         await _fast_denial(store.put("c.bin", b"z"))
         await _fast_denial(store.delete("a.bin"))
+
+
+async def test_prefix_writer_with_a_lost_commit_reply_gets_commit_unknown(
+    secured: jetstream.EmbeddedServer,
+) -> None:
+    """Settling a lost answer needs the leader's lookups a prefix writer may not make: the
+    caller gets the documented in-doubt error naming what to check, not a permission error
+    that reads as "nothing was written" (the batch *was* stored)."""
+    proxy = await TcpProxy(secured.port).start()
+
+    def lose_replies_after_commit(chunk: bytes) -> bool:
+        if b"Nats-Batch-Commit" in chunk:
+            proxy.drop_to_client = True  # the commit reaches the server, its reply does not
+            asyncio.get_running_loop().call_later(1.0, heal)
+        return True
+
+    def heal() -> None:
+        proxy.drop_to_client = False
+        proxy.on_client_bytes = None
+
+    proxy.on_client_bytes = lose_replies_after_commit
+    address = proxy.url.replace("nats://", "nats://alice:alice-pw@")
+    try:
+        async with await jetstream.connect(
+            address, inbox_prefix=inbox("alice"), timeout=0.5, reconnect_time_wait=0.1
+        ) as js:
+            bucket = await kvstore.open_bucket(js, "profiles")
+            with pytest.raises(jetstream.CommitUnknownError) as unknown:
+                await bucket.put_many({"alice.lost1": b"1", "alice.lost2": b"2"})
+            assert unknown.value.batch_id and unknown.value.msg_ids
+            assert (await bucket.get("alice.lost2")).value == b"2", "it was stored"
+    finally:
+        await proxy.close()
 
 
 # -- what each template refuses --------------------------------------------------------------
