@@ -331,7 +331,9 @@ class OrderedConsumer(AsyncResource):
     context manager to clean up.
 
     ``until_caught_up`` ends the iteration once every message that existed at the start has been
-    delivered (for listings); otherwise it follows new messages forever.
+    delivered (for listings); otherwise it follows new messages forever. With ``ends_scan``, a
+    delivered message with nothing pending ends it only if ``ends_scan(message)`` (a scan that
+    must stop at the end of an atomic batch); an idle consumer with nothing pending always does.
 
     Raises (on construction): ClientValidationError for an unknown ``deliver_policy`` (``all``,
     ``last``, ``new``, ``last_per_subject``; use ``opt_start_seq`` to start at a sequence), a
@@ -350,6 +352,7 @@ class OrderedConsumer(AsyncResource):
         heartbeat: float = 5.0,
         max_messages: int = 500,
         until_caught_up: bool = False,
+        ends_scan: Callable[[PullMessage], bool] | None = None,
         max_resets: int | None = None,
         inactive_threshold: DurationValue = 300.0,
         error_callback: ErrorCallback | None = None,
@@ -370,6 +373,7 @@ class OrderedConsumer(AsyncResource):
             max_messages=max_messages, expires=max(2 * heartbeat, 30.0), heartbeat=heartbeat
         )
         self._until_caught_up = until_caught_up
+        self._ends_scan = ends_scan or (lambda message: True)
         self._max_resets = max_resets
         self._inactive = optional_duration(inactive_threshold, name="inactive_threshold")
         self._on_error = error_callback or _log_warning
@@ -491,7 +495,7 @@ class OrderedConsumer(AsyncResource):
                     continue
                 self._expected += 1
                 self.last_stream_seq = meta.stream_seq
-                if self._until_caught_up and meta.pending == 0:
+                if self._until_caught_up and meta.pending == 0 and self._ends_scan(item):
                     self._caught_up = True
                 return item
             if isinstance(item, ResetSignal):

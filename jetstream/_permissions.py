@@ -39,8 +39,8 @@ class Permissions(msgspec.Struct, frozen=True, omit_defaults=True):
     def as_config(self) -> dict[str, Any]:
         """The permission block as plain dicts and lists, ready for JSON or a server config
         file's ``permissions`` entry."""
-        config: dict[str, Any] = msgspec.to_builtins(self)
-        return config
+        config: dict[str, Any] = msgspec.json.decode(msgspec.json.encode(self))
+        return config  # lists, as JSON and the server's config take them
 
 
 def inbox_subjects(inbox_prefix: str) -> tuple[str, ...]:

@@ -7,13 +7,14 @@ ends once every message that existed when it started has been delivered.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING
 
 from . import headers as hdr
 from ._consumer import OrderedConsumer
 from ._errors import MessageNotFoundError
 from ._message import StoredMessage
+from ._pull import PullMessage
 
 if TYPE_CHECKING:  # _context imports this module
     from ._context import JetStream
@@ -28,11 +29,13 @@ async def scan_stream(
     *,
     last_per_subject: bool = True,
     headers_only: bool = False,
+    ends_scan: Callable[[PullMessage], bool] | None = None,
 ) -> AsyncIterator[StoredMessage]:
     """Yield the messages of ``stream`` matching ``filters`` as of now, in stream order.
 
     With ``last_per_subject`` only the newest message of each subject is delivered; with
-    ``headers_only`` payloads are left out (``Nats-Msg-Size`` tells their length).
+    ``headers_only`` payloads are left out (``Nats-Msg-Size`` tells their length);
+    ``ends_scan`` as in :class:`OrderedConsumer`.
 
     Raises:
         StreamNotFoundError: no such stream.
@@ -45,6 +48,7 @@ async def scan_stream(
         deliver_policy=policy,
         headers_only=headers_only,
         until_caught_up=True,
+        ends_scan=ends_scan,
     ) as consumer:
         async for message in consumer:
             meta = message.metadata

@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
-from jetstream import JetStreamError, StoredMessage, scan_stream
+from jetstream import JetStreamError, PullMessage, StoredMessage, scan_stream
 from jetstream import headers as hdr
 
 from ._models import Entry, Op
@@ -160,21 +160,28 @@ async def _read_by_consumer(
     third value). Many keys are read from a scan of the whole bucket (the server is slow with
     thousands of filter subjects)."""
     wanted = set(subjects)
-    filters = subjects if len(subjects) <= _FILTERED_SCAN else [f"{bucket._prefix}>"]
+    whole = len(subjects) > _FILTERED_SCAN
+    filters = [f"{bucket._prefix}>"] if whole else subjects
+    # A scan of the whole bucket can go on until it stops at the last message of a batch (the
+    # newest one is always whole); a filtered one may never see it (it is on another key).
+    ends_scan = _ends_batch if whole else None
     found: dict[str, StoredMessage] = {}
     pin = 0
     last: StoredMessage | None = None
-    async for message in scan_stream(bucket._js, bucket.stream, filters):
+    async for message in scan_stream(bucket._js, bucket.stream, filters, ends_scan=ends_scan):
         if message.subject in wanted:
             found[message.subject] = message  # stream order: a later revision replaces
         if message.seq > pin:
             pin, last = message.seq, message
-    # The scan ends when the server says nothing is pending, which it can say in the middle of
-    # an atomic batch (seen on history-1 buckets under a continuous writer): a point inside a
-    # batch is not a point any reader may see. The last message must end its batch.
-    headers = last.headers if last is not None else {}
-    at_boundary = hdr.BATCH_ID not in headers or hdr.BATCH_COMMIT in headers
+    # The server can say "nothing pending" in the middle of an atomic batch (seen on history-1
+    # buckets under a continuous writer): a point inside a batch is not one any reader may see.
+    at_boundary = last is None or _ends_batch(last)
     return found, pin, at_boundary
+
+
+def _ends_batch(message: StoredMessage | PullMessage) -> bool:
+    """Whether ``message`` is a plain write or the last message of an atomic batch."""
+    return hdr.BATCH_ID not in message.headers or hdr.BATCH_COMMIT in message.headers
 
 
 def _snapshot(
