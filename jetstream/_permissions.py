@@ -92,6 +92,7 @@ def protected_consumers(stream: str, names: tuple[str, ...]) -> tuple[str, ...]:
             f"{API}.CONSUMER.CREATE.{stream}.{name}",
             f"{API}.CONSUMER.CREATE.{stream}.{name}.>",
             f"{API}.CONSUMER.DURABLE.CREATE.{stream}.{name}",
+            f"{API}.CONSUMER.INFO.{stream}.{name}",
             f"{API}.CONSUMER.MSG.NEXT.{stream}.{name}",
             f"{API}.CONSUMER.DELETE.{stream}.{name}",
         ]

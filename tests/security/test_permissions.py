@@ -238,6 +238,7 @@ async def test_reader_cannot_write_nor_touch_protected_consumers(
         await _refused(js, f"{API}.CONSUMER.CREATE.{stream}.workers")
         await _refused(js, f"{API}.CONSUMER.CREATE.{stream}.workers.$KV.profiles.>")
         await _refused(js, f"{API}.CONSUMER.DURABLE.CREATE.{stream}.workers")
+        await _refused(js, f"{API}.CONSUMER.INFO.{stream}.workers")
         await _refused(js, f"{API}.CONSUMER.LIST.{stream}")
         await _refused(js, f"{API}.CONSUMER.NAMES.{stream}")
         await _refused(js, f"{API}.STREAM.NAMES")
