@@ -55,6 +55,7 @@ from ._models import (
     SuccessResponse,
 )
 from ._nats_errors import from_nats, nats_errors
+from ._redact import redact_text
 from ._resource import AsyncResource
 from ._scan import find_by_msg_id
 
@@ -839,7 +840,8 @@ _HEADLINES = {"timeout": "no reply", "503 no responders": "no responders"}
 
 
 async def _log_connection_error(error: Exception) -> None:
-    _log.warning("nats connection: %s: %s", type(error).__name__, error)
+    # nats-py's messages are not ours: a server URL in one would carry its credentials.
+    _log.warning("nats connection: %s: %s", type(error).__name__, redact_text(str(error)))
 
 
 def _stored_or_raise(headers: dict[str, str] | None, data: bytes, *, what: str) -> StoredMessage:
