@@ -197,6 +197,7 @@ class JetStream(AsyncResource):
 
         Raises:
             PermissionDeniedError, NoRespondersError, RequestTimeoutError.
+            InvalidHeaderError: a header name or value that cannot be sent (nothing is sent).
             ConnectionClosedError: the context is closed, or closed while the call waited for
                 its reply (the request may then have been processed).
             DisconnectedError: the connection is down and cannot buffer the request.
@@ -204,6 +205,8 @@ class JetStream(AsyncResource):
         # No task per request (this is every put's path): a denial cancels the waiting task,
         # and the cancellation is turned into the denial below.
         self.ensure_open()
+        if headers:
+            hdr.validate_headers(headers)  # nats-py would send an empty or broken name as is
         task = asyncio.current_task()
         assert task is not None
         refusals: list[PermissionDeniedError] = []
@@ -597,7 +600,8 @@ class JetStream(AsyncResource):
         Raises:
             JetStreamError: the registered error from the ack (e.g. WrongLastSequenceError).
             ValueTooLargeError: headers plus payload exceed the server's ``max_payload``;
-                ClientValidationError: the subject does not fit the server's control line
+                ClientValidationError: the subject does not fit the server's control line;
+                InvalidHeaderError: an empty or malformed header name, CR/LF in a value
                 (nothing is sent, the connection stays up).
             NoRespondersError: no stream listens on ``subject``.
             RequestTimeoutError: no ack within the timeout (or the deadline, with ``msg_id``).
@@ -605,6 +609,8 @@ class JetStream(AsyncResource):
         """
         if msg_id is not None:
             headers = {**(headers or {}), hdr.MSG_ID: msg_id}
+        if headers:
+            hdr.validate_headers(headers)
         # The server would close the connection on either: refuse before anything is sent.
         check_subject_length(self._nc, subject)
         check_message_size(self._nc, subject, headers, len(data))

@@ -36,7 +36,8 @@
     │   └── PullRequestError               a pull refused: 400, 409 push based / Exceeded ...
     ├── ClientValidationError (ValueError) bad input caught before anything is sent
     │   ├── InvalidKeyError                (defined in kvstore)
-    │   ├── InvalidBucketNameError         (also object store names)
+    │   ├── InvalidNameError               a stream or consumer name the server would refuse
+    │   │   └── InvalidBucketNameError     (also object store names)
     │   ├── InvalidObjectNameError         (defined in objstore)
     │   ├── InvalidBucketConfigError       (history outside 1..64, negative sizes, ...)
     │   ├── InvalidTTLError                (also raised for the server's 10165)
@@ -102,6 +103,7 @@ __all__ = [
     "InvalidBucketConfigError",
     "InvalidBucketNameError",
     "InvalidHeaderError",
+    "InvalidNameError",
     "InvalidStreamConfigError",
     "InvalidTTLError",
     "JetStreamError",
@@ -359,8 +361,14 @@ class ColumnError(ClientValidationError):
     the column; raised on the driver before any task runs)."""
 
 
-class InvalidBucketNameError(ClientValidationError):
-    """A bucket or stream name does not follow the naming rules."""
+class InvalidNameError(ClientValidationError):
+    """A stream or consumer name the server would refuse (empty, whitespace or control
+    characters, ``.``, ``*``, ``>``, ``/``, ``\\``, over 255 bytes): raised before the name is
+    put into an API subject, so nothing is sent."""
+
+
+class InvalidBucketNameError(InvalidNameError):
+    """A bucket or object store name does not follow the naming rules."""
 
 
 class InvalidBucketConfigError(ClientValidationError):
