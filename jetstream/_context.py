@@ -873,14 +873,17 @@ async def connect(
 
     The first connect tries each server ``connect_attempts`` times (``connect_timeout``
     seconds each, ``reconnect_time_wait`` apart) and then fails: at once for a refused port,
-    unlike nats-py's default of two minutes. Once connected, a lost connection is re-established
+    unlike nats-py's default of two minutes. A server that refuses the credentials is not
+    asked again (the answer would not change): a wrong password, token, nkey or expired
+    creds raise :class:`AuthenticationError` in milliseconds. Once connected, a lost connection is re-established
     with nats-py's reconnect settings (``max_reconnect_attempts``, ``reconnect_time_wait``, ...).
 
     ``nats_options`` go to :func:`nats.connect` unchanged (user, password, token, tls,
     nkeys_seed, user_credentials, inbox_prefix, reconnect settings, callbacks, ...). Unless an
     ``error_cb`` is given, connection errors after the first connect (each failed reconnect
     attempt, for instance) are logged as one warning line on the ``jetstream`` logger instead of
-    nats-py's tracebacks; a failed first connect is logged once.
+    nats-py's tracebacks; a failed first connect is logged once. Server URLs may carry
+    ``user:password@`` or ``token@``: errors and log lines show them without it.
 
     Raises:
         ClientValidationError: ``connect_attempts`` below 1, ``connect_timeout`` not positive.

@@ -235,21 +235,35 @@ async def test_wrong_password_fails_within_seconds_on_every_path(
 
 
 async def test_bad_token_fails_fast_and_other_servers_are_still_tried(
-    token_server: jetstream.EmbeddedServer,
+    token_server: jetstream.EmbeddedServer, tmp_path: Path
 ) -> None:
     """A refusing server is dropped from the first connect, the rest of the list is not: a
-    closed port listed first still gets its ``connect_attempts``, and the good token on the
-    same refusing-or-not server list connects."""
+    server that refuses the token listed first, then one that takes it, connects."""
     good = f"nats://127.0.0.1:{token_server.port}"
     started = time.monotonic()
     with pytest.raises(jetstream.AuthenticationError):
         await jetstream.connect(good, token=WRONG, connect_attempts=10)
     assert time.monotonic() - started < FAST
-    dead = f"nats://127.0.0.1:{_closed_port()}"
-    async with await jetstream.connect(
-        [dead, good], token=TOKEN, connect_attempts=2, reconnect_time_wait=0.05
-    ) as js:
-        assert (await js.account_info()).api.level >= 1
+    options = jetstream.ConnectionOptions.from_strings(
+        {"servers": good, "token": WRONG, "connectAttempts": "10"}
+    )
+    started = time.monotonic()
+    with pytest.raises(jetstream.AuthenticationError) as refused:
+        await options.connect()
+    assert time.monotonic() - started < FAST
+    _assert_hidden(f"{refused.value} {refused.value!r} {options!r}", WRONG)
+    (tmp_path / "other").mkdir()
+    config = 'authorization { users = [ { user: "bob", password: "bob-pw" } ] }\n'
+    with _server(tmp_path / "other", config) as refusing:
+        servers = [f"nats://127.0.0.1:{refusing.port}", f"nats://127.0.0.1:{_closed_port()}", good]
+        started = time.monotonic()
+        async with await jetstream.connect(
+            servers, token=TOKEN, dont_randomize=True, connect_attempts=2, reconnect_time_wait=0.05
+        ) as js:
+            assert js.nc.connected_url is not None
+            assert js.nc.connected_url.port == token_server.port
+            assert (await js.account_info()).api.level >= 1
+        assert time.monotonic() - started < FAST
 
 
 async def _enter_session(options: jetstream.ConnectionOptions) -> None:
