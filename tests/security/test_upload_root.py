@@ -20,6 +20,7 @@ from tests.integration.spark_session import spark  # the shared session fixture
 __all__ = ["spark"]
 
 SECRET = b"root:x:0:0:not-for-the-store"
+PLAN_SECRET = "pl4n-S3cret"
 
 
 class Tree:
@@ -168,10 +169,14 @@ def test_upload_objects_allowed_root_on_spark(
         objstore.spark.upload_objects(
             df, name, servers=nats_server.url, path_col="path", allowed_root="in"
         )
+    # A server without auth takes any credentials: they must still stay out of the plan.
+    servers = f"nats://alice:{PLAN_SECRET}@127.0.0.1:{nats_server.port}"
     results = objstore.spark.upload_objects(
-        df, name, servers=nats_server.url, path_col="path", allowed_root=str(tree.root)
+        df, name, servers=servers, path_col="path", allowed_root=str(tree.root)
     )
+    assert PLAN_SECRET not in results._jdf.queryExecution().toString()
     errors = {row.name: row.error for row in results.collect()}
+    assert PLAN_SECRET not in str(errors)
     assert errors["ok"] is None
     assert (errors["link-out"] or "").startswith("PathNotAllowedError")
     assert jetstream.run_sync(stored_and_delete) == {"ok": b"inside"}
