@@ -11,9 +11,10 @@ import re
 
 __all__ = ["redact_text", "redact_url", "redact_urls"]
 
-# ``scheme://userinfo@``, up to the last ``@`` before whitespace or a quote: a password holding
-# ``@`` or ``/`` is removed whole (removing too much of a garbled URL is the safe side).
-_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^\s'\"<>]*@")
+# Text is cut at whitespace and quotes; in a piece holding "://", everything from there to the
+# last "@" is userinfo. Linear in the text whatever a peer sends, and a password holding "@"
+# or "/" goes whole (cutting too much of a garbled URL is the safe side).
+_PIECE = re.compile(r"[^\s'\"<>]+")
 
 
 def redact_url(url: str) -> str:
@@ -38,4 +39,13 @@ def redact_urls(urls: object) -> str:
 def redact_text(text: str) -> str:
     """``text`` with the userinfo of every ``scheme://...@`` URL in it removed (for messages
     written by others, which may quote a server URL)."""
-    return _USERINFO.sub(r"\g<scheme>", text)
+    return _PIECE.sub(_redact_piece, text)
+
+
+def _redact_piece(match: re.Match[str]) -> str:
+    piece = match.group()
+    start = piece.find("://")
+    at = piece.rfind("@")
+    if start < 0 or at < start:
+        return piece
+    return piece[: start + 3] + piece[at + 1 :]
