@@ -32,11 +32,16 @@ class Spy:
         self.seen: list[str] = []
 
     async def settle(self) -> list[str]:
-        """What was seen before a marker request (``$JS.API.INFO``) made now arrived."""
-        await self.js.account_info()
-        deadline = time.monotonic() + 5
+        """What was seen before a marker request (``$JS.API.INFO``) arrived. The marker is sent
+        again each second until one is seen (a fresh spy once missed its first marker under
+        load); once the spy has seen one, everything sent before the next one reaches it
+        first (one connection, in order)."""
+        deadline = time.monotonic() + 10
         while "$JS.API.INFO" not in self.seen and time.monotonic() < deadline:
-            await asyncio.sleep(0.01)  # poll step of a bounded wait
+            await self.js.account_info()
+            resend = time.monotonic() + 1
+            while "$JS.API.INFO" not in self.seen and time.monotonic() < resend:
+                await asyncio.sleep(0.01)  # poll step of a bounded wait
         assert "$JS.API.INFO" in self.seen, "the spy saw the marker"
         seen, self.seen = [s for s in self.seen if s != "$JS.API.INFO"], []
         return seen
