@@ -875,8 +875,9 @@ async def connect(
     seconds each, ``reconnect_time_wait`` apart) and then fails: at once for a refused port,
     unlike nats-py's default of two minutes. A server that refuses the credentials is not
     asked again (the answer would not change): a wrong password, token, nkey or expired
-    creds raise :class:`AuthenticationError` in milliseconds. Once connected, a lost connection is re-established
-    with nats-py's reconnect settings (``max_reconnect_attempts``, ``reconnect_time_wait``, ...).
+    creds raise :class:`AuthenticationError` in milliseconds. Once connected, a lost
+    connection is re-established with nats-py's reconnect settings
+    (``max_reconnect_attempts``, ``reconnect_time_wait``, ...).
 
     ``nats_options`` go to :func:`nats.connect` unchanged (user, password, token, tls,
     nkeys_seed, user_credentials, inbox_prefix, reconnect settings, callbacks, ...). Unless an

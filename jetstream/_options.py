@@ -154,7 +154,9 @@ class ConnectionOptions:
         """Read ``servers`` (comma-separated; default ``$NATS_URL``), ``user``, ``password``,
         ``token``, ``creds``, ``nkeySeedFile``, ``tlsCa``, ``connectTimeout`` (seconds per
         attempt, default 2) and ``connectAttempts`` (tries of the first connect, default 1: a
-        dead address fails the task within seconds instead of minutes).
+        dead address fails the task within seconds instead of minutes; refused credentials
+        are never tried again, whatever the count). Credentials may also sit in the
+        ``servers`` URLs (``nats://user:password@host``); reprs and errors never show them.
 
         Raises:
             ClientValidationError: no server given, or a malformed value.
