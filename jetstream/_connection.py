@@ -3,8 +3,9 @@
 nats-py uses one setting for the first connect and for reconnects (60 attempts 2 s apart per
 server), so a dead address blocks a first connect for two minutes. Here the first connect tries
 each server ``connect_attempts`` times, then nats-py's own reconnect settings take over for the
-rest of the connection's life. Closing never raises and never waits unbounded, whatever state
-the client is in.
+rest of the connection's life. A server that refuses the credentials is not asked again during
+the first connect (nats-py would retry it like a dead one). Closing never raises and never
+waits unbounded, whatever state the client is in.
 """
 
 from __future__ import annotations
@@ -23,7 +24,12 @@ from nats.aio.client import (
     Client,
 )
 
-from ._errors import ClientValidationError, ConnectionFailedError, connection_error
+from ._errors import (
+    ClientValidationError,
+    ConnectionFailedError,
+    connection_error,
+    is_auth_refusal,
+)
 
 __all__ = ["close_client", "describe_failure", "open_client"]
 
@@ -70,6 +76,8 @@ async def open_client(
 
     async def on_error(error: Exception) -> None:
         _close_failed_attempt(nc)
+        if is_auth_refusal(error):
+            _stop_trying_server(nc, connect_attempts)
         failures.append(error)
         await error_cb(error)
 
@@ -100,6 +108,17 @@ def _first_connect_budget(servers: int, attempts: int, timeout: float, wait: flo
     """The longest a first connect may take: per attempt a TCP connect and the wait for the
     server's INFO (``timeout`` each), ``wait`` between attempts, and a second for the rest."""
     return servers * attempts * 2 * timeout + (attempts - 1) * wait + 1.0
+
+
+def _stop_trying_server(nc: Client, attempts: int) -> None:
+    """Make the first connect give up on the server that just refused the credentials:
+    asking it again with the same credentials gets the same answer (nats-py would retry it,
+    ``reconnect_time_wait`` apart, as if it were down), so a wrong password fails in
+    milliseconds whatever ``connect_attempts`` is. Other servers of the list are still tried.
+    Only while connecting the first time: once connected, nats-py's reconnect rules apply."""
+    server = nc._current_server
+    if server is not None and nc.is_connecting:
+        server.reconnects = max(server.reconnects, attempts)  # + nats-py's own 1 > the limit
 
 
 def _close_failed_attempt(nc: Client) -> None:

@@ -56,6 +56,7 @@ from ._models import (
     SuccessResponse,
 )
 from ._nats_errors import from_nats, nats_errors
+from ._redact import redact_text
 from ._resource import AsyncResource
 from ._scan import find_by_msg_id
 
@@ -197,6 +198,7 @@ class JetStream(AsyncResource):
 
         Raises:
             PermissionDeniedError, NoRespondersError, RequestTimeoutError.
+            InvalidHeaderError: a header name or value that cannot be sent (nothing is sent).
             ConnectionClosedError: the context is closed, or closed while the call waited for
                 its reply (the request may then have been processed).
             DisconnectedError: the connection is down and cannot buffer the request.
@@ -204,6 +206,8 @@ class JetStream(AsyncResource):
         # No task per request (this is every put's path): a denial cancels the waiting task,
         # and the cancellation is turned into the denial below.
         self.ensure_open()
+        if headers:
+            hdr.validate_headers(headers)  # nats-py would send an empty or broken name as is
         task = asyncio.current_task()
         assert task is not None
         refusals: list[PermissionDeniedError] = []
@@ -599,7 +603,8 @@ class JetStream(AsyncResource):
         Raises:
             JetStreamError: the registered error from the ack (e.g. WrongLastSequenceError).
             ValueTooLargeError: headers plus payload exceed the server's ``max_payload``;
-                ClientValidationError: the subject does not fit the server's control line
+                ClientValidationError: the subject does not fit the server's control line;
+                InvalidHeaderError: an empty or malformed header name, CR/LF in a value
                 (nothing is sent, the connection stays up).
             NoRespondersError: no stream listens on ``subject``.
             RequestTimeoutError: no ack within the timeout (or the deadline, with ``msg_id``).
@@ -609,6 +614,8 @@ class JetStream(AsyncResource):
         """
         if msg_id is not None:
             headers = {**(headers or {}), hdr.MSG_ID: msg_id}
+        if headers:
+            hdr.validate_headers(headers)
         # The server would close the connection on either: refuse before anything is sent.
         check_subject_length(self._nc, subject)
         check_message_size(self._nc, subject, headers, len(data))
@@ -852,7 +859,8 @@ _HEADLINES = {"timeout": "no reply", "503 no responders": "no responders"}
 
 
 async def _log_connection_error(error: Exception) -> None:
-    _log.warning("nats connection: %s: %s", type(error).__name__, error)
+    # nats-py's messages are not ours: a server URL in one would carry its credentials.
+    _log.warning("nats connection: %s: %s", type(error).__name__, redact_text(str(error)))
 
 
 def _stored_or_raise(headers: dict[str, str] | None, data: bytes, *, what: str) -> StoredMessage:
@@ -878,14 +886,18 @@ async def connect(
 
     The first connect tries each server ``connect_attempts`` times (``connect_timeout``
     seconds each, ``reconnect_time_wait`` apart) and then fails: at once for a refused port,
-    unlike nats-py's default of two minutes. Once connected, a lost connection is re-established
-    with nats-py's reconnect settings (``max_reconnect_attempts``, ``reconnect_time_wait``, ...).
+    unlike nats-py's default of two minutes. A server that refuses the credentials is not
+    asked again (the answer would not change): a wrong password, token, nkey or expired
+    creds raise :class:`AuthenticationError` in milliseconds. Once connected, a lost
+    connection is re-established with nats-py's reconnect settings
+    (``max_reconnect_attempts``, ``reconnect_time_wait``, ...).
 
     ``nats_options`` go to :func:`nats.connect` unchanged (user, password, token, tls,
     nkeys_seed, user_credentials, inbox_prefix, reconnect settings, callbacks, ...). Unless an
     ``error_cb`` is given, connection errors after the first connect (each failed reconnect
     attempt, for instance) are logged as one warning line on the ``jetstream`` logger instead of
-    nats-py's tracebacks; a failed first connect is logged once.
+    nats-py's tracebacks; a failed first connect is logged once. Server URLs may carry
+    ``user:password@`` or ``token@``: errors and log lines show them without it.
 
     Raises:
         ClientValidationError: ``connect_attempts`` below 1, ``connect_timeout`` not positive.

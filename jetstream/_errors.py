@@ -36,7 +36,8 @@
     │   └── PullRequestError               a pull refused: 400, 409 push based / Exceeded ...
     ├── ClientValidationError (ValueError) bad input caught before anything is sent
     │   ├── InvalidKeyError                (defined in kvstore)
-    │   ├── InvalidBucketNameError         (also object store names)
+    │   ├── InvalidNameError               a stream or consumer name the server would refuse
+    │   │   └── InvalidBucketNameError     (also object store names)
     │   ├── InvalidObjectNameError         (defined in objstore)
     │   ├── InvalidBucketConfigError       (history outside 1..64, negative sizes, ...)
     │   ├── InvalidTTLError                (also raised for the server's 10165)
@@ -77,6 +78,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import ClassVar
 
+from ._redact import redact_text, redact_urls
+
 __all__ = [
     "AuthenticationError",
     "BatchAbandonedError",
@@ -100,6 +103,7 @@ __all__ = [
     "InvalidBucketConfigError",
     "InvalidBucketNameError",
     "InvalidHeaderError",
+    "InvalidNameError",
     "InvalidStreamConfigError",
     "InvalidTTLError",
     "JetStreamError",
@@ -124,6 +128,7 @@ __all__ = [
     "WrongLastSequenceError",
     "connection_error",
     "error_from_api",
+    "is_auth_refusal",
 ]
 
 
@@ -357,8 +362,14 @@ class ColumnError(ClientValidationError):
     the column; raised on the driver before any task runs)."""
 
 
-class InvalidBucketNameError(ClientValidationError):
-    """A bucket or stream name does not follow the naming rules."""
+class InvalidNameError(ClientValidationError):
+    """A stream or consumer name the server would refuse (empty, whitespace or control
+    characters, ``.``, ``*``, ``>``, ``/``, ``\\``, over 255 bytes): raised before the name is
+    put into an API subject, so nothing is sent."""
+
+
+class InvalidBucketNameError(InvalidNameError):
+    """A bucket or object store name does not follow the naming rules."""
 
 
 class InvalidBucketConfigError(ClientValidationError):
@@ -427,24 +438,26 @@ def connection_error(
     """The typed error for a failed connect, from what nats-py reported while trying:
     :class:`AuthenticationError` if any attempt was refused for its credentials, else the
     cause of the last telling attempt in ``describe``'s words (refused, DNS, timeout, TLS)."""
-    where = ", ".join(_without_credentials(url) for url in servers)
-    refused = [e for e in errors if any(r in str(e).lower() for r in _AUTH_REFUSALS)]
+    where = redact_urls(servers)
+    refused = [e for e in errors if is_auth_refusal(e)]
     if refused:
-        reason = f": {refused[-1]}" if str(refused[-1]) else ""
+        reason = f": {redact_text(str(refused[-1]))}" if str(refused[-1]) else ""
         return AuthenticationError(f"{where} refused the credentials{reason}")
     # nats-py ends with "no servers available": the attempt before it says why.
     telling = [e for e in errors if not _says_nothing(e)] or errors
-    reason = describe(telling[-1]) if telling else ""
+    reason = redact_text(describe(telling[-1])) if telling else ""
     return ConnectionFailedError(f"cannot connect to {where}: {reason or 'no server reachable'}")
+
+
+def is_auth_refusal(error: BaseException) -> bool:
+    """Whether a connect attempt failed because the server refused the credentials
+    (a wrong password or token, an unknown, expired or revoked user or nkey)."""
+    text = str(error).lower()
+    return any(refusal in text for refusal in _AUTH_REFUSALS)
 
 
 def _says_nothing(error: BaseException) -> bool:
     return type(error).__name__ == "NoServersError"  # nats-py's "tried them all"
-
-
-def _without_credentials(url: str) -> str:
-    scheme, sep, rest = url.rpartition("://")
-    return f"{scheme}{sep}{rest.rpartition('@')[2]}"
 
 
 class NoRespondersError(JetStreamError):

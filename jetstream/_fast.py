@@ -42,6 +42,7 @@ from ._models import ApiError, PubAck
 from ._nats_errors import nats_errors
 from ._resource import BatchPublisherResource
 from ._status import status_error, status_of
+from .headers import validate_headers
 
 __all__ = ["FastPublisher"]
 
@@ -195,6 +196,8 @@ class FastPublisher(BatchPublisherResource):
 
         Raises:
             BatchClosedError: after commit or failure.
+            InvalidHeaderError: an empty or malformed header name, CR/LF in a value (nothing
+                is sent, the batch is unchanged).
             UnsupportedServerFeatureError: the server has no fast ingest (before 2.14).
             BatchPublishDisabledError, FastBatchError, NoRespondersError: the server refused or
                 lost the batch; RequestTimeoutError: no answer within the timeout.
@@ -202,6 +205,8 @@ class FastPublisher(BatchPublisherResource):
                 its reconnect buffer full.
         """
         self._check_usable()
+        if headers:
+            validate_headers(headers)  # before anything is counted or sent
         if not self._inbox:
             await self._open()
         seq = self._sent + 1
@@ -235,6 +240,8 @@ class FastPublisher(BatchPublisherResource):
         leaving the ``async with`` block calls) waits for the server before giving it up.
         """
         self._check_usable()
+        if headers:
+            validate_headers(headers)
         if data is not None:
             if not self._inbox:
                 await self._open()

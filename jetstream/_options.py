@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from ._context import JetStream, connect
 from ._errors import ClientValidationError
+from ._redact import redact_url
 
 __all__ = [
     "CONNECTION_OPTIONS",
@@ -40,6 +41,9 @@ CONNECTION_OPTIONS = (
     "connectAttempts",
 )
 """The connection options every string-option consumer (the Spark formats) accepts."""
+
+_SECRETS = frozenset({"password", "token"})
+"""Fields whose value never appears in a repr (server URLs lose their userinfo instead)."""
 
 T = TypeVar("T")
 _TRUE = {"true", "1", "yes", "on"}
@@ -117,27 +121,42 @@ def str_option(options: Mapping[str, str], name: str, default: str | None = None
     return default if text is None else text
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, repr=False)
 class ConnectionOptions:
     """How to reach NATS, from plain strings. Picklable, so it can travel to Spark executors;
-    prefer ``creds`` (a file path) over inline secrets. Secrets never appear in ``repr``."""
+    prefer ``creds`` (a file path) over inline secrets. Secrets never appear in ``repr`` or
+    ``str`` (and so in no Spark plan or task repr that holds these options): the password
+    and token show as ``'***'``, and server URLs without their ``user:password@`` part."""
 
     servers: tuple[str, ...]
     user: str | None = None
-    password: str | None = dataclasses.field(default=None, repr=False)
-    token: str | None = dataclasses.field(default=None, repr=False)
+    password: str | None = None
+    token: str | None = None
     creds: str | None = None
     nkey_seed_file: str | None = None
     tls_ca: str | None = None
     connect_timeout: float = 2.0
     connect_attempts: int = 1
 
+    def __repr__(self) -> str:
+        shown = []
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if field.name == "servers":
+                value = tuple(redact_url(url) for url in value)
+            elif field.name in _SECRETS and value is not None:
+                value = "***"
+            shown.append(f"{field.name}={value!r}")
+        return f"ConnectionOptions({', '.join(shown)})"
+
     @classmethod
     def from_strings(cls, options: Mapping[str, str]) -> ConnectionOptions:
         """Read ``servers`` (comma-separated; default ``$NATS_URL``), ``user``, ``password``,
         ``token``, ``creds``, ``nkeySeedFile``, ``tlsCa``, ``connectTimeout`` (seconds per
         attempt, default 2) and ``connectAttempts`` (tries of the first connect, default 1: a
-        dead address fails the task within seconds instead of minutes).
+        dead address fails the task within seconds instead of minutes; refused credentials
+        are never tried again, whatever the count). Credentials may also sit in the
+        ``servers`` URLs (``nats://user:password@host``); reprs and errors never show them.
 
         Raises:
             ClientValidationError: no server given, or a malformed value.

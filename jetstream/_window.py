@@ -21,6 +21,7 @@ from ._api import decode_reply
 from ._context import JetStream
 from ._errors import (
     BatchClosedError,
+    ClientValidationError,
     JetStreamError,
     PermissionDeniedError,
     RequestTimeoutError,
@@ -28,6 +29,7 @@ from ._errors import (
 from ._models import PubAck
 from ._resource import BatchPublisherResource
 from ._status import status_error, status_of
+from .headers import validate_headers
 
 __all__ = ["AckedPublisher"]
 
@@ -49,7 +51,7 @@ class AckedPublisher(BatchPublisherResource):
 
     def __init__(self, js: JetStream, *, window: int = 32, timeout: float | None = None) -> None:
         if isinstance(window, bool) or window < 1:
-            raise ValueError(f"window must be positive: {window!r}")
+            raise ClientValidationError(f"window must be positive: {window!r}")
         self._js = js
         self._window = window
         self._timeout = timeout or js.timeout
@@ -78,11 +80,15 @@ class AckedPublisher(BatchPublisherResource):
 
         Raises:
             BatchClosedError: after commit, abandon or failure.
+            InvalidHeaderError: an empty or malformed header name, CR/LF in a value (nothing
+                is sent, the batch is unchanged).
             NoRespondersError: no stream stores ``subject``; PermissionDeniedError: refused;
                 JetStreamError: the error a message was answered with; RequestTimeoutError:
                 no answer within the timeout.
         """
         self._check_usable()
+        if headers:
+            validate_headers(headers)  # before anything is counted or sent
         if not self._inbox:
             await self._open(subject)
         await self._wait(lambda: len(self._unanswered) < self._window, "an ack")
@@ -108,7 +114,7 @@ class AckedPublisher(BatchPublisherResource):
         """
         if data is not None:
             if subject is None:
-                raise ValueError("commit with data needs a subject")
+                raise ClientValidationError("commit with data needs a subject")
             await self.add(subject, data, headers)
         self._check_usable()
         if not self._sent:

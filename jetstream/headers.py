@@ -5,6 +5,8 @@ Values are the exact wire spellings used by nats-server 2.15 (see shared protoco
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from typing import Final
 
 from ._errors import InvalidHeaderError
@@ -91,17 +93,22 @@ STATUS: Final = "Status"
 """Where nats-py puts the status code of a ``NATS/1.0 <code>`` header line (a str)."""
 
 
-def validate_headers(headers: dict[str, str]) -> None:
+# A header name is an HTTP-style token: whitespace, ':' or a control character (NUL, CR, LF)
+# would end it early or split the header block.
+_BAD_NAME = re.compile(r"[\x00-\x20\x7f:]")
+
+
+def validate_headers(headers: Mapping[str, str]) -> None:
     """Check that user headers can be written on the wire unchanged.
 
     Raises:
-        InvalidHeaderError: an empty name, a name with whitespace or ``:``, or a name or value
-            containing CR or LF (which would split the header block).
+        InvalidHeaderError: an empty name, a name with whitespace, ``:`` or a control
+            character, or a value containing CR or LF (which would split the header block).
     """
     for name, value in headers.items():
         if not isinstance(name, str) or not isinstance(value, str):
             raise InvalidHeaderError(f"header names and values must be str: {name!r}: {value!r}")
-        if not name or any(c in name for c in " \t:\r\n"):
+        if not name or _BAD_NAME.search(name):
             raise InvalidHeaderError(f"invalid header name: {name!r}")
         if "\r" in value or "\n" in value:
             raise InvalidHeaderError(f"header {name!r} has a CR or LF in its value")

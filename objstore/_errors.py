@@ -6,6 +6,7 @@ JetStreamError
 │   ├── StreamExistsError    ── StoreExistsError      same name, other configuration
 │   └── MessageNotFoundError ── ObjectNotFoundError   no such object (or deleted, expired)
 ├── ClientValidationError    ── InvalidObjectNameError
+│                            ── PathNotAllowedError   an upload path outside ``allowed_root``
 ├── FastBatchError           ── UploadFailedError     the upload stored nothing
 ├── DigestMismatchError                               a download does not match its meta
 └── ObjectExistsError                                 a link would replace an object
@@ -30,6 +31,7 @@ __all__ = [
     "ObjectChangedError",
     "ObjectExistsError",
     "ObjectNotFoundError",
+    "PathNotAllowedError",
     "StoreExistsError",
     "StoreNotFoundError",
     "UploadFailedError",
@@ -54,6 +56,11 @@ class ObjectNotFoundError(MessageNotFoundError):
 
 class InvalidObjectNameError(ClientValidationError):
     """An object name that cannot be stored (empty, or not a str)."""
+
+
+class PathNotAllowedError(ClientValidationError, PermissionError):
+    """An upload's source path resolves (after symlinks) outside the ``allowed_root`` it was
+    given, or is not a regular file: nothing of it is read or uploaded."""
 
 
 class UploadFailedError(FastBatchError):

@@ -18,6 +18,7 @@ from jetstream import (
 from ._errors import DuplicateObjectNameError, StoreNotFoundError
 from ._manage import open_store
 from ._models import DEFAULT_CHUNK_SIZE
+from ._paths import check_root, open_under_root
 from ._store import ObjectStore
 
 __all__ = ["UploadItem", "UploadOutcome", "upload_many"]
@@ -50,19 +51,26 @@ async def upload_many(
     *,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     concurrency: int = 4,
+    allowed_root: str | None = None,
 ) -> list[UploadOutcome]:
     """Upload every item into the store, ``concurrency`` at a time; never raises for one
     object's failure (its outcome carries the error). A missing store is such a failure for
     every item (``StoreNotFoundError`` in each outcome). Repeated names are refused before
     anything is sent: concurrent uploads of one name would leave an arbitrary winner.
 
+    An item's ``path`` is read with this process's rights: any file it can read. With
+    ``allowed_root`` (an absolute directory) a path that resolves, after symlinks, outside it
+    or to something other than a regular file fails that item (``PathNotAllowedError`` in its
+    outcome) and nothing of it is read.
+
     Raises:
-        ClientValidationError: ``concurrency`` below 1.
+        ClientValidationError: ``concurrency`` below 1, ``allowed_root`` not absolute.
         DuplicateObjectNameError: a name appears more than once (nothing is uploaded).
         ConnectionFailedError: the server cannot be reached.
     """
     if concurrency < 1:
         raise ClientValidationError(f"concurrency must be at least 1: {concurrency}")
+    root = None if allowed_root is None else check_root(allowed_root)
     items = list(items)
     _refuse_duplicates(items)
     async with connection.session() as js:
@@ -75,7 +83,7 @@ async def upload_many(
 
         async def one(item: UploadItem) -> UploadOutcome:
             async with limit:
-                return await _upload(store, item, chunk_size)
+                return await _upload(store, item, chunk_size, root)
 
         return list(await asyncio.gather(*(one(item) for item in items)))
 
@@ -92,13 +100,19 @@ def _refuse_duplicates(items: list[UploadItem]) -> None:
         )
 
 
-async def _upload(store: ObjectStore, item: UploadItem, chunk_size: int) -> UploadOutcome:
+async def _upload(
+    store: ObjectStore, item: UploadItem, chunk_size: int, root: str | None
+) -> UploadOutcome:
     if (item.path is None) == (item.data is None):
         return UploadOutcome(item.name, error="give exactly one of a path or data")
     try:
-        source = item.path if item.path is not None else item.data
-        assert source is not None
-        info = await store.put(item.name, source, chunk_size=chunk_size)
+        if item.path is not None and root is not None:
+            with open_under_root(item.path, root) as file:
+                info = await store.put(item.name, file, chunk_size=chunk_size)
+        else:
+            source = item.path if item.path is not None else item.data
+            assert source is not None
+            info = await store.put(item.name, source, chunk_size=chunk_size)
     except (JetStreamError, OSError, TypeError, ValueError) as exc:
         return UploadOutcome(item.name, error=f"{type(exc).__name__}: {exc}")
     return UploadOutcome(item.name, size=info.size, digest=info.digest, chunks=info.chunks)

@@ -5,7 +5,9 @@ outcomes comes back) and the ``natsobj`` format that lists a store's objects. Ne
 ::
 
     from objstore.spark import upload_objects, register
-    results = upload_objects(files_df, "artifacts", servers=url, path_col="path")
+    results = upload_objects(
+        files_df, "artifacts", servers=url, path_col="path", allowed_root="/data/in"
+    )
     register(spark)
     spark.read.format("natsobj").option("servers", url).load("artifacts")
 
@@ -48,6 +50,7 @@ from ._errors import DuplicateObjectNameError
 from ._manage import open_store
 from ._many import UploadItem, upload_many
 from ._models import DEFAULT_CHUNK_SIZE
+from ._paths import check_root
 from ._store import store_info
 
 __all__ = ["ObjectsDataSource", "register", "upload_objects"]
@@ -77,6 +80,7 @@ def upload_objects(
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     concurrency: int = 4,
     eager: bool = True,
+    allowed_root: str | None = None,
     **connection: str,
 ) -> Any:
     """Upload one object per row, from a column of file paths (streamed from disk on the
@@ -92,12 +96,20 @@ def upload_objects(
     Spark DataFrames are lazy and would upload again on every action; with ``eager`` (the
     default) the result is persisted and computed once before it is returned.
 
+    **Paths are read with the executors' rights:** without ``allowed_root`` the path column
+    can name any file an executor can read (``/etc/passwd``, another job's secrets), so a
+    DataFrame built from untrusted input can exfiltrate them into the store. Give
+    ``allowed_root`` (an absolute directory, e.g. ``"/data/in"``): a row whose path resolves,
+    after symlinks, outside it (or to anything but a regular file) fails with
+    ``PathNotAllowedError`` in its ``error`` column and nothing of it is read or uploaded.
+
     ``connection`` takes the ``natskv`` connection options (``connectTimeout``,
     ``connect_timeout``, ``connectAttempts``, ``user``, ``creds``, ...) as strings.
 
     Raises:
         ClientValidationError: not exactly one of ``path_col``/``data_col``, a bad store name,
-            ``concurrency`` below 1, an unknown connection option, or no server.
+            ``concurrency`` below 1, an unknown connection option, no server, or an
+            ``allowed_root`` that is not an absolute path (or given with ``data_col``).
         ColumnError: a missing column, or one of the wrong type (names: string, paths:
             string, data: binary).
         DuplicateObjectNameError: a name appears on more than one row (nothing is uploaded).
@@ -107,6 +119,10 @@ def upload_objects(
     if concurrency < 1:
         raise ClientValidationError(f"concurrency must be at least 1: {concurrency}")
     validate_bucket_name(store)
+    if allowed_root is not None:
+        if path_col is None:
+            raise ClientValidationError("allowed_root applies to path_col uploads only")
+        allowed_root = check_root(allowed_root)
     check_options(connection, CONNECTION_OPTIONS, "upload_objects")
     name_col = _column(df, name_col, "string")
     if path_col is not None:
@@ -123,6 +139,7 @@ def upload_objects(
         data_col,
         chunk_size,
         concurrency,
+        allowed_root,
     )
     result = df.select(*{name_col, path_col or data_col}).mapInArrow(task, RESULT_SCHEMA)
     if eager:
@@ -177,6 +194,7 @@ class _UploadTask:
     data_col: str | None
     chunk_size: int
     concurrency: int
+    allowed_root: str | None = None
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         items = [item for batch in batches for item in self._items(batch)]
@@ -187,6 +205,7 @@ class _UploadTask:
                 items,
                 chunk_size=self.chunk_size,
                 concurrency=self.concurrency,
+                allowed_root=self.allowed_root,
             )
         )
         yield pa.RecordBatch.from_pylist(
