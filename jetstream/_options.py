@@ -39,6 +39,7 @@ CONNECTION_OPTIONS = (
     "tlsCa",
     "connectTimeout",
     "connectAttempts",
+    "inboxPrefix",
 )
 """The connection options every string-option consumer (the Spark formats) accepts."""
 
@@ -137,6 +138,7 @@ class ConnectionOptions:
     tls_ca: str | None = None
     connect_timeout: float = 2.0
     connect_attempts: int = 1
+    inbox_prefix: str | None = None
 
     def __repr__(self) -> str:
         shown = []
@@ -155,7 +157,8 @@ class ConnectionOptions:
         ``token``, ``creds``, ``nkeySeedFile``, ``tlsCa``, ``connectTimeout`` (seconds per
         attempt, default 2) and ``connectAttempts`` (tries of the first connect, default 1: a
         dead address fails the task within seconds instead of minutes; refused credentials
-        are never tried again, whatever the count). Credentials may also sit in the
+        are never tried again, whatever the count) and ``inboxPrefix`` (the user's own reply
+        inbox, as the permission templates require). Credentials may also sit in the
         ``servers`` URLs (``nats://user:password@host``); reprs and errors never show them.
 
         Raises:
@@ -183,6 +186,7 @@ class ConnectionOptions:
             tls_ca=str_option(options, "tlsCa"),
             connect_timeout=connect_timeout,
             connect_attempts=int_option(options, "connectAttempts", 1, low=1, high=1000),
+            inbox_prefix=_inbox_prefix(str_option(options, "inboxPrefix")),
         )
 
     def nats_kwargs(self) -> dict[str, Any]:
@@ -197,6 +201,8 @@ class ConnectionOptions:
             kwargs["user_credentials"] = self.creds
         if self.nkey_seed_file is not None:
             kwargs["nkeys_seed"] = self.nkey_seed_file
+        if self.inbox_prefix is not None:
+            kwargs["inbox_prefix"] = self.inbox_prefix
         if self.tls_ca is not None:
             import ssl
 
@@ -270,3 +276,17 @@ def run_sync(factory: Callable[[], Awaitable[T]]) -> T:
 
 async def _awaited(factory: Callable[[], Awaitable[T]]) -> T:
     return await factory()
+
+
+def _inbox_prefix(text: str | None) -> str | None:
+    """The ``inboxPrefix`` option: literal subject tokens (a wildcard would never match a reply).
+
+    Raises:
+        ClientValidationError: empty tokens, wildcards, whitespace or control characters.
+    """
+    if text is None:
+        return None
+    for token in text.split("."):
+        if not token or any(c in "*>" or c.isspace() or ord(c) < 32 for c in token):
+            raise ClientValidationError(f"option 'inboxPrefix' must be literal tokens: {text!r}")
+    return text

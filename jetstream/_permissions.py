@@ -15,6 +15,7 @@ from typing import Any
 import msgspec
 
 from ._errors import ClientValidationError
+from ._names import validate_name
 
 __all__ = ["API", "Permissions", "SubjectRule", "consumer_rights", "inbox_subjects"]
 
@@ -82,12 +83,11 @@ def protected_consumers(stream: str, names: tuple[str, ...]) -> tuple[str, ...]:
     pull from, reconfigure or delete a work queue or consumer group that shares the stream.
 
     Raises:
-        ClientValidationError: a name is not one literal token.
+        InvalidNameError: not a consumer name.
     """
     denied: list[str] = []
     for name in names:
-        if not _is_literal_token(name):
-            raise ClientValidationError(f"not a consumer name: {name!r}")
+        validate_name(name, "consumer")
         denied += [
             f"{API}.CONSUMER.CREATE.{stream}.{name}",
             f"{API}.CONSUMER.CREATE.{stream}.{name}.>",

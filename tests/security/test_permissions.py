@@ -290,6 +290,19 @@ async def test_a_wrong_inbox_prefix_is_named_at_once(secured: jetstream.Embedded
         assert "subscribe" in str(error) and "inbox" in str(error)
 
 
+async def test_spark_connection_options_carry_the_inbox_prefix(
+    secured: jetstream.EmbeddedServer,
+) -> None:
+    """Executors connect through ``ConnectionOptions``: a template user needs its inbox there."""
+    options = {"servers": url(secured, "alice"), "inboxPrefix": inbox("alice")}
+    async with await jetstream.ConnectionOptions.from_strings(options).connect() as js:
+        bucket = await kvstore.open_bucket(js, "profiles")
+        await bucket.put_many({"alice.spark1": b"1", "alice.spark2": b"2"})
+        assert (await bucket.get("alice.spark2")).value == b"2"
+    with pytest.raises(jetstream.ClientValidationError, match="inboxPrefix"):
+        jetstream.ConnectionOptions.from_strings({**options, "inboxPrefix": "_INBOX_a.>"})
+
+
 def test_permission_templates_are_valid_server_config(tmp_path: Path) -> None:
     config = tmp_path / "c.conf"
     config.write_text(server_config(_users()))
