@@ -19,11 +19,13 @@ from ._errors import (
     InvalidObjectNameError,
     ObjectChangedError,
     ObjectExistsError,
+    ObjectLinkError,
     ObjectNotFoundError,
     StoreExistsError,
     StoreNotFoundError,
     UploadFailedError,
 )
+from ._links import MAX_LINK_DEPTH
 from ._manage import create_store, delete_store, list_stores, open_store
 from ._models import (
     DEFAULT_CHUNK_SIZE,
@@ -37,6 +39,7 @@ from ._store import ObjectStore
 
 __all__ = [
     "DEFAULT_CHUNK_SIZE",
+    "MAX_LINK_DEPTH",
     "DigestMismatchError",
     "DuplicateObjectNameError",
     "InvalidObjectMetaError",
@@ -44,6 +47,7 @@ __all__ = [
     "ObjectChangedError",
     "ObjectExistsError",
     "ObjectInfo",
+    "ObjectLinkError",
     "ObjectLink",
     "ObjectMetaOptions",
     "ObjectNotFoundError",

@@ -1,0 +1,293 @@
+"""Meta records written by a hostile peer (issue 11, findings 4 and 5): a record whose nuid,
+sizes, names or link targets lie is refused before any of them reaches a subject or a size;
+reads of records whose chunks are missing or whose links loop end with a typed error, fast.
+
+Records are planted as a peer with publish rights on the store would: raw ADR-20 JSON
+published with nats-py to ``$O.<store>.M.<base64url(name)>`` with ``Nats-Rollup: sub``."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import logging
+from collections import Counter
+from collections.abc import AsyncIterator, Callable
+from datetime import timedelta
+from typing import Any
+
+import nats
+import pytest
+from nats.js import JetStreamContext
+
+import jetstream
+import objstore
+from objstore import ObjectStore
+
+CHUNK = 1024
+PROMPT = 5.0  # seconds: a provable end must come well before the 30 s stall timeout
+
+
+@pytest.fixture
+async def store(
+    js: jetstream.JetStream, unique_name: Callable[[str], str]
+) -> AsyncIterator[ObjectStore]:
+    store = await objstore.create_store(js, unique_name("hostile"))
+    yield store
+    await objstore.delete_store(js, store.name)
+
+
+@pytest.fixture
+async def peer(nats_server: jetstream.EmbeddedServer) -> AsyncIterator[JetStreamContext]:
+    nc = await nats.connect(nats_server.url)
+    yield nc.jetstream()
+    await nc.close()
+
+
+def _meta_subject(store: str, name: str) -> str:
+    return f"$O.{store}.M.{base64.urlsafe_b64encode(name.encode()).decode()}"
+
+
+async def _plant(peer: JetStreamContext, store: str, at: str, **fields: Any) -> None:
+    """A meta record on the subject of ``at`` as a peer writes it; ``fields`` override an
+    honest one's."""
+    record: dict[str, Any] = {
+        "name": at,
+        "bucket": store,
+        "nuid": "PeerNuid0123456789abcd",
+        "size": 3 * CHUNK,
+        "chunks": 3,
+        "mtime": "2026-01-01T00:00:00Z",
+        "digest": "SHA-256=47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU=",
+        "options": {"max_chunk_size": CHUNK},
+    }
+    record.update(fields)
+    await peer.publish(
+        _meta_subject(store, at), json.dumps(record).encode(), headers={"Nats-Rollup": "sub"}
+    )
+
+
+def _link(store: str, name: str = "") -> dict[str, Any]:
+    """A link record's fields as nats.go AddLink writes them."""
+    link = {"bucket": store, "name": name} if name else {"bucket": store}
+    return {"size": 0, "chunks": 0, "digest": "", "options": {"link": link}}
+
+
+async def _chunk_counts(js: jetstream.JetStream, store: ObjectStore) -> Counter[str]:
+    counts: Counter[str] = Counter()
+    async for message in jetstream.scan_stream(
+        js, store.stream, [f"$O.{store.name}.C.>"], last_per_subject=False, headers_only=True
+    ):
+        counts[message.subject.rsplit(".", 1)[1]] += 1
+    return counts
+
+
+async def _two_objects(store: ObjectStore) -> dict[str, bytes]:
+    contents = {"a": b"A" * (3 * CHUNK), "b": b"B" * (2 * CHUNK + 5)}
+    for name, data in contents.items():
+        await store.put(name, data, chunk_size=CHUNK)
+    return contents
+
+
+# -- finding 4: fields reaching a subject or a size are validated ------------------------------
+
+HOSTILE: dict[str, dict[str, Any]] = {
+    "nuid >": {"nuid": ">"},
+    "nuid *": {"nuid": "*"},
+    "nuid with dots": {"nuid": "x.>"},
+    "nuid with a space": {"nuid": "a b"},
+    "nuid with a tab": {"nuid": "a\tb"},
+    "nuid empty with chunks": {"nuid": ""},
+    "size negative": {"size": -5},
+    "chunks negative": {"chunks": -1},
+    "size without chunks": {"size": 10, "chunks": 0},
+    "chunks without size": {"size": 0, "chunks": 3},
+    "more chunks than bytes": {"size": 2, "chunks": 5},
+    "chunk size negative": {"options": {"max_chunk_size": -1}},
+    "another store's bucket": {"bucket": "elsewhere"},
+    "wildcard bucket": {"bucket": "*"},
+    "another object's name": {"name": "a"},
+    "link into a wildcard store": {"options": {"link": {"bucket": ">", "name": "a"}}},
+    "link into a dotted store": {"options": {"link": {"bucket": "x.y", "name": "a"}}},
+    "link with no store": {"options": {"link": {"name": "a"}}},
+}
+
+
+@pytest.mark.parametrize("fields", HOSTILE.values(), ids=HOSTILE.keys())
+async def test_a_hostile_record_is_refused_and_touches_nothing_else(
+    store: ObjectStore,
+    js: jetstream.JetStream,
+    peer: JetStreamContext,
+    caplog: pytest.LogCaptureFixture,
+    fields: dict[str, Any],
+) -> None:
+    """A nuid of ``>`` made ``delete`` purge ``$O.<store>.C.>`` (every object's chunks) and
+    made reads subscribe to every object's chunks."""
+    contents = await _two_objects(store)
+    before = await _chunk_counts(js, store)
+    await _plant(peer, store.name, "evil", **fields)
+
+    with pytest.raises(objstore.InvalidObjectMetaError):
+        await store.info("evil")
+    with pytest.raises(objstore.InvalidObjectMetaError):
+        await store.get_bytes("evil")
+    with pytest.raises(objstore.InvalidObjectMetaError):
+        await store.update_meta("evil", description="x")
+    caplog.set_level(logging.WARNING, logger="objstore")
+    assert {i.name async for i in store.list()} == {"a", "b"}
+    assert any("evil" in r.getMessage() or "ZXZpbA" in r.getMessage() for r in caplog.records)
+    assert await store.cleanup(older_than=timedelta(0)) == 0
+
+    await store.delete("evil")  # the record goes; nothing is purged on its word
+    with pytest.raises(objstore.ObjectNotFoundError):
+        await store.info("evil")
+    assert await _chunk_counts(js, store) == before, "other objects' chunks intact"
+    for name, data in contents.items():
+        assert await store.get_bytes(name) == data
+
+
+async def test_a_wildcard_nuid_is_never_a_reader_filter(
+    store: ObjectStore, js: jetstream.JetStream, peer: JetStreamContext
+) -> None:
+    """With ``"nuid": "*"`` and a's size, a read of the planted name delivered a's chunks."""
+    contents = await _two_objects(store)
+    real = await store.info("a")
+    await _plant(
+        peer, store.name, "spy", nuid="*", size=real.size, chunks=real.chunks, digest=real.digest
+    )
+    with pytest.raises(objstore.InvalidObjectMetaError, match="nuid"):
+        await store.get_bytes("spy")
+    assert await store.get_bytes("a") == contents["a"]
+
+
+async def test_valid_peer_records_still_read(store: ObjectStore, peer: JetStreamContext) -> None:
+    """The checks refuse only what no ADR-20 writer produces: nats.js link records without a
+    nuid, empty objects, tombstones and nats.go links stay readable."""
+    await store.put("target", b"T" * (CHUNK + 1), chunk_size=CHUNK)
+    await _plant(peer, store.name, "go-link", **_link(store.name, "target"))
+    await peer.publish(
+        _meta_subject(store.name, "js-link"),
+        json.dumps(
+            {"name": "js-link", "bucket": store.name, "options": {"link": _link_of(store.name)}}
+        ).encode(),
+    )
+    await _plant(peer, store.name, "empty", size=0, chunks=0, digest="")
+    await _plant(peer, store.name, "gone", size=0, chunks=0, deleted=True, digest="", mtime="")
+    assert await store.get_bytes("go-link") == b"T" * (CHUNK + 1)
+    assert await store.get_bytes("js-link") == b"T" * (CHUNK + 1)
+    assert (await store.info("empty")).size == 0
+    with pytest.raises(objstore.ObjectNotFoundError):
+        await store.info("gone")
+    names = {i.name async for i in store.list(include_deleted=True)}
+    assert names == {"target", "go-link", "js-link", "empty", "gone"}
+
+
+def _link_of(store: str) -> dict[str, str]:
+    return {"bucket": store, "name": "target"}
+
+
+# -- finding 5: reads end, promptly where the end is provable ----------------------------------
+
+
+async def _plant_chunks(js: jetstream.JetStream, store: str, nuid: str, count: int) -> None:
+    for i in range(count):
+        await js.publish(f"$O.{store}.C.{nuid}", bytes([i]) * CHUNK)
+
+
+async def _timed(call: Callable[[], Any]) -> float:
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    await asyncio.wait_for(call(), 25)
+    return loop.time() - started
+
+
+async def test_a_record_promising_more_chunks_than_stored_ends_promptly(
+    store: ObjectStore, js: jetstream.JetStream, peer: JetStreamContext
+) -> None:
+    await _plant_chunks(js, store.name, "ShortNuid", 3)
+    await _plant(peer, store.name, "short", nuid="ShortNuid", size=8 * CHUNK, chunks=8)
+
+    async def read() -> None:
+        with pytest.raises(objstore.DigestMismatchError, match="3 of 8"):
+            await store.get_bytes("short")
+
+    assert await _timed(read) < PROMPT
+
+
+async def test_a_record_whose_chunks_are_gone_ends_promptly(
+    store: ObjectStore, js: jetstream.JetStream
+) -> None:
+    info = await store.put("x", b"x" * (4 * CHUNK), chunk_size=CHUNK)
+    await js.purge_stream(store.stream, subject=f"$O.{store.name}.C.{info.nuid}")
+
+    async def read() -> None:
+        with pytest.raises(objstore.DigestMismatchError, match="0 of 4"):
+            await store.get_bytes("x")
+
+    assert await _timed(read) < PROMPT
+
+
+async def test_a_negative_chunk_count_is_refused_before_reading(
+    store: ObjectStore, js: jetstream.JetStream, peer: JetStreamContext
+) -> None:
+    await _plant_chunks(js, store.name, "NegNuid", 2)
+    await _plant(peer, store.name, "neg", nuid="NegNuid", size=2 * CHUNK, chunks=-1)
+
+    async def read() -> None:
+        with pytest.raises(objstore.InvalidObjectMetaError, match="chunks"):
+            await store.get_bytes("neg")
+
+    assert await _timed(read) < PROMPT
+
+
+async def test_more_bytes_than_the_record_promises_fail_at_once(
+    store: ObjectStore, js: jetstream.JetStream, peer: JetStreamContext
+) -> None:
+    """A record claiming 2 small chunks over large stored ones: the read fails as soon as
+    the bytes exceed the record's size, not after buffering everything."""
+    for _ in range(2):
+        await js.publish(f"$O.{store.name}.C.BigNuid", b"z" * (64 * CHUNK))
+    await _plant(peer, store.name, "big", nuid="BigNuid", size=2, chunks=2)
+    async with store.open("big") as reader:
+        with pytest.raises(objstore.DigestMismatchError, match="more than"):
+            async for _chunk in reader:
+                pass
+        assert reader._received == 1
+
+
+async def test_a_link_loop_is_a_typed_error(
+    store: ObjectStore, peer: JetStreamContext
+) -> None:
+    """``A -> B -> A`` read as empty bytes."""
+    await _plant(peer, store.name, "A", **_link(store.name, "B"))
+    await _plant(peer, store.name, "B", **_link(store.name, "A"))
+    with pytest.raises(objstore.ObjectLinkError, match="loop") as raised:
+        await store.get_bytes("A")
+    assert isinstance(raised.value, jetstream.JetStreamError)
+    await _plant(peer, store.name, "self", **_link(store.name, "self"))
+    with pytest.raises(objstore.ObjectLinkError, match="loop"):
+        await store.get_bytes("self")
+
+
+async def test_link_chains_are_followed_up_to_a_bound(
+    store: ObjectStore, js: jetstream.JetStream, peer: JetStreamContext, unique_name: Callable[[str], str]
+) -> None:
+    """nats.go follows links recursively without a bound; we follow at most
+    ``MAX_LINK_DEPTH`` links, across stores too."""
+    other = await objstore.create_store(js, unique_name("other"))
+    try:
+        await other.put("target", b"far away")
+        depth = objstore.MAX_LINK_DEPTH
+        await _plant(peer, store.name, f"L{depth - 1}", **_link(other.name, "target"))
+        for i in range(depth - 1):
+            await _plant(peer, store.name, f"L{i}", **_link(store.name, f"L{i + 1}"))
+        assert await store.get_bytes("L0") == b"far away", "a chain of MAX_LINK_DEPTH links"
+        await _plant(peer, store.name, "L-1", **_link(store.name, "L0"))
+        with pytest.raises(objstore.ObjectLinkError, match="more than"):
+            await store.get_bytes("L-1")
+        await _plant(peer, other.name, "back", **_link(store.name, "L-1"))
+        await _plant(peer, store.name, "cross", **_link(other.name, "back"))
+        with pytest.raises(objstore.ObjectLinkError):
+            await store.get_bytes("cross")
+    finally:
+        await objstore.delete_store(js, other.name)
