@@ -24,7 +24,13 @@ __all__ = ["save_to_file"]
 _WRITE_BATCH = 4 * 1024 * 1024
 """Bytes handed to one write: one batch is written while the next arrives."""
 
-_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_FLAGS = (
+    os.O_WRONLY
+    | os.O_CREAT
+    | os.O_EXCL
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)
 _NAME_TRIES = 16
 
 

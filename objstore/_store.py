@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import logging
@@ -41,9 +40,9 @@ from ._errors import (
     StoreNotFoundError,
 )
 from ._files import save_to_file
-from ._links import follow_links
 from ._finish import run_to_end
 from ._io import Source
+from ._links import follow_links
 from ._meta import MetaRecord, attempts, info_from_message, read_record, write_record
 from ._models import (
     DEFAULT_CHUNK_SIZE,
@@ -93,10 +92,15 @@ class ObjectStore:
     only the winner's chunks stay.
 
     **Records by other clients** decode with ADR-20 defaults for omitted fields (nats.js link
-    records carry only ``name``, ``bucket`` and ``options``). A record that is not ADR-20 JSON
-    is :class:`InvalidObjectMetaError` on direct access (``info``, reads, rewrites), skipped
-    with a logged warning by ``list``/``watch``, makes ``cleanup`` remove nothing, and is
-    written over by ``put``.
+    records carry only ``name``, ``bucket`` and ``options``). Anyone who may publish on the
+    store writes the records every client reads, so each is checked before any field reaches
+    a subject or a size: the nuid one literal subject token, sizes and chunk counts
+    non-negative and consistent, its own name and store, link targets valid store names. A
+    record that is not ADR-20 JSON or fails a check is :class:`InvalidObjectMetaError` on
+    direct access (``info``, reads, rewrites), skipped with a logged warning by
+    ``list``/``watch``, makes ``cleanup`` remove nothing while its nuid is not a literal
+    token, is written over by ``put`` and removed by ``delete``; nothing is ever purged on
+    its word.
     """
 
     def __init__(
@@ -437,7 +441,7 @@ class ObjectStore:
 
         Raises:
             ObjectNotFoundError: no such object (or deleted, unless ``include_deleted``).
-            InvalidObjectMetaError: its meta record is not ADR-20 JSON.
+            InvalidObjectMetaError: its meta record is not ADR-20 JSON or fails its checks.
         """
         validate_object_name(name)
         info = await self._current_info(name, include_deleted=include_deleted)
@@ -447,18 +451,24 @@ class ObjectStore:
 
     def open(self, name: str, *, stall_timeout: float = DEFAULT_STALL_TIMEOUT) -> _OpeningReader:
         """``async with store.open(name) as reader: async for chunk in reader: ...``; links are
-        followed. Memory stays around 8 MiB whatever the object size.
+        followed (at most :data:`objstore.MAX_LINK_DEPTH`, loops refused). Memory stays around
+        8 MiB whatever the object size.
 
         A read ends with the whole object or an error in bounded time: an object deleted or
         replaced while it is read fails within about a second of the reader running out of
-        buffered chunks, and a read that gets no chunk for ``stall_timeout`` seconds (default
-        30; e.g. the server down) fails then.
+        buffered chunks; chunks missing when the read starts (purged, or never stored by a
+        peer whose record lies) fail it at once; more bytes than the record promises fail it
+        at the first chunk too many; a read that gets no chunk for ``stall_timeout`` seconds
+        (default 30; e.g. the server down) fails then.
 
         Raises:
             ClientValidationError: ``stall_timeout`` is not a positive number (at once), or
                 ``name`` is a link to a whole store (on entering).
             ObjectNotFoundError: (on entering) no such object, or a link to a missing one;
                 (while reading) the object was deleted or replaced.
+            InvalidObjectMetaError: (on entering) a record on the way is unreadable or fails
+                its checks (see :class:`InvalidObjectMetaError`); nothing was read.
+            ObjectLinkError: (on entering) the links loop or chain too deep.
             DigestMismatchError: (while reading) corrupt or incomplete.
             RequestTimeoutError: (while reading) no chunk for ``stall_timeout`` seconds.
         """
@@ -472,7 +482,8 @@ class ObjectStore:
         Raises:
             ObjectNotFoundError: no such object, or deleted or replaced while being read;
             DigestMismatchError: corrupt or incomplete; RequestTimeoutError: no chunk for
-            ``stall_timeout`` seconds; ClientValidationError: a bad ``stall_timeout``.
+            ``stall_timeout`` seconds; ClientValidationError: a bad ``stall_timeout``;
+            InvalidObjectMetaError, ObjectLinkError: as :meth:`open`.
         """
         async with self.open(name, stall_timeout=stall_timeout) as reader:
             return await reader.read()
@@ -494,8 +505,9 @@ class ObjectStore:
         ``stall_timeout`` as in :meth:`open`.
 
         Raises:
-            ObjectNotFoundError, DigestMismatchError, RequestTimeoutError,
-            ClientValidationError: as :meth:`get_bytes`; OSError from the file.
+            ObjectNotFoundError, DigestMismatchError, RequestTimeoutError, ClientValidationError,
+            InvalidObjectMetaError, ObjectLinkError: as :meth:`get_bytes`; OSError from the
+            file system (e.g. the directory is not writable).
         """
         opening = self.open(name, stall_timeout=stall_timeout)  # bad input: before any file
         async with opening as reader:

@@ -23,6 +23,8 @@ from nats.js import JetStreamContext
 import jetstream
 import objstore
 from objstore import ObjectStore
+from objstore._download import MAX_WINDOW_MESSAGES, window_messages
+from objstore._trust import is_literal_token
 
 CHUNK = 1024
 PROMPT = 5.0  # seconds: a provable end must come well before the 30 s stall timeout
@@ -255,9 +257,7 @@ async def test_more_bytes_than_the_record_promises_fail_at_once(
         assert reader._received == 1
 
 
-async def test_a_link_loop_is_a_typed_error(
-    store: ObjectStore, peer: JetStreamContext
-) -> None:
+async def test_a_link_loop_is_a_typed_error(store: ObjectStore, peer: JetStreamContext) -> None:
     """``A -> B -> A`` read as empty bytes."""
     await _plant(peer, store.name, "A", **_link(store.name, "B"))
     await _plant(peer, store.name, "B", **_link(store.name, "A"))
@@ -270,7 +270,10 @@ async def test_a_link_loop_is_a_typed_error(
 
 
 async def test_link_chains_are_followed_up_to_a_bound(
-    store: ObjectStore, js: jetstream.JetStream, peer: JetStreamContext, unique_name: Callable[[str], str]
+    store: ObjectStore,
+    js: jetstream.JetStream,
+    peer: JetStreamContext,
+    unique_name: Callable[[str], str],
 ) -> None:
     """nats.go follows links recursively without a bound; we follow at most
     ``MAX_LINK_DEPTH`` links, across stores too."""
@@ -291,3 +294,51 @@ async def test_link_chains_are_followed_up_to_a_bound(
             await store.get_bytes("cross")
     finally:
         await objstore.delete_store(js, other.name)
+
+
+# -- the checks themselves, without a server ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("token", "literal"),
+    [
+        ("PeerNuid0123456789abcd", True),
+        ("a-b_c~!", True),
+        ("", False),
+        (">", False),
+        ("*", False),
+        ("a*", False),
+        ("a.b", False),
+        ("a b", False),
+        ("a\x00b", False),
+        ("a\nb", False),
+        ("é", False),
+    ],
+)
+def test_a_nuid_must_be_one_literal_token(token: str, literal: bool) -> None:
+    assert is_literal_token(token) is literal
+
+
+@pytest.mark.parametrize(
+    ("size", "chunks", "max_chunk_size", "messages"),
+    [
+        (10 * 128 * 1024, 10, 128 * 1024, 64),  # every client's default chunk size
+        (1000, 1000, 1, MAX_WINDOW_MESSAGES),  # a record claiming 1-byte chunks
+        (1000, 1000, 0, MAX_WINDOW_MESSAGES),
+        (64 * 1024 * 1024, 8, 8 * 1024 * 1024, 2),
+        (0, 0, 0, 64),
+    ],
+)
+def test_the_read_window_is_bounded_whatever_the_record_claims(
+    size: int, chunks: int, max_chunk_size: int, messages: int
+) -> None:
+    info = objstore.ObjectInfo(
+        name="x",
+        bucket="s",
+        nuid="n",
+        size=size,
+        mtime="",
+        chunks=chunks,
+        options=objstore.ObjectMetaOptions(max_chunk_size=max_chunk_size),
+    )
+    assert window_messages(info) == messages

@@ -82,7 +82,9 @@ async def test_the_temporary_file_is_new_and_private_to_the_call(
     next to the target), never to a name chosen in advance; the result keeps the umask."""
     await store.put("obj", os.urandom(6 * CHUNK), chunk_size=CHUNK)
     seen: list[list[Path]] = []
-    await store.get_file("obj", tmp_path / "out.bin", progress=lambda d, t: seen.append(_ours(tmp_path)))
+    await store.get_file(
+        "obj", tmp_path / "out.bin", progress=lambda d, t: seen.append(_ours(tmp_path))
+    )
     partials = {p for listing in seen for p in listing}
     assert len(partials) == 1, partials
     (partial,) = partials
@@ -137,7 +139,9 @@ async def test_a_cancelled_download_removes_only_its_own_file(
         if done >= 3 * CHUNK:
             tasks[0].cancel()  # the next await inside get_file raises CancelledError
 
-    tasks.append(asyncio.create_task(store.get_file("obj", tmp_path / "out.bin", progress=progress)))
+    tasks.append(
+        asyncio.create_task(store.get_file("obj", tmp_path / "out.bin", progress=progress))
+    )
     with pytest.raises(asyncio.CancelledError):
         await asyncio.wait_for(tasks[0], 20)
     assert not (tmp_path / "out.bin").exists()
