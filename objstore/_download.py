@@ -110,6 +110,8 @@ class ObjectReader(AsyncResource):
         await self._hasher.update(chunk)
         if self._received == self.info.chunks:
             self._done = True
+        elif message.metadata.pending == 0:
+            await self._check_still_there()  # the server has nothing more for us: provable now
         elif message.metadata.pending < self.info.chunks - self._received:
             await self._short()
         return chunk
