@@ -22,6 +22,7 @@ from jetstream import (
 from ._errors import DigestMismatchError, ObjectNotFoundError
 from ._io import Hasher
 from ._models import DEFAULT_CHUNK_SIZE, ObjectInfo, chunk_subject
+from ._trust import check_readable
 
 if TYPE_CHECKING:
     from ._store import ObjectStore
@@ -66,12 +67,16 @@ class ObjectReader(AsyncResource):
             promises, or, after the last chunk, the size, chunk count or SHA-256 digest differ
             from the object's meta.
         RequestTimeoutError: no chunk for ``stall_timeout`` seconds.
+
+    Raises (on construction): InvalidObjectMetaError when ``info``'s nuid is not one literal
+    subject token or its counts are off; ClientValidationError for a bad ``stall_timeout``.
     """
 
     def __init__(
         self, store: ObjectStore, info: ObjectInfo, *, stall_timeout: float = DEFAULT_STALL_TIMEOUT
     ) -> None:
         check_stall_timeout(stall_timeout)
+        check_readable(info)  # checked where decoded; again here for infos built by callers
         self.info = info
         self._store = store
         self._stall_timeout = float(stall_timeout)

@@ -357,11 +357,15 @@ class ObjectStore:
 
         Raises:
             ObjectNotFoundError: the target does not exist; ObjectExistsError: ``name`` is an
-                object that is not a link; ClientValidationError: the target is a link.
+                object that is not a link; ClientValidationError: the target is a link;
+                InvalidBucketNameError, InvalidObjectNameError: a target ``ObjectInfo`` with
+                an invalid store or object name (nothing written).
             ObjectChangedError: ``name`` changed under every retry; nothing was written.
         """
         validate_object_name(name)
         info = target if isinstance(target, ObjectInfo) else await self.info(target)
+        validate_bucket_name(info.bucket)  # a caller's ObjectInfo: nothing written on a bad one
+        validate_object_name(info.name)
         if info.deleted:
             raise ObjectNotFoundError(info.name)
         if info.is_link:

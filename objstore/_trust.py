@@ -17,7 +17,7 @@ from jetstream import InvalidBucketNameError, validate_bucket_name
 from ._errors import InvalidObjectMetaError
 from ._models import ObjectInfo
 
-__all__ = ["check_record", "is_literal_token"]
+__all__ = ["check_readable", "check_record", "is_literal_token"]
 
 _LITERAL_TOKEN = re.compile(r"[!-~]+")
 """Printable ASCII without space: no whitespace or control character can split a subject."""
@@ -43,6 +43,24 @@ def check_record(info: ObjectInfo, *, store: str, subject_name: str) -> None:
         )
 
 
+def check_readable(info: ObjectInfo) -> None:
+    """Check what a read of ``info`` (from anywhere, e.g. built by a caller) puts into a
+    subject or a bound: its nuid and counts.
+
+    Raises:
+        InvalidObjectMetaError: the nuid is not one literal token, or the counts are off.
+    """
+    problem = _nuid_problem(info) or _counts_problem(info)
+    if problem:
+        raise InvalidObjectMetaError(f"object {info.name!r} cannot be read: {problem}")
+
+
+def _nuid_problem(info: ObjectInfo) -> str:
+    if info.nuid and not is_literal_token(info.nuid):
+        return f"nuid {info.nuid!r} is not a single literal subject token"
+    return ""
+
+
 def _problem(info: ObjectInfo, *, store: str, subject_name: str) -> str:
     # A record is about the object its subject names, in the store whose stream holds it:
     # one claiming another would have rewrites and reads aimed at that one.
@@ -50,9 +68,7 @@ def _problem(info: ObjectInfo, *, store: str, subject_name: str) -> str:
         return f"names store {info.bucket!r}"
     if info.name != subject_name:
         return f"names object {info.name!r}, its subject {subject_name!r}"
-    if info.nuid and not is_literal_token(info.nuid):
-        return f"nuid {info.nuid!r} is not a single literal subject token"
-    return _counts_problem(info) or _link_problem(info)
+    return _nuid_problem(info) or _counts_problem(info) or _link_problem(info)
 
 
 def _counts_problem(info: ObjectInfo) -> str:
