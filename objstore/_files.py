@@ -39,7 +39,8 @@ def _create_temporary(target: Path) -> tuple[int, Path]:
     random (128 bits) and O_EXCL refuses anything already there, a symlink included. Mode
     0o666 minus the umask, as ``open(path, "wb")`` would have given the target."""
     for _ in range(_NAME_TRIES):
-        candidate = target.with_name(f".{target.name}.{secrets.token_hex(16)}.part")
+        # The target's name shortened so the temporary one stays within NAME_MAX (255).
+        candidate = target.with_name(f".{target.name[:200]}.{secrets.token_hex(16)}.part")
         try:
             return os.open(candidate, _FLAGS, 0o666), candidate
         except FileExistsError:
@@ -72,7 +73,7 @@ async def save_to_file(
         whatever the reader raises (the target untouched); OSError from the file system.
     """
     loop = asyncio.get_running_loop()
-    fd, temporary = await loop.run_in_executor(None, _create_temporary, target)
+    fd, temporary = await _settled(loop.run_in_executor(None, _create_temporary, target))
     closed = False
     try:
         await _copy(reader, fd, progress)
@@ -92,6 +93,20 @@ async def save_to_file(
             os.close(fd)
         with contextlib.suppress(FileNotFoundError):  # renamed already, or never created
             temporary.unlink()
+        raise
+
+
+async def _settled(creating: asyncio.Future[tuple[int, Path]]) -> tuple[int, Path]:
+    """The temporary file; cancelled meanwhile, the file the thread still creates is removed
+    (it is ours) before the cancellation goes on."""
+    try:
+        return await asyncio.shield(creating)
+    except asyncio.CancelledError:
+        await asyncio.wait([creating])
+        if not creating.cancelled() and creating.exception() is None:
+            fd, temporary = creating.result()
+            os.close(fd)
+            temporary.unlink(missing_ok=True)
         raise
 
 

@@ -164,6 +164,26 @@ async def test_a_wildcard_nuid_is_never_a_reader_filter(
     assert await store.get_bytes("a") == contents["a"]
 
 
+async def test_watch_skips_a_hostile_record(
+    store: ObjectStore, peer: JetStreamContext, caplog: pytest.LogCaptureFixture
+) -> None:
+    await _two_objects(store)
+    await _plant(peer, store.name, "evil", nuid=">")
+    await store.put("c", b"after the hostile record")
+    caplog.set_level(logging.WARNING, logger="objstore")
+    seen: list[str] = []
+
+    async def watch() -> None:
+        async for info in store.watch():
+            seen.append(info.name)
+            if info.name == "c":
+                return
+
+    await asyncio.wait_for(watch(), 10)
+    assert sorted(seen) == ["a", "b", "c"]
+    assert any("unreadable meta record" in r.getMessage() for r in caplog.records)
+
+
 async def test_valid_peer_records_still_read(store: ObjectStore, peer: JetStreamContext) -> None:
     """The checks refuse only what no ADR-20 writer produces: nats.js link records without a
     nuid, empty objects, tombstones and nats.go links stay readable."""

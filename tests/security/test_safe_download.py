@@ -75,7 +75,7 @@ async def test_a_symlink_at_the_target_is_replaced_not_written_through(
     assert not target.is_symlink() and target.read_bytes() == data
 
 
-async def test_the_temporary_file_is_new_and_private_to_the_call(
+async def test_the_temporary_file_is_new_and_the_calls_own(
     store: ObjectStore, tmp_path: Path
 ) -> None:
     """While chunks arrive, the data goes to a file the call created itself (exclusively,
