@@ -62,6 +62,21 @@ def _finish(fd: int, temporary: Path, target: Path) -> None:
     finally:
         os.close(fd)
     os.replace(temporary, target)
+    _sync_directory(target.parent)
+
+
+def _sync_directory(folder: Path) -> None:
+    """Make the rename itself durable where the platform can (POSIX); best effort."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # e.g. a file system that cannot sync directories: the file itself is synced
+    finally:
+        os.close(fd)
 
 
 async def save_to_file(

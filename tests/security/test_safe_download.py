@@ -147,3 +147,41 @@ async def test_a_cancelled_download_removes_only_its_own_file(
     assert not (tmp_path / "out.bin").exists()
     assert partial.read_bytes() == b"not ours"
     assert _ours(tmp_path) == []
+
+
+async def test_a_download_cut_off_by_the_server_leaves_existing_files_alone(
+    tmp_path: Path,
+) -> None:
+    server = jetstream.EmbeddedServer(store_dir=tmp_path / "store")
+    server.start()
+    try:
+        async with await jetstream.connect(
+            server.url, timeout=1.0, reconnect_time_wait=0.2, max_reconnect_attempts=-1
+        ) as js:
+            store = await objstore.create_store(js, "down")
+            chunk = objstore.DEFAULT_CHUNK_SIZE
+            await store.put("big", b"".join(bytes([i]) * chunk for i in range(96)))  # > window
+            files = tmp_path / "files"
+            files.mkdir()
+            (files / "out.bin").write_bytes(b"previous download")
+            (files / "out.bin.part").write_bytes(b"someone else's partial file")
+
+            def progress(done: int, total: int | None) -> None:
+                if server.running:
+                    server.kill()
+
+            with pytest.raises(jetstream.RequestTimeoutError):
+                await asyncio.wait_for(
+                    store.get_file("big", files / "out.bin", progress=progress, stall_timeout=2.0),
+                    30,
+                )
+            assert (files / "out.bin").read_bytes() == b"previous download"
+            assert (files / "out.bin.part").read_bytes() == b"someone else's partial file"
+            assert sorted(p.name for p in files.iterdir()) == ["out.bin", "out.bin.part"]
+            await asyncio.to_thread(server.start)  # leave the context connected to close
+            deadline = asyncio.get_running_loop().time() + 20
+            while not js.nc.is_connected:
+                assert asyncio.get_running_loop().time() < deadline, "no reconnect"
+                await asyncio.sleep(0.05)
+    finally:
+        server.close()
