@@ -19,12 +19,14 @@ from ._errors import (
     InvalidObjectNameError,
     ObjectChangedError,
     ObjectExistsError,
+    ObjectLinkError,
     ObjectNotFoundError,
     PathNotAllowedError,
     StoreExistsError,
     StoreNotFoundError,
     UploadFailedError,
 )
+from ._links import MAX_LINK_DEPTH
 from ._manage import create_store, delete_store, list_stores, open_store
 from ._models import (
     DEFAULT_CHUNK_SIZE,
@@ -39,6 +41,7 @@ from ._store import ObjectStore
 
 __all__ = [
     "DEFAULT_CHUNK_SIZE",
+    "MAX_LINK_DEPTH",
     "DigestMismatchError",
     "DuplicateObjectNameError",
     "InvalidObjectMetaError",
@@ -47,6 +50,7 @@ __all__ = [
     "ObjectExistsError",
     "ObjectInfo",
     "ObjectLink",
+    "ObjectLinkError",
     "ObjectMetaOptions",
     "ObjectNotFoundError",
     "ObjectReader",

@@ -21,7 +21,8 @@ from jetstream import (
 
 from ._errors import DigestMismatchError, ObjectNotFoundError
 from ._io import Hasher
-from ._models import ObjectInfo, chunk_subject
+from ._models import DEFAULT_CHUNK_SIZE, ObjectInfo, chunk_subject
+from ._trust import check_readable
 
 if TYPE_CHECKING:
     from ._store import ObjectStore
@@ -30,9 +31,11 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_STALL_TIMEOUT",
     "IDLE_CHECK",
+    "MAX_WINDOW_MESSAGES",
     "WINDOW_BYTES",
     "ObjectReader",
     "check_stall_timeout",
+    "window_messages",
 ]
 
 WINDOW_BYTES = 8 * 1024 * 1024
@@ -40,6 +43,9 @@ WINDOW_BYTES = 8 * 1024 * 1024
 
 DEFAULT_STALL_TIMEOUT = 30.0
 """Seconds a read may go without receiving a chunk before it fails (RequestTimeoutError)."""
+
+MAX_WINDOW_MESSAGES = 1024
+"""Chunks requested or buffered at any time, whatever chunk size a meta record claims."""
 
 IDLE_CHECK = 1.0
 """Seconds without a chunk after which a read checks that its object is still there."""
@@ -57,31 +63,37 @@ class ObjectReader(AsyncResource):
     Raises (while iterating):
         ObjectNotFoundError: the object was deleted or replaced while being read.
         DigestMismatchError: chunks are missing although the meta record is unchanged (e.g.
-            expired), or, after the last chunk, the size, chunk count or SHA-256 digest differ
+            expired, or never stored by a lying peer), more bytes arrive than the record
+            promises, or, after the last chunk, the size, chunk count or SHA-256 digest differ
             from the object's meta.
         RequestTimeoutError: no chunk for ``stall_timeout`` seconds.
+
+    Raises (on construction): InvalidObjectMetaError when ``info``'s nuid is not one literal
+    subject token or its counts are off; ClientValidationError for a bad ``stall_timeout``.
     """
 
     def __init__(
         self, store: ObjectStore, info: ObjectInfo, *, stall_timeout: float = DEFAULT_STALL_TIMEOUT
     ) -> None:
         check_stall_timeout(stall_timeout)
+        check_readable(info)  # checked where decoded; again here for infos built by callers
         self.info = info
         self._store = store
         self._stall_timeout = float(stall_timeout)
-        chunk_size = (info.options.max_chunk_size if info.options else 0) or 128 * 1024
-        self._subject = chunk_subject(info.bucket, info.nuid)
+        # The chunks are in this store's stream, whatever the record says about its bucket.
+        self._subject = chunk_subject(store.name, info.nuid)
         self._consumer = OrderedConsumer(
             store._js,
             store.stream,
             filter_subjects=[self._subject],
-            max_messages=max(2, WINDOW_BYTES // chunk_size),
+            max_messages=window_messages(info),
         )
         self._next: asyncio.Future[PullMessage] | None = None  # kept across idle checks
         self._hasher = Hasher()
         self._received = 0
         self._size = 0
         self._short_checked = False  # the server's pending count was checked against the meta
+        self._started = False
         self._done = info.chunks == 0
 
     def __aiter__(self) -> Self:
@@ -95,9 +107,16 @@ class ObjectReader(AsyncResource):
         chunk = message.data
         self._received += 1
         self._size += len(chunk)
+        if self._size > self.info.size:  # a lying record: fail before buffering the rest
+            raise DigestMismatchError(
+                f"object {self.info.name!r}: more than the {self.info.size} bytes its meta "
+                f"record promises after {self._received} of {self.info.chunks} chunks"
+            )
         await self._hasher.update(chunk)
         if self._received == self.info.chunks:
             self._done = True
+        elif message.metadata.pending == 0:
+            await self._check_still_there()  # the server has nothing more for us: provable now
         elif message.metadata.pending < self.info.chunks - self._received:
             await self._short()
         return chunk
@@ -108,20 +127,37 @@ class ObjectReader(AsyncResource):
         between checks (that could cut a consumer reset in half)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._stall_timeout
+        if not self._started:
+            await self._start(deadline - loop.time())
         if self._next is None:
             self._next = asyncio.ensure_future(self._consumer.__anext__())
         while True:
             remaining = deadline - loop.time()
             if remaining <= 0:
-                raise RequestTimeoutError(
-                    f"object {self.info.name!r}: no chunk for {self._stall_timeout:g}s "
-                    f"(stall_timeout) after {self._received} of {self.info.chunks}"
-                )
+                raise self._stalled()
             done, _ = await asyncio.wait({self._next}, timeout=min(IDLE_CHECK, remaining))
             if done:
                 finished, self._next = self._next, None
                 return finished.result()
             await self._check_still_there()
+
+    async def _start(self, timeout: float) -> None:
+        """Create the consumer; when it counts fewer chunks than the meta promises, check at
+        once (chunks purged before the read began end it now, not after an idle second)."""
+        self._started = True
+        try:
+            await asyncio.wait_for(self._consumer.start(), timeout)
+        except TimeoutError:
+            raise self._stalled() from None
+        pending = self._consumer.initial_pending
+        if pending is not None and pending < self.info.chunks:
+            await self._check_still_there()
+
+    def _stalled(self) -> RequestTimeoutError:
+        return RequestTimeoutError(
+            f"object {self.info.name!r}: no chunk for {self._stall_timeout:g}s "
+            f"(stall_timeout) after {self._received} of {self.info.chunks}"
+        )
 
     async def _short(self) -> None:
         """The server counts fewer chunks left than the meta promises: find out why, once."""
@@ -187,6 +223,16 @@ class ObjectReader(AsyncResource):
                 pending.exception()  # retrieved: a failure after the read ended is moot
         await self._consumer.close()
         self._hasher.close()
+
+
+def window_messages(info: ObjectInfo) -> int:
+    """Chunks requested at a time: about :data:`WINDOW_BYTES` at the record's chunk size (its
+    ``max_chunk_size``, or its average chunk), at most :data:`MAX_WINDOW_MESSAGES` whatever a
+    record claims (a record claiming 1-byte chunks asked for 8 million)."""
+    claimed = info.options.max_chunk_size if info.options else 0
+    average = -(-info.size // info.chunks) if info.chunks > 0 else 0
+    chunk_size = max(claimed, average) or DEFAULT_CHUNK_SIZE
+    return max(2, min(MAX_WINDOW_MESSAGES, WINDOW_BYTES // chunk_size))
 
 
 def check_stall_timeout(stall_timeout: float) -> None:

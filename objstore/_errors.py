@@ -9,7 +9,10 @@ JetStreamError
 │                            ── PathNotAllowedError   an upload path outside ``allowed_root``
 ├── FastBatchError           ── UploadFailedError     the upload stored nothing
 ├── DigestMismatchError                               a download does not match its meta
-└── ObjectExistsError                                 a link would replace an object
+├── ObjectExistsError                                 a link would replace an object
+├── ObjectChangedError                                a rewrite met a concurrent write each time
+├── InvalidObjectMetaError                            a meta record unreadable or not trustworthy
+└── ObjectLinkError                                   links that loop or chain too deep
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ __all__ = [
     "InvalidObjectNameError",
     "ObjectChangedError",
     "ObjectExistsError",
+    "ObjectLinkError",
     "ObjectNotFoundError",
     "PathNotAllowedError",
     "StoreExistsError",
@@ -81,8 +85,20 @@ class ObjectChangedError(JetStreamError):
 
 
 class InvalidObjectMetaError(JetStreamError):
-    """An object's meta record is not ADR-20 JSON (not an object, or fields of the wrong type).
-    Raised on direct access (``info``, reads); listings skip such records with a warning."""
+    """An object's meta record is not ADR-20 JSON (not an object, or fields of the wrong type),
+    or has fields no ADR-20 writer produces (a nuid that is not one literal subject token,
+    negative or inconsistent sizes, another object's name or store, a link to an invalid store
+    name). Raised on direct access (``info``, reads, rewrites); listings skip such records
+    with a warning; nothing is ever purged on their word."""
+
+
+class ObjectLinkError(JetStreamError):
+    """Following links did not reach an object: they loop (``A -> B -> A``) or chain more
+    than :data:`objstore.MAX_LINK_DEPTH` links deep. ``chain`` holds the ``store/name`` hops."""
+
+    def __init__(self, message: str, chain: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.chain = chain
 
 
 class DuplicateObjectNameError(ClientValidationError):

@@ -40,6 +40,7 @@ from jetstream import headers as hdr
 
 from ._errors import InvalidObjectMetaError, ObjectChangedError
 from ._models import ObjectInfo, decode_info, encode_info, meta_subject, name_from_meta_subject
+from ._trust import check_record
 
 if TYPE_CHECKING:
     from ._store import ObjectStore
@@ -67,6 +68,9 @@ class MetaRecord:
     seq: int
     ttl_headers: dict[str, str]
     expiring: bool = False
+    readable: bool = True
+    """False: read without ``strict`` from a record that failed its checks (``info`` is then
+    a stand-in deleted record; nothing it names may be used)."""
 
     @property
     def live(self) -> bool:
@@ -87,15 +91,18 @@ def attempts(what: str) -> Iterator[int]:
 
 
 def info_from_message(store: str, subject: str, data: bytes, headers: dict[str, str]) -> ObjectInfo:
-    """The ObjectInfo of a stored meta message; an empty payload (a server expiry marker, or a
-    purge marker) reads as a deleted object.
+    """The ObjectInfo of a stored meta message, checked (any peer may have written it); an
+    empty payload (a server expiry marker, or a purge marker) reads as a deleted object.
 
     Raises:
-        InvalidObjectMetaError: the payload is not an ADR-20 meta record.
+        InvalidObjectMetaError: the payload is not an ADR-20 meta record, or one whose fields
+            cannot be trusted (see :func:`objstore._trust.check_record`).
     """
     name = name_from_meta_subject(subject)
     if data:
-        return decode_info(data, name=name, bucket=store)
+        info = decode_info(data, name=name, bucket=store)
+        check_record(info, store=store, subject_name=name)
+        return info
     return ObjectInfo(
         name=name,
         bucket=store,
@@ -151,6 +158,8 @@ async def read_record(store: ObjectStore, name: str, *, strict: bool = True) -> 
             raise
         # Its chunks, if any, are unknown: cleanup() finds them once this record is gone.
         info = info_from_message(store.name, message.subject, b"", {})
+        ttl = remaining_ttl(message)
+        return MetaRecord(info=info, seq=message.seq, ttl_headers=ttl or {}, readable=False)
     ttl = remaining_ttl(message)
     return MetaRecord(info=info, seq=message.seq, ttl_headers=ttl or {}, expiring=ttl is None)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import logging
@@ -40,8 +39,10 @@ from ._errors import (
     ObjectNotFoundError,
     StoreNotFoundError,
 )
+from ._files import save_to_file
 from ._finish import run_to_end
 from ._io import Source
+from ._links import follow_links
 from ._meta import MetaRecord, attempts, info_from_message, read_record, write_record
 from ._models import (
     DEFAULT_CHUNK_SIZE,
@@ -55,6 +56,7 @@ from ._models import (
     store_config_from_stream,
     stream_name,
 )
+from ._trust import is_literal_token
 from ._upload import Progress, upload
 
 __all__ = ["ObjectStore", "open_store", "store_info", "validate_object_name"]
@@ -63,7 +65,6 @@ _log = logging.getLogger(__name__)
 
 _MAX_CHUNK_SIZE = 8 * 1024 * 1024
 _DEFAULT_CLEANUP_AGE = timedelta(minutes=1)
-_WRITE_BATCH = 4 * 1024 * 1024
 _log = logging.getLogger("objstore")
 
 
@@ -91,10 +92,15 @@ class ObjectStore:
     only the winner's chunks stay.
 
     **Records by other clients** decode with ADR-20 defaults for omitted fields (nats.js link
-    records carry only ``name``, ``bucket`` and ``options``). A record that is not ADR-20 JSON
-    is :class:`InvalidObjectMetaError` on direct access (``info``, reads, rewrites), skipped
-    with a logged warning by ``list``/``watch``, makes ``cleanup`` remove nothing, and is
-    written over by ``put``.
+    records carry only ``name``, ``bucket`` and ``options``). Anyone who may publish on the
+    store writes the records every client reads, so each is checked before any field reaches
+    a subject or a size: the nuid one literal subject token, sizes and chunk counts
+    non-negative and consistent, its own name and store, link targets valid store names. A
+    record that is not ADR-20 JSON or fails a check is :class:`InvalidObjectMetaError` on
+    direct access (``info``, reads, rewrites), skipped with a logged warning by
+    ``list``/``watch``, makes ``cleanup`` remove nothing while its nuid is not a literal
+    token, is written over by ``put`` and removed by ``delete``; nothing is ever purged on
+    its word.
     """
 
     def __init__(
@@ -190,6 +196,10 @@ class ObjectStore:
         record read; else the newer one is deleted), then its chunks go. The ``deleted`` record
         keeps the TTL the object had left.
 
+        A meta record that is unreadable or fails its checks (a hostile or broken peer's) is
+        deleted too, without purging anything on its word: chunks it may have had are left to
+        :meth:`cleanup`.
+
         Raises:
             ObjectNotFoundError: no such object.
             ObjectChangedError: the record changed under every retry; nothing was written.
@@ -203,12 +213,18 @@ class ObjectStore:
 
     async def _delete(self, name: str) -> None:
         for _ in attempts(f"delete of {name!r}"):
-            record = await self._live_record(name)
+            record = await read_record(self, name, strict=False)
+            if record is None or (record.readable and not record.live):
+                raise ObjectNotFoundError(name)
             try:
                 await self._tombstone(record)
             except WrongLastSequenceError:
                 continue  # replaced meanwhile: delete what is there now
-            if not record.info.is_link and record.info.nuid:
+            if not record.readable:
+                # Nothing is purged on the word of a record that failed its checks (a nuid
+                # of ">" would name every object's chunks); cleanup() finds its chunks.
+                _log.warning("store %r: deleted the unreadable meta record of %r", self.name, name)
+            elif not record.info.is_link and record.info.nuid:
                 await self._js.purge_stream(
                     self.stream, subject=chunk_subject(self.name, record.info.nuid)
                 )
@@ -341,11 +357,15 @@ class ObjectStore:
 
         Raises:
             ObjectNotFoundError: the target does not exist; ObjectExistsError: ``name`` is an
-                object that is not a link; ClientValidationError: the target is a link.
+                object that is not a link; ClientValidationError: the target is a link;
+                InvalidBucketNameError, InvalidObjectNameError: a target ``ObjectInfo`` with
+                an invalid store or object name (nothing written).
             ObjectChangedError: ``name`` changed under every retry; nothing was written.
         """
         validate_object_name(name)
         info = target if isinstance(target, ObjectInfo) else await self.info(target)
+        validate_bucket_name(info.bucket)  # a caller's ObjectInfo: nothing written on a bad one
+        validate_object_name(info.name)
         if info.deleted:
             raise ObjectNotFoundError(info.name)
         if info.is_link:
@@ -425,7 +445,7 @@ class ObjectStore:
 
         Raises:
             ObjectNotFoundError: no such object (or deleted, unless ``include_deleted``).
-            InvalidObjectMetaError: its meta record is not ADR-20 JSON.
+            InvalidObjectMetaError: its meta record is not ADR-20 JSON or fails its checks.
         """
         validate_object_name(name)
         info = await self._current_info(name, include_deleted=include_deleted)
@@ -435,18 +455,24 @@ class ObjectStore:
 
     def open(self, name: str, *, stall_timeout: float = DEFAULT_STALL_TIMEOUT) -> _OpeningReader:
         """``async with store.open(name) as reader: async for chunk in reader: ...``; links are
-        followed. Memory stays around 8 MiB whatever the object size.
+        followed (at most :data:`objstore.MAX_LINK_DEPTH`, loops refused). Memory stays around
+        8 MiB whatever the object size.
 
         A read ends with the whole object or an error in bounded time: an object deleted or
         replaced while it is read fails within about a second of the reader running out of
-        buffered chunks, and a read that gets no chunk for ``stall_timeout`` seconds (default
-        30; e.g. the server down) fails then.
+        buffered chunks; chunks missing when the read starts (purged, or never stored by a
+        peer whose record lies) fail it at once; more bytes than the record promises fail it
+        at the first chunk too many; a read that gets no chunk for ``stall_timeout`` seconds
+        (default 30; e.g. the server down) fails then.
 
         Raises:
             ClientValidationError: ``stall_timeout`` is not a positive number (at once), or
                 ``name`` is a link to a whole store (on entering).
             ObjectNotFoundError: (on entering) no such object, or a link to a missing one;
                 (while reading) the object was deleted or replaced.
+            InvalidObjectMetaError: (on entering) a record on the way is unreadable or fails
+                its checks (see :class:`InvalidObjectMetaError`); nothing was read.
+            ObjectLinkError: (on entering) the links loop or chain too deep.
             DigestMismatchError: (while reading) corrupt or incomplete.
             RequestTimeoutError: (while reading) no chunk for ``stall_timeout`` seconds.
         """
@@ -460,7 +486,8 @@ class ObjectStore:
         Raises:
             ObjectNotFoundError: no such object, or deleted or replaced while being read;
             DigestMismatchError: corrupt or incomplete; RequestTimeoutError: no chunk for
-            ``stall_timeout`` seconds; ClientValidationError: a bad ``stall_timeout``.
+            ``stall_timeout`` seconds; ClientValidationError: a bad ``stall_timeout``;
+            InvalidObjectMetaError, ObjectLinkError: as :meth:`open`.
         """
         async with self.open(name, stall_timeout=stall_timeout) as reader:
             return await reader.read()
@@ -473,47 +500,23 @@ class ObjectStore:
         progress: Progress | None = None,
         stall_timeout: float = DEFAULT_STALL_TIMEOUT,
     ) -> ObjectInfo:
-        """Download into ``path`` (written as ``<path>.part`` and renamed when the digest
-        matches, so ``path`` never holds a partial or corrupt object; the ``.part`` file is
-        removed when the download fails). ``stall_timeout`` as in :meth:`open`.
+        """Download into ``path``: written to a new temporary file next to it (created
+        exclusively under a random name, never following a link) and renamed onto ``path``
+        once the digest matches and the bytes are synced, so ``path`` never holds a partial or
+        corrupt object and nothing planted in a shared directory is written through (a symlink
+        at ``path`` is replaced, not followed). A failed or cancelled download removes only
+        its own temporary file; ``path`` and every other file stay as they were.
+        ``stall_timeout`` as in :meth:`open`.
 
         Raises:
-            ObjectNotFoundError, DigestMismatchError, RequestTimeoutError,
-            ClientValidationError: as :meth:`get_bytes`; OSError from the file.
+            ObjectNotFoundError, DigestMismatchError, RequestTimeoutError, ClientValidationError,
+            InvalidObjectMetaError, ObjectLinkError: as :meth:`get_bytes`; OSError from the
+            file system (e.g. the directory is not writable).
         """
-        target = Path(path)
-        partial = target.with_name(target.name + ".part")
-        loop = asyncio.get_running_loop()
         opening = self.open(name, stall_timeout=stall_timeout)  # bad input: before any file
-        try:
-            async with opening as reader:
-                done = 0
-                file = await loop.run_in_executor(None, partial.open, "wb")
-                # Written in ~4 MiB batches, one batch in flight while the next arrives.
-                pending: list[bytes] = []
-                writing: asyncio.Future[None] | None = None
-                try:
-                    async for chunk in reader:
-                        pending.append(chunk)
-                        done += len(chunk)
-                        if len(pending) * len(chunk) >= _WRITE_BATCH:
-                            if writing is not None:
-                                await writing
-                            writing = loop.run_in_executor(None, file.writelines, pending)
-                            pending = []
-                        if progress is not None:
-                            progress(done, reader.info.size)
-                    if writing is not None:
-                        await writing
-                    await loop.run_in_executor(None, file.writelines, pending)
-                finally:
-                    if writing is not None and not writing.done():
-                        await asyncio.wait([writing])
-                    await loop.run_in_executor(None, file.close)
-            os.replace(partial, target)
-            return reader.info
-        finally:
-            partial.unlink(missing_ok=True)
+        async with opening as reader:
+            await save_to_file(reader, Path(path), progress)
+        return reader.info
 
     async def list(self, *, include_deleted: bool = False) -> AsyncIterator[ObjectInfo]:
         """Every object's meta record (deleted ones only with ``include_deleted``); unreadable
@@ -629,7 +632,9 @@ def _referenced_nuid(store: str, message: StoredMessage) -> str | None:
         except ValueError:
             return None
         nuid = raw.get("nuid") if isinstance(raw, dict) else None
-        return nuid if isinstance(nuid, str) else None
+        if nuid == "" or (isinstance(nuid, str) and is_literal_token(nuid)):
+            return nuid
+        return None  # a nuid that is no literal token could mean any chunks
     return "" if info.deleted else info.nuid
 
 
@@ -644,21 +649,17 @@ class _OpeningReader:
 
     async def __aenter__(self) -> ObjectReader:
         info = await self._store.info(self._name)
-        store = self._store
-        if info.is_link:
-            link = info.link
-            assert link is not None
-            if not link.name:
-                raise ClientValidationError(f"{self._name!r} links to a whole store, not an object")
-            if link.bucket != store.name:
-                store = await open_store(store._js, link.bucket)
-            info = await store.info(link.name)
+        store, info = await follow_links(self._store, info, _open_linked)
         self._reader = ObjectReader(store, info, stall_timeout=self._stall_timeout)
         return await self._reader.__aenter__()
 
     async def __aexit__(self, *exc: object) -> None:
         if self._reader is not None:
             await self._reader.__aexit__(None, None, None)
+
+
+async def _open_linked(current: ObjectStore, name: str) -> ObjectStore:
+    return await open_store(current._js, name)
 
 
 def _check_metadata(meta: dict[str, str] | None, headers: dict[str, list[str]] | None) -> None:
