@@ -169,14 +169,21 @@ def test_expiry_arrives_as_a_row(
     from datetime import timedelta
 
     name = unique_name("sk")
-    _run(lambda: _bucket(nats_server.url, name, marker_ttl=timedelta(seconds=5)))
+    # The marker lives long enough for a slow Spark start (with 5 s it expired before the read).
+    _run(lambda: _bucket(nats_server.url, name, marker_ttl=timedelta(minutes=10)))
 
-    async def put_with_ttl() -> None:
+    async def put_and_wait_for_the_marker() -> None:
         async with await jetstream.connect(nats_server.url) as js:
             await (await kvstore.open_bucket(js, name)).put("session", b"t", ttl=1)
+            deadline = asyncio.get_running_loop().time() + 30
+            while True:  # the server writes the marker about 1 s later (later under load)
+                last = await js.get_last_message(f"KV_{name}", f"$KV.{name}.session")
+                if jetstream.headers.MARKER_REASON in last.headers:
+                    return
+                assert asyncio.get_running_loop().time() < deadline, "no expiry marker"
+                await asyncio.sleep(0.1)
 
-    _run(put_with_ttl)
-    _run(lambda: asyncio.sleep(2))
+    _run(put_and_wait_for_the_marker)
     table = unique_name("t")
     query = (
         spark.readStream.format("natskv").option("servers", nats_server.url).load(name)
