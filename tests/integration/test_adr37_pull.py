@@ -103,11 +103,12 @@ async def test_threshold_equal_to_max_bytes_delivers_everything_without_a_storm(
     seen: list[bytes] = []
     started = time.monotonic()
     async with consumer.consume(max_bytes=1000, threshold_bytes=1000) as messages:
-        async for message in messages:
-            seen.append(message.data[:3])
-            await message.ack()
-            if len(seen) == 10:
-                break
+        async with asyncio.timeout(20):  # before: stalled at 9 for good
+            async for message in messages:
+                seen.append(message.data[:3])
+                await message.ack()
+                if len(seen) == 10:
+                    break
     await asyncio.sleep(max(0.0, 3.0 - (time.monotonic() - started)))
     await sub.unsubscribe()
     assert seen == [b"%03d" % i for i in range(10)], "stalled at 9 of 10 before"
