@@ -74,9 +74,11 @@ MessageCallback = Callable[[PullMessage], Awaitable[None] | None]
 class MessageStream(AsyncResource):
     """Messages of a running :meth:`Consumer.consume`: an async iterator and context manager.
 
-    ``stop()`` ends it at once; ``drain()`` stops pulling and ends once what was requested has
-    arrived. A terminal condition (consumer deleted, pull refused) is raised from the iterator
-    (or, with a callback, passed to the error callback) and ends it.
+    ``stop()`` ends it at once; ``drain()`` stops pulling and ends after the messages the server
+    already sent (one round trip). A terminal condition (consumer deleted, a 400 or push-based
+    refusal, the connection closed) is raised from the iterator (or, with a callback, passed to
+    the error callback) and ends it; warnings (missed heartbeats, a consumer limit the pulls
+    were adjusted to, a message larger than ``max_bytes``) go to the error callback only.
     """
 
     def __init__(
@@ -213,11 +215,16 @@ class Consumer:
         and the stream is only a handle (``stop``, ``drain``, ``closed``).
 
         Options as in ADR-37: ``max_messages`` (default 500) or ``max_bytes`` bounds what is
-        requested and buffered, ``expires`` is each pull's lifetime, ``heartbeat`` defaults to
-        ``expires / 2``; ``error_callback`` receives warnings such as :class:`HeartbeatMissedError`.
+        requested and buffered, ``expires`` (>= 1 s) is each pull's lifetime, ``heartbeat``
+        (0.5..30 s) defaults to ``expires / 2``, ``threshold_messages`` / ``threshold_bytes``
+        (0..the limit in use, default half) is what is left outstanding when the next pull
+        goes out; ``error_callback`` receives warnings such as :class:`HeartbeatMissedError`,
+        :class:`MessageTooLargeForPullError` and a :class:`PullRequestError` for a consumer
+        limit (``max_batch``, ``max_expires``, ``max_bytes``) the pulls were adjusted to.
+        A consumer deleted meanwhile ends the stream with :class:`ConsumerDeletedError`.
 
         Raises:
-            ClientValidationError: conflicting or out-of-range options (at once).
+            ClientValidationError: conflicting or out-of-range options (at once, nothing sent).
         """
         options = pull_options(
             max_messages=max_messages,

@@ -86,6 +86,7 @@ class PullWindow:
         self._bytes_cap: int | None = None
         self._expires_cap: float | None = None
         self._sent: collections.deque[tuple[float, PullRequest]] = collections.deque()
+        self._limit, self._threshold = self._limits()  # recomputed when a cap is learned
 
     # -- what the window holds ----------------------------------------------------------------
 
@@ -114,7 +115,7 @@ class PullWindow:
         """The pull to send now, counted as pending; None when none is due."""
         if now < self._not_before:
             return None
-        limit, threshold = self._limits()
+        limit, threshold = self._limit, self._threshold
         outstanding = self.outstanding_bytes if self._opts.bytes_mode else self.outstanding_msgs
         room = limit - outstanding
         wanted = max(1, limit - threshold)
@@ -171,8 +172,7 @@ class PullWindow:
             return False
         self._need_bytes = max(self._need_bytes, size + 1)
         self._fail_once(now)
-        limit, _ = self._limits()
-        if self._need_bytes > limit and not self._never_fits_told:
+        if self._need_bytes > self._limit and not self._never_fits_told:
             self._never_fits_told = True
             return True
         return False
@@ -186,6 +186,7 @@ class PullWindow:
             self._bytes_cap = max(1, int(value))
         elif limit is Limit.EXPIRES and value is not None:
             self._expires_cap = value
+        self._limit, self._threshold = self._limits()
         pull = self._refused_pull(limit)
         if pull is not None:
             self._give_back(pull.batch, pull.max_bytes)
