@@ -14,8 +14,8 @@ Rules added to the ADR's algorithm so that consume always makes progress without
   is above the whole window, the message can never fit: :meth:`ended` says so once.
 * **No batch of 0.** A threshold equal to its limit still waits for a room of one.
 * **Re-pulls after a pull that ended with nothing are rate-limited** (doubling from 50 ms up
-  to 5 s; reset by the next delivered message), whatever ended it: a size refusal, a limit
-  refusal, no responders.
+  to 5 s; reset by the next delivered message), whatever ended it: a size refusal with no
+  message delivered since the previous one, a limit refusal, no responders.
 * **The consumer's own limits** (``409 Exceeded MaxRequestBatch/Expires/MaxBytes``) shrink the
   window to them; the refused pull is given back (it delivered nothing).
 """
@@ -81,6 +81,7 @@ class PullWindow:
         self._need_bytes = 0  # the next message is larger than this - 1 (from 409 size)
         self._never_fits_told = False
         self._failures = 0  # pulls ended with nothing since the last delivered message
+        self._delivered_since_end = True  # a message arrived since the last 409 size
         self._not_before = 0.0
         self._batch_cap: int | None = None
         self._bytes_cap: int | None = None
@@ -157,6 +158,7 @@ class PullWindow:
         self._never_fits_told = False
         self._failures = 0
         self._not_before = 0.0
+        self._delivered_since_end = True
 
     def taken(self, size: int) -> None:
         """The caller took a delivered message."""
@@ -171,7 +173,9 @@ class PullWindow:
         if not too_large:
             return False
         self._need_bytes = max(self._need_bytes, size + 1)
-        self._fail_once(now)
+        if not self._delivered_since_end:  # a pull that ended the usual way (messages, then a
+            self._fail_once(now)  # message too large for the rest) is no reason to wait
+        self._delivered_since_end = False
         if self._need_bytes > self._limit and not self._never_fits_told:
             self._never_fits_told = True
             return True

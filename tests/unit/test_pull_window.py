@@ -220,3 +220,16 @@ def test_long_fetches_get_heartbeats_by_default() -> None:
     assert fetch_options(expires=30).heartbeat == 0
     assert fetch_options(expires=60).heartbeat == 5.0
     assert fetch_options(expires=10, heartbeat=2).heartbeat == 2.0
+
+
+def test_a_pull_that_delivered_before_a_too_large_message_is_re_sent_without_delay() -> None:
+    # The usual end of a byte-bounded pull in a stream of mixed sizes: no reason to wait.
+    window = _window(max_bytes=1000)
+    assert window.request(0.0) is not None
+    for _ in range(4):
+        window.delivered(200)
+    assert window.ended(1_000_000, 200, 0.0, too_large=True) is False
+    for _ in range(4):
+        window.taken(200)
+    pull = window.request(0.0)
+    assert pull is not None and pull.max_bytes == 1000
