@@ -380,3 +380,23 @@ async def test_a_bad_request_ends_consume(js: JetStream, stream: str) -> None:
         with pytest.raises(jetstream.PullRequestError) as raised:
             await asyncio.wait_for(messages.__anext__(), 10)
     assert raised.value.code == 400
+
+
+async def test_a_full_buffer_is_not_reported_as_missed_heartbeats(
+    js: JetStream, stream: str
+) -> None:
+    # With the buffer full no pull is waiting, so the server sends no heartbeats: silence then
+    # is not a fault (it was reported as HeartbeatMissedError every 2 heartbeats).
+    await _publish(js, stream, [b"%d" % i for i in range(10)])
+    consumer = await js.create_consumer(stream, ConsumerConfig(durable_name="full", **EXPLICIT))
+    warnings: list[jetstream.JetStreamError] = []
+    async with consumer.consume(
+        max_messages=5, expires=1, heartbeat=0.5, error_callback=warnings.append
+    ) as messages:
+        first = await asyncio.wait_for(messages.__anext__(), 5)
+        await _until(lambda: len(messages._puller.queue._items) == 4)  # all delivered
+        await asyncio.sleep(2.0)  # 4 heartbeat intervals with the buffer full
+        assert warnings == []
+        await first.ack()
+        rest = [await asyncio.wait_for(messages.__anext__(), 5) for _ in range(9)]
+    assert [m.data for m in rest] == [b"%d" % i for i in range(1, 10)]
