@@ -37,6 +37,7 @@ from ._errors import (
     ClientValidationError,
     ConnectionClosedError,
     ConsumerNotFoundError,
+    HeartbeatMissedError,
     JetStreamError,
     NoRespondersError,
     PullRequestError,
@@ -55,6 +56,7 @@ from ._pull import (
     message_size,
     pull_options,
 )
+from ._pull_options import FetchOptions, fetch_options
 from ._resource import AsyncResource
 
 if TYPE_CHECKING:
@@ -72,9 +74,11 @@ MessageCallback = Callable[[PullMessage], Awaitable[None] | None]
 class MessageStream(AsyncResource):
     """Messages of a running :meth:`Consumer.consume`: an async iterator and context manager.
 
-    ``stop()`` ends it at once; ``drain()`` stops pulling and ends once what was requested has
-    arrived. A terminal condition (consumer deleted, pull refused) is raised from the iterator
-    (or, with a callback, passed to the error callback) and ends it.
+    ``stop()`` ends it at once; ``drain()`` stops pulling and ends after the messages the server
+    already sent (one round trip). A terminal condition (consumer deleted, a 400 or push-based
+    refusal, the connection closed) is raised from the iterator (or, with a callback, passed to
+    the error callback) and ends it; warnings (missed heartbeats, a consumer limit the pulls
+    were adjusted to, a message larger than ``max_bytes``) go to the error callback only.
     """
 
     def __init__(
@@ -135,8 +139,10 @@ class MessageStream(AsyncResource):
             await cancel_and_wait(self._worker)
 
     async def drain(self) -> None:
-        """Stop pulling and wait until the messages already requested were delivered."""
-        self._puller.drain()
+        """Stop pulling; the stream ends after the messages the server already sent (one round
+        trip, not the pulls' expiry). With a callback, waits until it handled them; otherwise
+        iterate to the end."""
+        await self._puller.drain()
         if self._worker is not None:
             await self._worker
         await self.closed()
@@ -209,11 +215,16 @@ class Consumer:
         and the stream is only a handle (``stop``, ``drain``, ``closed``).
 
         Options as in ADR-37: ``max_messages`` (default 500) or ``max_bytes`` bounds what is
-        requested and buffered, ``expires`` is each pull's lifetime, ``heartbeat`` defaults to
-        ``expires / 2``; ``error_callback`` receives warnings such as :class:`HeartbeatMissedError`.
+        requested and buffered, ``expires`` (>= 1 s) is each pull's lifetime, ``heartbeat``
+        (0.5..30 s) defaults to ``expires / 2``, ``threshold_messages`` / ``threshold_bytes``
+        (0..the limit in use, default half) is what is left outstanding when the next pull
+        goes out; ``error_callback`` receives warnings such as :class:`HeartbeatMissedError`,
+        :class:`MessageTooLargeForPullError` and a :class:`PullRequestError` for a consumer
+        limit (``max_batch``, ``max_expires``, ``max_bytes``) the pulls were adjusted to.
+        A consumer deleted meanwhile ends the stream with :class:`ConsumerDeletedError`.
 
         Raises:
-            ClientValidationError: conflicting or out-of-range options (at once).
+            ClientValidationError: conflicting or out-of-range options (at once, nothing sent).
         """
         options = pull_options(
             max_messages=max_messages,
@@ -236,71 +247,101 @@ class Consumer:
     ) -> AsyncIterator[PullMessage]:
         """One pull: yield up to ``max_messages`` (default 1) or ``max_bytes`` worth of
         messages, ending when the pull is complete, expires, or no more messages will come.
+        ``heartbeat`` asks the server for idle heartbeats (0.5..30 s, at most ``expires / 2``;
+        on by default, 5 s, for ``expires`` above 30 s): two missed end the fetch.
 
         Raises:
-            ClientValidationError: both limits, or a non-positive ``expires``/``max_messages``.
+            ClientValidationError: both limits, a limit below 1, ``expires`` not positive, or a
+                heartbeat out of range (nothing is sent).
             ConsumerDeletedError, PullRequestError: the server refused or ended the pull.
             NoRespondersError: no such consumer.
-            ConnectionClosedError: the context is closed (also while waiting).
+            HeartbeatMissedError: the pull went silent for two heartbeats.
+            ConnectionClosedError, DisconnectedError: the connection is closed or down.
         """
-        if max_messages is not None and max_bytes is not None:
-            raise ClientValidationError("give max_messages or max_bytes, not both")
-        expires = seconds_of(expires, name="expires")
-        heartbeat = None if heartbeat is None else seconds_of(heartbeat, name="heartbeat")
-        if expires <= 0 or (max_messages is not None and max_messages < 1):
-            raise ClientValidationError("expires and max_messages must be positive")
-        request: dict[str, int] = {"expires": int(expires * 1e9)}
-        if max_bytes is not None:
-            request.update(batch=1_000_000, max_bytes=max_bytes)
-        else:
-            request["batch"] = max_messages or 1
-        if heartbeat is not None:
-            request["idle_heartbeat"] = int(heartbeat * 1e9)
+        options = fetch_options(
+            max_messages=max_messages, max_bytes=max_bytes, expires=expires, heartbeat=heartbeat
+        )
+        what = f"fetch from {self.stream}/{self.name}"
         self._js.ensure_open()
         nc = self._js.nc
         inbox = nc.new_inbox()
-        with nats_errors(f"fetch from {self.stream}/{self.name}"):
+        with nats_errors(what):
             sub = await nc.subscribe(inbox)
-        wanted, received = request["batch"], 0
         try:
-            subject = self._js.api.consumer_next(self.stream, self.name)
-            with nats_errors(f"fetch from {self.stream}/{self.name}"):
-                await nc.publish(subject, msgspec.json.encode(request), reply=inbox)
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + expires + self._js.timeout  # longer than the pull
-            while received < wanted:
-                try:
-                    msg = await sub.next_msg(timeout=max(0.0, deadline - loop.time()))
-                except nats.errors.TimeoutError:
-                    return
-                except nats.errors.Error as exc:  # closed while waiting
-                    raise from_nats(exc, f"fetch from {self.stream}/{self.name}") from exc
-                status, description = st.status_of(msg.headers)
-                if status is None:
-                    received += 1
-                    yield PullMessage(msg, message_size(msg))
-                elif status == st.HEARTBEAT:
-                    continue
-                elif status in (st.NOT_FOUND, st.REQUEST_TIMEOUT) or (
-                    status == st.CONFLICT and hdr.PENDING_MESSAGES in (msg.headers or {})
-                ):
-                    return  # no more messages, the pull expired, or it is complete
-                else:
-                    raise _status_error(status, description)
+            with nats_errors(what):
+                await nc.publish(
+                    self._js.api.consumer_next(self.stream, self.name),
+                    _fetch_request(options),
+                    reply=inbox,
+                )
+            async for message in _fetched(sub, options, self._js.timeout, what):
+                yield message
         finally:
             with contextlib.suppress(Exception):
                 await sub.unsubscribe()
 
-    async def next(self, timeout: float = 5.0) -> PullMessage:
-        """The next message.
+    async def next(
+        self, timeout: DurationValue = 5.0, *, heartbeat: DurationValue | None = None
+    ) -> PullMessage:
+        """The next message; ``heartbeat`` as in :meth:`fetch` (on by default above 30 s).
 
         Raises:
             RequestTimeoutError: none arrived within ``timeout`` seconds.
-            ConsumerDeletedError, PullRequestError, NoRespondersError: as :meth:`fetch`.
+            ClientValidationError: ``timeout`` not positive, or a heartbeat out of range.
+            ConsumerDeletedError, PullRequestError, NoRespondersError, HeartbeatMissedError,
+                ConnectionClosedError: as :meth:`fetch`.
         """
-        async for message in self.fetch(1, expires=max(timeout, 1.0)):
+        seconds = seconds_of(timeout, name="timeout")
+        if seconds <= 0:
+            raise ClientValidationError(f"timeout must be positive: {seconds:g}s")
+        async for message in self.fetch(1, expires=max(seconds, 1.0), heartbeat=heartbeat):
             return message
-        raise RequestTimeoutError(f"no message from {self.stream}/{self.name} within {timeout:g}s")
+        raise RequestTimeoutError(f"no message from {self.stream}/{self.name} within {seconds:g}s")
+
+
+def _fetch_request(options: FetchOptions) -> bytes:
+    request: dict[str, int] = {"batch": options.batch, "expires": int(options.expires * 1e9)}
+    if options.max_bytes:
+        request["max_bytes"] = options.max_bytes
+    if options.heartbeat:
+        request["idle_heartbeat"] = int(options.heartbeat * 1e9)
+    return msgspec.json.encode(request)
+
+
+async def _fetched(
+    sub: Any, options: FetchOptions, grace: float, what: str
+) -> AsyncIterator[PullMessage]:
+    """The messages of one pull until it ends (complete, expired, refused, or silent for two
+    heartbeats)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + options.expires + grace  # longer than the pull
+    silence = 2 * options.heartbeat if options.heartbeat else None
+    received = 0
+    while received < options.batch:
+        left = deadline - loop.time()
+        wait = left if silence is None else min(left, silence)
+        try:
+            msg = await sub.next_msg(timeout=max(0.0, wait))
+        except nats.errors.TimeoutError:
+            if silence is not None and wait < left:
+                raise HeartbeatMissedError(
+                    f"{what}: no message or heartbeat for {silence:g}s"
+                ) from None
+            return
+        except nats.errors.Error as exc:  # closed while waiting
+            raise from_nats(exc, what) from exc
+        status, description = st.status_of(msg.headers)
+        if status is None:
+            received += 1
+            yield PullMessage(msg, message_size(msg))
+        elif status == st.HEARTBEAT:
+            continue
+        elif status in (st.NOT_FOUND, st.REQUEST_TIMEOUT) or (
+            status == st.CONFLICT and hdr.PENDING_MESSAGES in (msg.headers or {})
+        ):
+            return  # no more messages, the pull expired, or it is complete
+        else:
+            raise _status_error(status, description)
 
 
 def _log_warning(error: JetStreamError) -> None:

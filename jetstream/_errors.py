@@ -34,6 +34,7 @@
     │   ├── ConsumerExistsError            10148, 10013
     │   ├── ConsumerDeletedError           409 Consumer Deleted during a pull (ends consume)
     │   └── PullRequestError               a pull refused: 400, 409 push based / Exceeded ...
+    │       └── MessageTooLargeForPullError  the next message can never fit consume's max_bytes
     ├── ClientValidationError (ValueError) bad input caught before anything is sent
     │   ├── InvalidKeyError                (defined in kvstore)
     │   ├── InvalidNameError               a stream or consumer name the server would refuse
@@ -111,6 +112,7 @@ __all__ = [
     "MessageNotFoundError",
     "MessageTTLDisabledError",
     "MessageTooLargeError",
+    "MessageTooLargeForPullError",
     "NoRespondersError",
     "PermissionDeniedError",
     "PullRequestError",
@@ -318,6 +320,13 @@ class ConsumerDeletedError(ServerError):
 
 class PullRequestError(ServerError):
     """The server refused a pull: bad request (400), push consumer, limits exceeded (409)."""
+
+
+class MessageTooLargeForPullError(PullRequestError):
+    """The consumer's next message is larger than ``consume(max_bytes=...)`` (or the consumer's
+    own ``max_bytes`` limit), so it can never be delivered to this consume. A warning, passed
+    once to the error callback; consume keeps pulling (at most every 5 s) in case the message
+    goes away, and delivers again once a larger ``max_bytes`` is used or it does."""
 
 
 class FastBatchError(JetStreamError):

@@ -1,13 +1,16 @@
-"""The pull engine under every consumer (ADR-37): one inbox for all pulls, pending accounting,
-status handling, idle heartbeats, and recovery across reconnects.
+"""The pull engine under every consumer (ADR-37): one inbox for all pulls, status handling, idle
+heartbeats, and recovery across reconnects, around the window accounting of
+:mod:`jetstream._pull_window` (when to pull and how much) and the options of
+:mod:`jetstream._pull_options`.
 
-:class:`Puller` keeps ``max_messages`` (or ``max_bytes``) requested-or-buffered: a message
-counts from the pull that asks for it until the caller takes it, so the buffer never holds more
-than one window whatever the caller's speed. When what is outstanding falls to the threshold
-(default half) it pulls the difference. ``Nats-Pending-Messages/Bytes`` on 408/409 statuses give
-back what an expired or completed pull did not deliver. It watches the connection itself (no
-callbacks needed): while disconnected the heartbeat clock is paused; after a reconnect pending
-is reset and a fresh pull goes out.
+Statuses: ``Nats-Pending-*`` on any status give back what a pull did not deliver; 404, 408 and
+409 Message Size Exceeds MaxBytes are not reported (a message that can never fit is, once);
+409 Exceeded ... are warnings after which pulls keep to the consumer's limit; 409 Leadership
+Change drops the waiting pulls; 503 (no responders) asks consumer info, rate-limited, and ends
+consume with :class:`ConsumerDeletedError` when the consumer is gone; 400, 409 Consumer Deleted
+and 409 Consumer is push based end it. The connection is watched by polling (no callbacks
+needed): while disconnected the heartbeat clock is paused; after a reconnect pending is reset
+and a fresh pull goes out.
 """
 
 from __future__ import annotations
@@ -19,23 +22,32 @@ import dataclasses
 import enum
 from typing import TYPE_CHECKING, Any, Final
 
-import msgspec
 from nats.aio.msg import Msg
 
 from . import _status as st
 from . import headers as hdr
-from ._duration import DurationValue, seconds_of
+from ._duration import go_duration_ns
 from ._errors import (
-    ClientValidationError,
     ConnectionClosedError,
     ConsumerDeletedError,
+    ConsumerNotFoundError,
     HeartbeatMissedError,
     JetStreamError,
+    MessageTooLargeForPullError,
     NoRespondersError,
     PullRequestError,
+    StreamNotFoundError,
 )
 from ._message import AckReply, parse_ack_reply
 from ._nats_errors import nats_errors
+from ._pull_options import (
+    BYTES_MODE_BATCH,
+    DEFAULT_EXPIRES,
+    DEFAULT_MAX_MESSAGES,
+    PullOptions,
+    pull_options,
+)
+from ._pull_window import Limit, PullWindow
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -43,22 +55,22 @@ if TYPE_CHECKING:
     from ._context import JetStream
 
 __all__ = [
+    "BYTES_MODE_BATCH",
+    "DEFAULT_EXPIRES",
+    "DEFAULT_MAX_MESSAGES",
     "ItemQueue",
     "PullMessage",
     "PullOptions",
     "Puller",
     "ResetSignal",
     "cancel_and_wait",
+    "parse_exceeded",
     "pull_options",
 ]
 
-DEFAULT_MAX_MESSAGES: Final = 500
-DEFAULT_EXPIRES: Final = 30.0
-BYTES_MODE_BATCH: Final = 1_000_000
-_MIN_EXPIRES: Final = 1.0
-_MAX_HEARTBEAT: Final = 30.0
-_MIN_HEARTBEAT: Final = 0.5
 _NS: Final = 1_000_000_000
+_INFO_CHECK_EVERY: Final = 1.0
+"""Seconds between consumer-info checks after pulls found no responders."""
 
 
 class PullMessage:
@@ -110,71 +122,6 @@ class PullMessage:
 
     def __repr__(self) -> str:
         return f"<PullMessage {self.subject} {len(self.data)}B>"
-
-
-@dataclasses.dataclass(frozen=True)
-class PullOptions:
-    """Validated consume/fetch options (see :func:`pull_options`)."""
-
-    max_messages: int
-    max_bytes: int
-    expires: float
-    heartbeat: float
-    threshold_messages: int
-    threshold_bytes: int
-
-    @property
-    def bytes_mode(self) -> bool:
-        return self.max_bytes > 0
-
-
-def pull_options(
-    *,
-    max_messages: int | None = None,
-    max_bytes: int | None = None,
-    expires: DurationValue = DEFAULT_EXPIRES,
-    heartbeat: DurationValue | None = None,
-    threshold_messages: int | None = None,
-    threshold_bytes: int | None = None,
-) -> PullOptions:
-    """Check and complete consume options with ADR-37's defaults.
-
-    ``max_messages`` (default 500) **or** ``max_bytes`` bounds the buffer; ``expires`` (>= 1 s,
-    default 30 s; seconds, a ``timedelta`` or ``"30s"``) is each pull's lifetime; ``heartbeat``
-    defaults to ``expires / 2`` capped to 0.5..30 s and may not exceed ``expires / 2``;
-    thresholds default to half the buffer.
-
-    Raises:
-        ClientValidationError: both limits, a non-positive limit, ``expires`` below 1 s, or a
-            heartbeat out of range.
-    """
-    if max_messages is not None and max_bytes is not None:
-        raise ClientValidationError("give max_messages or max_bytes, not both")
-    if max_bytes is not None and max_bytes < 1:
-        raise ClientValidationError(f"max_bytes must be positive: {max_bytes}")
-    if max_messages is not None and max_messages < 1:
-        raise ClientValidationError(f"max_messages must be positive: {max_messages}")
-    expires = seconds_of(expires, name="expires")
-    if heartbeat is not None:
-        heartbeat = seconds_of(heartbeat, name="heartbeat")
-    if expires < _MIN_EXPIRES:
-        raise ClientValidationError(f"expires must be at least {_MIN_EXPIRES:g}s: {expires}")
-    if heartbeat is None:
-        heartbeat = max(_MIN_HEARTBEAT, min(expires / 2, _MAX_HEARTBEAT))
-    if not _MIN_HEARTBEAT <= heartbeat <= expires / 2:
-        raise ClientValidationError(
-            f"heartbeat must be between {_MIN_HEARTBEAT:g}s and expires/2: {heartbeat}"
-        )
-    messages = max_messages if max_messages is not None else DEFAULT_MAX_MESSAGES
-    limit_bytes = max_bytes or 0
-    return PullOptions(
-        max_messages=BYTES_MODE_BATCH if limit_bytes else messages,
-        max_bytes=limit_bytes,
-        expires=expires,
-        heartbeat=heartbeat,
-        threshold_messages=threshold_messages if threshold_messages is not None else messages // 2,
-        threshold_bytes=threshold_bytes if threshold_bytes is not None else limit_bytes // 2,
-    )
 
 
 class ResetReason(enum.Enum):
@@ -237,9 +184,10 @@ async def cancel_and_wait(task: asyncio.Task[None]) -> None:
 class Puller:
     """Keeps one consumer's messages flowing into a queue (see the module docstring).
 
-    ``on_error`` receives warnings (missed heartbeats, no responders) and is never fatal.
-    With ``signal_resets`` those conditions, a reconnect and a deleted consumer are put in the
-    queue as :class:`ResetSignal` instead, for an owner that recreates the consumer.
+    ``on_error`` receives warnings (missed heartbeats, a consumer limit a pull was adjusted to,
+    a message that can never fit ``max_bytes``) and is never fatal. With ``signal_resets`` missed
+    heartbeats, a reconnect, no responders and a deleted consumer are put in the queue as
+    :class:`ResetSignal` instead, for an owner that recreates the consumer.
     """
 
     def __init__(
@@ -253,17 +201,19 @@ class Puller:
         signal_resets: bool = False,
     ) -> None:
         self._js = js
+        self._stream = stream
+        self._consumer = consumer
         self._next_subject = js.api.consumer_next(stream, consumer)
         self._opts = options
+        self._window = PullWindow(options)
         self._on_error = on_error
         self._signal_resets = signal_resets
         self.queue = ItemQueue()
-        self._pending_msgs = 0  # requested, not delivered
-        self._pending_bytes = 0
-        self._buffered_msgs = 0  # delivered, not taken
-        self._buffered_bytes = 0
         self._sub: Any = None
         self._monitor: asyncio.Task[None] | None = None
+        self._check: asyncio.Task[None] | None = None
+        self._last_check = -_INFO_CHECK_EVERY
+        self._warned: set[str] = set()  # warnings reported once per consume
         self._last_activity = 0.0
         self._reconnects = 0
         self._stopped = False
@@ -272,6 +222,11 @@ class Puller:
     # -- life cycle ---------------------------------------------------------------------------
 
     async def start(self) -> None:
+        """Subscribe and send the first pull.
+
+        Raises:
+            ConnectionClosedError, DisconnectedError: the connection is closed or down.
+        """
         self._js.ensure_open()
         nc = self._js.nc
         inbox = nc.new_inbox()
@@ -286,46 +241,48 @@ class Puller:
 
     async def stop(self) -> None:
         """Stop at once: no more pulls, the subscription goes, buffered messages are dropped."""
-        if self._stopped:
+        if self._stopped and self._sub is None:
             return
         self._stopped = True
-        if self._monitor is not None:
-            await cancel_and_wait(self._monitor)
-        if self._sub is not None:
+        for task in (self._monitor, self._check):
+            if task is not None and task is not asyncio.current_task():
+                await cancel_and_wait(task)
+        sub, self._sub = self._sub, None
+        if sub is not None:
             with contextlib.suppress(Exception):
-                await self._sub.unsubscribe()
+                await sub.unsubscribe()
         self.queue.put_nowait(None)
 
-    def drain(self) -> None:
-        """Stop pulling; the caller gets what is buffered and in flight, then the end."""
+    async def drain(self) -> None:
+        """Stop pulling and end once what the server already sent is in the queue.
+
+        The subscription is drained (unsubscribe, then one round trip): the server stops
+        delivering to the pulls still waiting, so the end comes after one round trip, not after
+        the pulls expire, and whatever state the connection is in (a drain while reconnecting
+        ends too). What the server had not sent yet stays with the consumer (redelivered to
+        the next pull, or after ``ack_wait`` if it was sent too late)."""
+        if self._draining or self._stopped:
+            return
         self._draining = True
-        if self._pending_msgs <= 0:
-            self.queue.put_nowait(None)
+        sub = self._sub
+        if sub is not None:
+            with contextlib.suppress(Exception):  # closed, reconnecting, too slow: end anyway
+                await asyncio.wait_for(sub.drain(), self._js.timeout)
+        self.queue.put_nowait(None)
 
     def took(self, message: PullMessage) -> None:
         """The caller took ``message`` from the queue: free its room in the window."""
-        self._buffered_msgs -= 1
-        self._buffered_bytes -= message.size
-        if self._pending_msgs + self._buffered_msgs <= self._opts.threshold_messages or (
-            self._opts.bytes_mode
-        ):  # cheap test first: this runs for every message
-            self._schedule_pull()
+        self._window.taken(message.size)
+        self._schedule_pull()
 
     # -- pulling ------------------------------------------------------------------------------
 
-    def _outstanding(self) -> tuple[int, int]:
-        return (
-            self._pending_msgs + self._buffered_msgs,
-            self._pending_bytes + self._buffered_bytes,
-        )
-
-    def _needs_pull(self) -> bool:
-        if self._stopped or self._draining:
-            return False
-        msgs, size = self._outstanding()
-        if self._opts.bytes_mode:
-            return size <= self._opts.threshold_bytes
-        return msgs <= self._opts.threshold_messages
+    def _next_pull(self) -> bytes | None:
+        """The next pull request, counted as pending now (so it is asked for only once)."""
+        if self._stopped or self._draining or not self._js.nc.is_connected:
+            return None
+        pull = self._window.request(self._loop.time())
+        return None if pull is None else pull.encode()
 
     def _schedule_pull(self) -> None:
         body = self._next_pull()
@@ -337,33 +294,11 @@ class Puller:
         if body is not None:
             await self._send_pull(body)
 
-    def _next_pull(self) -> bytes | None:
-        """The next pull request, counted as pending now (so it is asked for only once)."""
-        if not self._needs_pull() or not self._js.nc.is_connected:
-            return None
-        msgs, size = self._outstanding()
-        request: dict[str, int] = {
-            "expires": int(self._opts.expires * _NS),
-            "idle_heartbeat": int(self._opts.heartbeat * _NS),
-        }
-        if self._opts.bytes_mode:
-            request["batch"] = BYTES_MODE_BATCH
-            request["max_bytes"] = self._opts.max_bytes - size
-            self._pending_bytes += request["max_bytes"]
-        else:
-            request["batch"] = self._opts.max_messages - msgs
-        self._pending_msgs += request["batch"]
-        return msgspec.json.encode(request)
-
     async def _send_pull(self, body: bytes) -> None:
         try:
             await self._js.nc.publish(self._next_subject, body, reply=self._inbox)
-        except Exception as exc:  # disconnected meanwhile: the watcher re-pulls on reconnect
-            self._warn(JetStreamError(f"pull request not sent: {exc}"))
-
-    def _reset_pending(self) -> None:
-        self._pending_msgs = 0
-        self._pending_bytes = 0
+        except Exception:  # disconnected meanwhile: the watcher re-pulls on reconnect
+            self._window.reset()
 
     # -- incoming -----------------------------------------------------------------------------
 
@@ -373,43 +308,96 @@ class Puller:
         status, description = st.status_of(headers)
         if status is None and msg.reply:
             size = message_size(msg) if self._opts.bytes_mode else 0  # only bytes mode counts
-            self._pending_msgs -= 1
-            self._pending_bytes -= size
-            self._buffered_msgs += 1
-            self._buffered_bytes += size
+            self._window.delivered(size)
             self.queue.put_nowait(PullMessage(msg, size))
-            if self._draining and self._pending_msgs <= 0:
-                self.queue.put_nowait(None)
             return
-        if status is not None:
+        if status is not None and not self._stopped:
             self._on_status(status, description, headers)
 
     def _on_status(self, status: str, description: str, headers: dict[str, str]) -> None:
+        now = self._loop.time()
         if status == st.HEARTBEAT:
             return  # idle heartbeat: activity already noted
-        if status in (st.REQUEST_TIMEOUT, st.CONFLICT) and hdr.PENDING_MESSAGES in headers:
-            # An expired or completed pull gives back what it did not deliver.
-            self._pending_msgs -= int(headers.get(hdr.PENDING_MESSAGES, "0"))
-            self._pending_bytes -= int(headers.get(hdr.PENDING_BYTES, "0"))
-            if self._draining and self._pending_msgs <= 0:
-                self.queue.put_nowait(None)
+        if hdr.PENDING_MESSAGES in headers:
+            # 408 expired, 409 size exceeded / batch completed: what it did not deliver is back.
+            too_large = status == st.CONFLICT and description == st.SIZE_EXCEEDS_MAX_BYTES
+            if self._window.ended(
+                int(headers.get(hdr.PENDING_MESSAGES, "0") or 0),
+                int(headers.get(hdr.PENDING_BYTES, "0") or 0),
+                now,
+                too_large=too_large,
+            ):
+                self._never_fits()
             self._schedule_pull()
             return
-        if status == st.NOT_FOUND or (
-            status == st.CONFLICT and description.startswith("Exceeded MaxWaiting")
-        ):
-            self._warn(PullRequestError(f"pull: {status} {description}", code=int(status)))
+        if status == st.NOT_FOUND:
+            return  # ADR-37: not reported (only no_wait pulls get it, and consume sends none)
+        if status == st.CONFLICT and description.startswith(st.EXCEEDED):
+            self._over_limit(description, now)
+            return
+        if status == st.CONFLICT and description.startswith(st.LEADERSHIP_CHANGE):
+            self._window.failed(now)  # the new leader has none of the waiting pulls
             return
         if status == st.NO_RESPONDERS:
-            self._reset_pending()
-            missing = NoRespondersError("no responders for the pull: consumer missing", code=503)
-            self._reset_or(ResetReason.NO_RESPONDERS, self._warn, missing)
+            self._no_responders(now)
             return
         error = st.status_error(status, description, what="pull", default=PullRequestError)
         if isinstance(error, ConsumerDeletedError):
             self._reset_or(ResetReason.DELETED, self._fail, error)
         else:
-            self._fail(error)
+            self._fail(error)  # 400, push based, anything unknown: pulling again cannot help
+
+    def _never_fits(self) -> None:
+        limit = f"{self._opts.max_bytes} bytes" if self._opts.bytes_mode else "the pull"
+        self._warn(
+            MessageTooLargeForPullError(
+                f"pull from {self._stream}/{self._consumer}: the next message is larger than "
+                f"max_bytes ({limit}) and can never be delivered; use a larger max_bytes",
+                code=409,
+            )
+        )
+
+    def _over_limit(self, description: str, now: float) -> None:
+        """409 Exceeded ...: a warning (reported once per limit); later pulls keep within it."""
+        limit, value = parse_exceeded(description)
+        self._window.refused(limit, value, now)
+        if limit.value not in self._warned:
+            self._warned.add(limit.value)
+            text = f"pull from {self._stream}/{self._consumer}: 409 {description}"
+            if limit is not Limit.WAITING:
+                text += "; pulls adjusted to the consumer's limit"
+            self._warn(PullRequestError(text, code=409))
+        self._loop.call_at(self._window.retry_at, self._schedule_pull)
+
+    def _no_responders(self, now: float) -> None:
+        """503 on a pull: the consumer (or its stream) is gone, or has no leader yet. An owner
+        that recreates consumers is told; otherwise consumer info decides (at most once a
+        second): gone ends consume with ConsumerDeletedError, else pulls resume, rate-limited."""
+        self._window.failed(now)
+        missing = NoRespondersError("no responders for the pull: consumer missing", code=503)
+        if self._reset_or(ResetReason.NO_RESPONDERS, lambda _: None, missing):
+            return
+        if self._check is None and now - self._last_check >= _INFO_CHECK_EVERY:
+            self._last_check = now
+            self._check = self._loop.create_task(self._check_consumer())
+
+    async def _check_consumer(self) -> None:
+        try:
+            await self._js.consumer_info(self._stream, self._consumer)
+        except (ConsumerNotFoundError, StreamNotFoundError):
+            self._fail(
+                ConsumerDeletedError(
+                    f"pull from {self._stream}/{self._consumer}: consumer deleted", code=409
+                )
+            )
+            return
+        except JetStreamError as exc:  # cannot tell (no info permission, no leader): go on
+            self._warn_once(NoRespondersError(f"pull: no responders; consumer info: {exc}"))
+        else:
+            self._warn_once(NoRespondersError("pull: no responders (consumer exists)", code=503))
+        finally:
+            self._check = None
+        self._loop.call_at(self._window.retry_at, self._schedule_pull)
 
     # -- outcomes -----------------------------------------------------------------------------
 
@@ -417,8 +405,16 @@ class Puller:
         if self._on_error is not None:
             self._on_error(error)
 
+    def _warn_once(self, error: JetStreamError) -> None:
+        kind = type(error).__name__
+        if kind not in self._warned:
+            self._warned.add(kind)
+            self._warn(error)
+
     def _fail(self, error: BaseException) -> None:
         """A terminal condition: the caller gets the error; nothing more is pulled."""
+        if self._stopped:
+            return
         self._stopped = True
         self.queue.put_nowait(error)
 
@@ -448,23 +444,46 @@ class Puller:
             if nc.is_closed or self._js.is_closed:  # for good: the caller must not wait on
                 self._fail(ConnectionClosedError("consuming: the connection is closed"))
                 return
-            if not nc.is_connected:
-                self._last_activity = loop.time()  # the heartbeat clock pauses while offline
+            if self._draining:
                 continue
+            if not nc.is_connected or self._window.pending_msgs == 0:
+                # The heartbeat clock pauses while offline, and while no pull is out (a full
+                # buffer): the server only sends heartbeats for a waiting pull.
+                self._last_activity = loop.time()
+                if not nc.is_connected:
+                    continue
             reconnects = nc.stats.get("reconnects", 0)
             if reconnects != self._reconnects:
                 self._reconnects = reconnects
                 self._last_activity = loop.time()
-                self._reset_pending()
+                self._window.reset()
                 reconnected = JetStreamError("reconnected: pending reset, pulling again")
                 if self._reset_or(ResetReason.RECONNECT, self._warn, reconnected):
                     return
-                await self._pull_more()
-                continue
             silent = loop.time() - self._last_activity
-            if silent > 2 * self._opts.heartbeat and not self._draining:
+            if silent > 2 * self._window.heartbeat:
                 self._last_activity = loop.time()
-                self._reset_pending()
+                self._window.reset()
                 missed = HeartbeatMissedError(f"no message or heartbeat for {silent:.1f}s")
-                self._reset_or(ResetReason.HEARTBEAT, self._warn, missed)
-                await self._pull_more()
+                if self._reset_or(ResetReason.HEARTBEAT, self._warn, missed):
+                    return
+            await self._pull_more()  # also a pull rate-limited or refused earlier
+
+
+def parse_exceeded(description: str) -> tuple[Limit, float | None]:
+    """The limit and its value from ``Exceeded MaxRequestBatch of 3`` (``... Expires of 2s``,
+    ``... MaxBytes of 1000``, ``Exceeded MaxWaiting``); the value is None when absent."""
+    name, _, value = description.removeprefix(st.EXCEEDED).partition(" of ")
+    try:
+        limit = Limit(name.strip())
+    except ValueError:
+        return Limit.WAITING, None
+    if not value:
+        return limit, None
+    if limit is Limit.EXPIRES:
+        ns = go_duration_ns(value.strip())
+        return limit, None if ns is None else ns / _NS
+    try:
+        return limit, float(value.strip())
+    except ValueError:
+        return limit, None

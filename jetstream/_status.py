@@ -23,14 +23,18 @@ from ._errors import (
 
 __all__ = [
     "BAD_REQUEST",
+    "BATCH_COMPLETED",
     "CONFLICT",
     "CONSUMER_DELETED",
     "END_OF_BATCH",
+    "EXCEEDED",
     "HEARTBEAT",
+    "LEADERSHIP_CHANGE",
     "NOT_FOUND",
     "NO_RESPONDERS",
     "PRECONDITION_FAILED",
     "REQUEST_TIMEOUT",
+    "SIZE_EXCEEDS_MAX_BYTES",
     "TOO_MANY_RESULTS",
     "status_error",
     "status_of",
@@ -59,6 +63,15 @@ _DESCRIPTION: Final = "Description"  # where nats-py puts the text after the sta
 
 CONSUMER_DELETED: Final = "Consumer Deleted"
 """The description of the 409 that ends every pull of a deleted consumer."""
+SIZE_EXCEEDS_MAX_BYTES: Final = "Message Size Exceeds MaxBytes"
+"""409: the next message is larger than what the pull has left (with ``Nats-Pending-*``)."""
+BATCH_COMPLETED: Final = "Batch Completed"
+"""409: the pull's batch was delivered with bytes left (with ``Nats-Pending-*``)."""
+LEADERSHIP_CHANGE: Final = "Leadership Change"
+"""409: the consumer's leader moved; every waiting pull is dropped."""
+EXCEEDED: Final = "Exceeded "
+"""Prefix of the 409s refusing a pull over a consumer limit: ``Exceeded MaxRequestBatch of 3``,
+``... MaxRequestExpires of 2s``, ``... MaxRequestMaxBytes of 1000``, ``Exceeded MaxWaiting``."""
 
 
 def status_of(headers: dict[str, str] | None) -> tuple[str | None, str]:
