@@ -22,6 +22,7 @@ from . import _status as st
 from . import headers as hdr
 from ._api import DEFAULT_API_PREFIX, ApiSubjects, decode_reply, request, send
 from ._connection import close_client, open_client
+from ._connection_events import ConnectionEvent, ConnectionEvents, chain_callbacks
 from ._consumer import Consumer
 from ._denials import Denials
 from ._duration import encode_hook
@@ -126,6 +127,14 @@ class JetStream(AsyncResource):
         self._closed = False
         self._waiting: set[asyncio.Task[Any]] = set()  # tasks waiting in send() for a reply
         self._cut_off: set[asyncio.Task[Any]] = set()  # ... whose wait close() ended
+        self._connection_events = ConnectionEvents()
+
+    @property
+    def connection_events(self) -> ConnectionEvents:
+        """Listeners of the connection's changes (disconnected, reconnected, closed). Only
+        contexts made by :func:`connect` hear nats-py's callbacks (``wired``); every context
+        tells its listeners when it is closed."""
+        return self._connection_events
 
     @property
     def nc(self) -> Client:
@@ -166,6 +175,7 @@ class JetStream(AsyncResource):
         their timeout; what they sent may have been processed).
         """
         self._closed = True
+        self._connection_events.notify(ConnectionEvent.CLOSED)  # consumers end now, not later
         if self._owns_connection:
             await close_client(self._nc, timeout=self.timeout)
             # The drain delivered every reply that was coming: the rest never will.
@@ -898,9 +908,12 @@ async def connect(
     attempt, for instance) are logged as one warning line on the ``jetstream`` logger instead of
     nats-py's tracebacks; a failed first connect is logged once. Server URLs may carry
     ``user:password@`` or ``token@``: errors and log lines show them without it.
+    ``disconnected_cb``, ``reconnected_cb`` and ``closed_cb`` are called after the context's
+    own consumers have been told of the change.
 
     Raises:
-        ClientValidationError: ``connect_attempts`` below 1, ``connect_timeout`` not positive.
+        ClientValidationError: ``connect_attempts`` below 1, ``connect_timeout`` not positive,
+            a connection callback that is not an async function.
         AuthenticationError: the server refused the credentials.
         ConnectionFailedError: no server could be reached; the message names the cause
             (connection refused, DNS lookup failed, timed out, TLS handshake failed).
@@ -916,6 +929,7 @@ async def connect(
         elif contexts:  # the first connect's failures are logged once, below
             await _log_connection_error(error)
 
+    chain_callbacks(nats_options, lambda: [c.connection_events for c in contexts])
     urls = [servers] if isinstance(servers, str) else list(servers)
     try:
         nc = await open_client(
@@ -935,5 +949,6 @@ async def connect(
         retry_deadline=retry_deadline,
         owns_connection=True,
     )
+    context.connection_events.wired = True  # no await since connected: no change missed
     contexts.append(context)
     return context

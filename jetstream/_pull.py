@@ -8,9 +8,11 @@ Statuses: ``Nats-Pending-*`` on any status give back what a pull did not deliver
 409 Exceeded ... are warnings after which pulls keep to the consumer's limit; 409 Leadership
 Change drops the waiting pulls; 503 (no responders) asks consumer info, rate-limited, and ends
 consume with :class:`ConsumerDeletedError` when the consumer is gone; 400, 409 Consumer Deleted
-and 409 Consumer is push based end it. The connection is watched by polling (no callbacks
-needed): while disconnected the heartbeat clock is paused; after a reconnect pending is reset
-and a fresh pull goes out.
+and 409 Consumer is push based end it. The watch task sleeps until the missed-heartbeat deadline,
+a rate-limited re-pull or a connection change told by the context (``connect`` wires nats-py's
+callbacks; a context around an existing client is polled every ~0.1 s instead): while
+disconnected the heartbeat clock is paused; after a reconnect pending is reset and a fresh pull
+goes out; a closed connection ends consume with :class:`ConnectionClosedError`.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from nats.aio.msg import Msg
 
 from . import _status as st
 from . import headers as hdr
+from ._connection_events import ConnectionEvent
 from ._duration import go_duration_ns
 from ._errors import (
     ConnectionClosedError,
@@ -218,6 +221,11 @@ class Puller:
         self._reconnects = 0
         self._stopped = False
         self._draining = False
+        self._tick = min(0.1, options.heartbeat / 4)  # polling, when connection events are not told
+        self._wake: asyncio.Future[None] | None = None  # the watch's sleep
+        self._kicked = False
+        self.wakeups = 0
+        """How often the watch woke (it must not poll: tests count)."""
 
     # -- life cycle ---------------------------------------------------------------------------
 
@@ -281,8 +289,15 @@ class Puller:
         """The next pull request, counted as pending now (so it is asked for only once)."""
         if self._stopped or self._draining or not self._js.nc.is_connected:
             return None
-        pull = self._window.request(self._loop.time())
-        return None if pull is None else pull.encode()
+        now = self._loop.time()
+        idle = self._window.pending_msgs == 0
+        pull = self._window.request(now)
+        if pull is None:
+            return None
+        if idle:  # the heartbeat clock starts with the first pull out
+            self._last_activity = now
+            self._kick()
+        return pull.encode()
 
     def _schedule_pull(self) -> None:
         body = self._next_pull()
@@ -298,7 +313,8 @@ class Puller:
         try:
             await self._js.nc.publish(self._next_subject, body, reply=self._inbox)
         except Exception:  # disconnected meanwhile: the watcher re-pulls on reconnect
-            self._window.reset()
+            self._window.failed(self._loop.time())  # rate-limited, should it fail connected
+            self._kick()
 
     # -- incoming -----------------------------------------------------------------------------
 
@@ -313,6 +329,8 @@ class Puller:
             return
         if status is not None and not self._stopped:
             self._on_status(status, description, headers)
+            if status != st.HEARTBEAT:
+                self._kick()  # pending or a re-pull time changed
 
     def _on_status(self, status: str, description: str, headers: dict[str, str]) -> None:
         now = self._loop.time()
@@ -436,38 +454,96 @@ class Puller:
     # -- connection and heartbeat watch -------------------------------------------------------
 
     async def _watch(self) -> None:
-        loop = asyncio.get_running_loop()
-        tick = min(0.1, self._opts.heartbeat / 4)
-        while not self._stopped:
-            await asyncio.sleep(tick)
-            nc = self._js.nc
-            if nc.is_closed or self._js.is_closed:  # for good: the caller must not wait on
-                self._fail(ConnectionClosedError("consuming: the connection is closed"))
-                return
-            if self._draining:
-                continue
-            if not nc.is_connected or self._window.pending_msgs == 0:
-                # The heartbeat clock pauses while offline, and while no pull is out (a full
-                # buffer): the server only sends heartbeats for a waiting pull.
-                self._last_activity = loop.time()
-                if not nc.is_connected:
-                    continue
-            reconnects = nc.stats.get("reconnects", 0)
-            if reconnects != self._reconnects:
-                self._reconnects = reconnects
-                self._last_activity = loop.time()
-                self._window.reset()
-                reconnected = JetStreamError("reconnected: pending reset, pulling again")
-                if self._reset_or(ResetReason.RECONNECT, self._warn, reconnected):
+        """Sleep until something can need action, then act on the state (not on the event:
+        the same checks serve a context whose connection events are not wired)."""
+        events = self._js.connection_events
+        events.add(self._on_connection_event)
+        try:
+            while not self._stopped:
+                await self._sleep_until(self._wake_at())
+                self.wakeups += 1
+                if not await self._supervise():
                     return
-            silent = loop.time() - self._last_activity
-            if silent > 2 * self._window.heartbeat:
-                self._last_activity = loop.time()
-                self._window.reset()
-                missed = HeartbeatMissedError(f"no message or heartbeat for {silent:.1f}s")
-                if self._reset_or(ResetReason.HEARTBEAT, self._warn, missed):
-                    return
-            await self._pull_more()  # also a pull rate-limited or refused earlier
+        finally:
+            events.remove(self._on_connection_event)
+
+    def _wake_at(self) -> float | None:
+        """When the watch must look again without being told: the missed-heartbeat deadline
+        while a pull is out, a rate-limited re-pull; every tick when connection changes are not
+        told (``JetStream(nc)``); None: only an event or a kick wakes it."""
+        now = self._loop.time()
+        if not self._js.connection_events.wired:
+            return now + self._tick
+        if self._draining or not self._js.nc.is_connected:
+            return None  # a reconnect or close is told
+        times = []
+        if self._window.pending_msgs > 0:
+            times.append(self._last_activity + 2 * self._window.heartbeat)
+        if self._window.retry_at > now:
+            times.append(self._window.retry_at)
+        return min(times, default=None)
+
+    async def _sleep_until(self, when: float | None) -> None:
+        if self._kicked:  # a change while the watch was busy
+            self._kicked = False
+            return
+        wake = self._loop.create_future()
+        self._wake = wake
+        timer = None if when is None else self._loop.call_at(when, _resolve, wake)
+        try:
+            await wake
+        finally:
+            self._wake = None
+            self._kicked = False
+            if timer is not None:
+                timer.cancel()
+
+    def _kick(self) -> None:
+        """Make the watch look again now (a pull went out or was refused: its deadline moved)."""
+        self._kicked = True
+        if self._wake is not None:
+            _resolve(self._wake)
+
+    def _on_connection_event(self, event: ConnectionEvent) -> None:
+        self._kick()
+
+    async def _supervise(self) -> bool:
+        """Act on the connection and heartbeat state; False when the watch is over."""
+        loop = self._loop
+        nc = self._js.nc
+        if nc.is_closed or self._js.is_closed:  # for good: the caller must not wait on
+            self._fail(ConnectionClosedError("consuming: the connection is closed"))
+            return False
+        if self._draining:
+            return True
+        if not nc.is_connected or self._window.pending_msgs == 0:
+            # The heartbeat clock pauses while offline, and while no pull is out (a full
+            # buffer): the server only sends heartbeats for a waiting pull.
+            self._last_activity = loop.time()
+            if not nc.is_connected:
+                return True
+        reconnects = nc.stats.get("reconnects", 0)
+        if reconnects != self._reconnects:
+            self._reconnects = reconnects
+            self._last_activity = loop.time()
+            self._window.reset()
+            reconnected = JetStreamError("reconnected: pending reset, pulling again")
+            if self._reset_or(ResetReason.RECONNECT, self._warn, reconnected):
+                return False
+        silent = loop.time() - self._last_activity
+        if silent > 2 * self._window.heartbeat:
+            self._last_activity = loop.time()
+            self._window.reset()
+            missed = HeartbeatMissedError(f"no message or heartbeat for {silent:.1f}s")
+            if self._reset_or(ResetReason.HEARTBEAT, self._warn, missed):
+                return False
+        await self._pull_more()  # also a pull rate-limited or refused earlier
+        return True
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 def parse_exceeded(description: str) -> tuple[Limit, float | None]:
