@@ -428,11 +428,18 @@ class ObjectStore:
             return 0
         now = datetime.now(UTC)
         orphans = []
-        async for message in scan_stream(
-            self._js, self.stream, [f"$O.{self.name}.C.>"], headers_only=True
-        ):
-            nuid = message.subject.rsplit(".", 1)[1]
-            if nuid not in referenced and now - message.time >= older_than:
+        prefix = f"$O.{self.name}.C."
+        async for message in scan_stream(self._js, self.stream, [f"{prefix}>"], headers_only=True):
+            nuid = message.subject[len(prefix) :]
+            if not is_literal_token(nuid):
+                # A peer may store chunks on a literal `$O.<s>.C.>` (or `*`, or several
+                # tokens): as a purge filter that subject would cover every object's chunks.
+                _log.warning(
+                    "store %r: cleanup leaves the chunk on %r (not one literal token)",
+                    self.name,
+                    message.subject,
+                )
+            elif nuid not in referenced and now - message.time >= older_than:
                 orphans.append(message.subject)
         for subject in orphans:
             await self._js.purge_stream(self.stream, subject=subject)
@@ -629,7 +636,7 @@ def _referenced_nuid(store: str, message: StoredMessage) -> str | None:
     except InvalidObjectMetaError:
         try:  # not ADR-20 as a whole: a nuid alone still says which chunks to keep
             raw = json.loads(message.data)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested beyond the recursion limit
             return None
         nuid = raw.get("nuid") if isinstance(raw, dict) else None
         if nuid == "" or (isinstance(nuid, str) and is_literal_token(nuid)):

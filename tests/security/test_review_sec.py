@@ -1,0 +1,95 @@
+"""Hostile review of the security work (issue 11): records and subjects a hostile peer can
+still store that reached a purge filter or a raw exception.
+
+A peer with publish rights stores messages on *literal* subjects with wildcard tokens (the
+server accepts ``$KV.b.t.>`` and ``$O.s.C.*`` as publish subjects and stores them as they
+are); used as a purge filter, such a subject covers every key or chunk it matches. And a
+meta record nested deeper than Python's recursion limit made the decoder raise a raw
+``RecursionError`` from every listing, read and delete."""
+
+from __future__ import annotations
+
+import base64
+import logging
+from collections.abc import AsyncIterator, Callable
+from datetime import timedelta
+
+import nats
+import pytest
+from nats.js import JetStreamContext
+
+import jetstream
+import kvstore
+import objstore
+from objstore import ObjectStore
+
+DEEP = 20_000  # nesting levels: far beyond any recursion limit, 160 kB (under max_payload)
+
+
+@pytest.fixture
+async def store(
+    js: jetstream.JetStream, unique_name: Callable[[str], str]
+) -> AsyncIterator[ObjectStore]:
+    store = await objstore.create_store(js, unique_name("rsec"))
+    yield store
+    await objstore.delete_store(js, store.name)
+
+
+@pytest.fixture
+async def peer(nats_server: jetstream.EmbeddedServer) -> AsyncIterator[JetStreamContext]:
+    nc = await nats.connect(nats_server.url)
+    yield nc.jetstream()
+    await nc.close()
+
+
+def _meta_subject(store: str, name: str) -> str:
+    return f"$O.{store}.M.{base64.urlsafe_b64encode(name.encode()).decode()}"
+
+
+def _deeply_nested() -> bytes:
+    """A JSON object whose unknown field nests ``DEEP`` objects (decoders skipping it
+    recurse once per level)."""
+    return b'{"name":"deep","x":' + b'{"a":' * DEEP + b"1" + b"}" * DEEP + b"}"
+
+
+@pytest.mark.parametrize("wildcard", [">", "*"])
+async def test_cleanup_never_purges_a_chunk_subject_with_a_wildcard(
+    store: ObjectStore, peer: JetStreamContext, wildcard: str
+) -> None:
+    data = b"honest" * 1000
+    await store.put("honest.bin", data)
+    await peer.publish(f"$O.{store.name}.C.{wildcard}", b"planted")  # stored as is
+    assert await store.cleanup(older_than=timedelta(0)) == 0
+    assert await store.get_bytes("honest.bin") == data, "cleanup purged every chunk"
+
+
+@pytest.mark.parametrize("wildcard", [">", "*"])
+async def test_purge_deletes_never_purges_a_key_subject_with_a_wildcard(
+    bucket: kvstore.Bucket, peer: JetStreamContext, wildcard: str
+) -> None:
+    await bucket.put("t.live", b"kept")
+    # A peer allowed to write `t.<anything>` tombstones the literal subject `t.>` (or `t.*`).
+    await peer.publish(f"$KV.{bucket.name}.t.{wildcard}", b"", headers={"KV-Operation": "DEL"})
+    await bucket.purge_deletes(older_than=None)
+    assert (await bucket.get("t.live")).value == b"kept", "purge_deletes purged live keys"
+
+
+async def test_a_deeply_nested_meta_record_is_refused_not_a_recursion_error(
+    store: ObjectStore, peer: JetStreamContext, caplog: pytest.LogCaptureFixture
+) -> None:
+    await store.put("honest.bin", b"h" * 100)
+    await peer.publish(
+        _meta_subject(store.name, "deep"), _deeply_nested(), headers={"Nats-Rollup": "sub"}
+    )
+    with caplog.at_level(logging.WARNING, logger="objstore"):
+        assert [info.name async for info in store.list()] == ["honest.bin"]
+        with pytest.raises(objstore.InvalidObjectMetaError):
+            await store.info("deep")
+        with pytest.raises(objstore.InvalidObjectMetaError):
+            await store.get_bytes("deep")
+        assert await store.cleanup(older_than=timedelta(0)) == 0  # unreadable: nothing removed
+        await store.delete("deep")  # the record is replaced by a tombstone
+    assert "deep" in caplog.text
+    with pytest.raises(objstore.ObjectNotFoundError):
+        await store.info("deep")
+    assert await store.get_bytes("honest.bin") == b"h" * 100
