@@ -22,6 +22,9 @@ import jetstream
 import kvstore
 import objstore
 from objstore import ObjectStore
+from tests.security.test_permissions import _fast_denial, connect, secured
+
+__all__ = ["secured"]  # the module's server with the template users (test_permissions)
 
 DEEP = 20_000  # nesting levels: far beyond any recursion limit, 160 kB (under max_payload)
 
@@ -93,3 +96,24 @@ async def test_a_deeply_nested_meta_record_is_refused_not_a_recursion_error(
     with pytest.raises(objstore.ObjectNotFoundError):
         await store.info("deep")
     assert await store.get_bytes("honest.bin") == b"h" * 100
+
+
+async def test_a_prefix_writers_get_many_is_refused_at_once(
+    secured: jetstream.EmbeddedServer,
+) -> None:
+    """get_many is not a prefix writer's (its batched direct get takes a body the server cannot
+    confine): refused at once, not after the 5 s request timeout."""
+    async with await connect(secured, "alice") as js:
+        bucket = await kvstore.open_bucket(js, "profiles")
+        await _fast_denial(bucket.get_many(["alice.name"]))
+
+
+async def test_a_writer_compacts_tombstones(secured: jetstream.EmbeddedServer) -> None:
+    """purge_deletes is one of the writes a whole-bucket writer is given."""
+    async with await connect(secured, "writer") as js:
+        bucket = await kvstore.open_bucket(js, "profiles")
+        await bucket.put("carol.tmp", b"x")
+        await bucket.delete("carol.tmp")
+        assert await bucket.purge_deletes(older_than=None) >= 1
+        with pytest.raises(kvstore.KeyNotFoundError):
+            _ = [entry async for entry in bucket.history("carol.tmp")]
