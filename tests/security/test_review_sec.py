@@ -117,3 +117,18 @@ async def test_a_writer_compacts_tombstones(secured: jetstream.EmbeddedServer) -
         assert await bucket.purge_deletes(older_than=None) >= 1
         with pytest.raises(kvstore.KeyNotFoundError):
             _ = [entry async for entry in bucket.history("carol.tmp")]
+
+
+@pytest.mark.parametrize("password", ["pa,ss", "p#w", "p?w"])
+def test_a_password_that_breaks_the_servers_list_is_never_shown(password: str) -> None:
+    """``servers`` is split at commas (and URLs end their authority at ``#``/``?``): a password
+    holding one left ``nats://alice:pa`` (a URL without userinfo, shown whole) in the repr."""
+    secret = password.split(",")[0].split("#")[0].split("?")[0]  # the part a split leaves
+    text = f"nats://alice:{password}@127.0.0.1:4222"
+    try:
+        options = jetstream.ConnectionOptions.from_strings({"servers": text})
+    except jetstream.ClientValidationError as error:
+        assert f":{secret}" not in str(error) and "alice" not in str(error)
+        assert "%" in str(error), "says how to write it"
+    else:
+        assert f":{secret}" not in repr(options) and "alice" not in repr(options)
