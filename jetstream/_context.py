@@ -199,6 +199,8 @@ class JetStream(AsyncResource):
         Raises:
             PermissionDeniedError, NoRespondersError, RequestTimeoutError.
             InvalidHeaderError: a header name or value that cannot be sent (nothing is sent).
+            ClientValidationError: a subject longer than the server's control line leaves
+                (nothing is sent: the server would close the connection for good).
             ConnectionClosedError: the context is closed, or closed while the call waited for
                 its reply (the request may then have been processed).
             DisconnectedError: the connection is down and cannot buffer the request.
@@ -206,6 +208,8 @@ class JetStream(AsyncResource):
         self.ensure_open()
         if headers:
             hdr.validate_headers(headers)  # nats-py would send an empty or broken name as is
+        # Subjects may hold names from other clients' records (a link's target, a nuid).
+        check_subject_length(self._nc, subject)
         with self._refusal_ends_wait(subject), self._ended_by_close(f"request on {subject}"):
             return await send(
                 self._nc, subject, payload, timeout=timeout or self.timeout, headers=headers

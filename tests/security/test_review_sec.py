@@ -9,7 +9,9 @@ meta record nested deeper than Python's recursion limit made the decoder raise a
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import json
 import logging
 from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
@@ -132,3 +134,31 @@ def test_a_password_that_breaks_the_servers_list_is_never_shown(password: str) -
         assert "%" in str(error), "says how to write it"
     else:
         assert f":{secret}" not in repr(options) and "alice" not in repr(options)
+
+
+async def test_long_names_in_records_never_cost_the_connection(
+    store: ObjectStore, peer: JetStreamContext
+) -> None:
+    """A request subject over the server's control line makes the server close the connection
+    (nats-py then gives up for good). A peer's link to a 6000-character name, or a record with
+    a 5000-character nuid, did that to every reader: a 5 s timeout, then every later call
+    failed with ConnectionClosedError."""
+    await store.put("honest.bin", b"h" * 100)
+    record = {"bucket": store.name, "size": 0, "chunks": 0, "mtime": "", "nuid": "N"}
+    link = {"link": {"bucket": store.name, "name": "x" * 6000}}
+    await peer.publish(
+        _meta_subject(store.name, "long-link"),
+        json.dumps({**record, "name": "long-link", "options": link}).encode(),
+        headers={"Nats-Rollup": "sub"},
+    )
+    chunked = {**record, "name": "long-nuid", "nuid": "n" * 5000, "size": 1, "chunks": 1}
+    await peer.publish(
+        _meta_subject(store.name, "long-nuid"),
+        json.dumps(chunked).encode(),
+        headers={"Nats-Rollup": "sub"},
+    )
+    for name in ("long-link", "long-nuid", "y" * 6000):
+        with pytest.raises(jetstream.JetStreamError) as refused:
+            await asyncio.wait_for(store.get_bytes(name), 2.0)
+        assert not isinstance(refused.value, jetstream.RequestTimeoutError)
+        assert await store.get_bytes("honest.bin") == b"h" * 100, "the connection survived"
