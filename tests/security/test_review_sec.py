@@ -13,6 +13,7 @@ import asyncio
 import base64
 import json
 import logging
+import traceback
 from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
 
@@ -162,3 +163,23 @@ async def test_long_names_in_records_never_cost_the_connection(
             await asyncio.wait_for(store.get_bytes(name), 2.0)
         assert not isinstance(refused.value, jetstream.RequestTimeoutError)
         assert await store.get_bytes("honest.bin") == b"h" * 100, "the connection survived"
+
+
+@pytest.mark.parametrize("cut", ["#", "?", "/"])
+async def test_a_failed_connects_traceback_never_shows_the_password(
+    nats_server: jetstream.EmbeddedServer, cut: str
+) -> None:
+    """A ``#``, ``?`` or ``/`` in a URL's password ends the URL's authority: nats-py's URL
+    parser then raised ``Port could not be cast to integer value as 'S3cret'``, chained under
+    ConnectionFailedError, so the traceback a Spark task failure or ``log.exception`` prints
+    showed the password."""
+    url = f"nats://alice:S3cret{cut}x@127.0.0.1:{nats_server.port}"
+    with pytest.raises(jetstream.ConnectionFailedError) as failed:
+        await jetstream.connect(url, connect_timeout=1)
+    shown = "".join(traceback.format_exception(failed.value))
+    chain: list[BaseException] = []
+    error: BaseException | None = failed.value
+    while error is not None:
+        chain.append(error)
+        error = error.__cause__ or error.__context__
+    assert "S3cret" not in shown and not any("S3cret" in repr(e) for e in chain)
