@@ -249,14 +249,22 @@ def _server_list(servers: str) -> tuple[str, ...]:
     """
     urls = tuple(s.strip() for s in servers.split(",") if s.strip())
     for index, url in enumerate(urls, 1):
-        try:
-            _ = urllib.parse.urlsplit(url if "://" in url else f"nats://{url}").port
-        except ValueError:  # its message would quote the "port": the password's start
+        if not _has_valid_port(url):
             raise ClientValidationError(
                 f"option 'servers': entry {index} of {len(urls)} has no valid port; a ',' in a "
                 "password must be written %2C (URLs are split at commas)"
-            ) from None
+            )
     return urls
+
+
+def _has_valid_port(url: str) -> bool:
+    """Whether ``url``'s port is a number or absent (its parser's error, which would quote
+    the "port", is dropped here: it must not be chained to the refusal)."""
+    try:
+        _ = urllib.parse.urlsplit(url if "://" in url else f"nats://{url}").port
+    except ValueError:
+        return False
+    return True
 
 
 def activate_spark_session(spark: Any) -> None:
