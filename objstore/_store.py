@@ -8,7 +8,6 @@ import logging
 import os
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 from nats.nuid import NUID
 
@@ -39,7 +38,7 @@ from ._errors import (
     ObjectNotFoundError,
     StoreNotFoundError,
 )
-from ._files import save_to_file
+from ._files import check_target, save_to_file
 from ._finish import run_to_end
 from ._io import Source
 from ._links import follow_links
@@ -519,10 +518,13 @@ class ObjectStore:
             ObjectNotFoundError, DigestMismatchError, RequestTimeoutError, ClientValidationError,
             InvalidObjectMetaError, ObjectLinkError: as :meth:`get_bytes`; OSError from the
             file system (e.g. the directory is not writable).
+            ClientValidationError: ``path`` is not a str path, holds a NUL or names no file
+                (``""``, ``"."``, ``".."``, ``"/"``); nothing is read or created.
         """
+        target = check_target(path)
         opening = self.open(name, stall_timeout=stall_timeout)  # bad input: before any file
         async with opening as reader:
-            await save_to_file(reader, Path(path), progress)
+            await save_to_file(reader, target, progress)
         return reader.info
 
     async def list(self, *, include_deleted: bool = False) -> AsyncIterator[ObjectInfo]:

@@ -13,9 +13,11 @@ import asyncio
 import base64
 import json
 import logging
+import os
 import traceback
 from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
+from pathlib import Path
 
 import nats
 import pytest
@@ -184,3 +186,16 @@ async def test_a_failed_connects_traceback_never_shows_the_password(
         chain.append(error)
         error = error.__cause__ or error.__context__
     assert "S3cret" not in shown and not any("S3cret" in repr(e) for e in chain)
+
+
+@pytest.mark.parametrize("path", ["out\0.bin", "", ".", "..", "/", 123, b"out.bin"])
+async def test_get_file_refuses_a_path_that_names_no_file(
+    store: ObjectStore, tmp_path: Path, path: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Raw ValueError/TypeError from os and pathlib reached the caller (an embedded NUL, an
+    empty name, a number); now a typed error before anything is read or created."""
+    await store.put("o.bin", b"data")
+    monkeypatch.chdir(tmp_path)  # relative paths land in the test's directory
+    with pytest.raises(jetstream.ClientValidationError):
+        await store.get_file("o.bin", path)  # type: ignore[arg-type]
+    assert await asyncio.to_thread(os.listdir, tmp_path) == []
