@@ -83,6 +83,7 @@ async def open_client(
 
     wait = float(nats_options.get("reconnect_time_wait", DEFAULT_RECONNECT_TIME_WAIT))
     budget = _first_connect_budget(len(servers), connect_attempts, connect_timeout, wait)
+    failed: ConnectionFailedError | None = None
     try:
         # nats-py drops a server once its failed attempts exceed max_reconnect_attempts, and
         # never for 0: attempts - 0.5 drops it after exactly ``connect_attempts`` failures.
@@ -99,7 +100,12 @@ async def open_client(
     except (nats.errors.Error, OSError, TimeoutError) as exc:
         await _close_quietly(nc, _CLOSE_GRACE)  # nats-py leaves a failed client's socket open
         reported = failures if isinstance(exc, TimeoutError) and failures else [*failures, exc]
-        raise connection_error(servers, reported, describe=describe_failure) from exc
+        failed = connection_error(servers, reported, describe=describe_failure)
+    if failed is not None:
+        # Raised outside the handler, so nothing of nats-py's is chained: its exceptions may
+        # quote a URL's password (a '#' or '/' in it: "Port could not be cast ... 'S3cret'"),
+        # and tracebacks print every chained one. The message names the cause, redacted.
+        raise failed
     nc.options["max_reconnect_attempts"] = reconnect_attempts  # reconnects: nats-py's settings
     return nc
 

@@ -209,15 +209,29 @@ class JetStream(AsyncResource):
         Raises:
             PermissionDeniedError, NoRespondersError, RequestTimeoutError.
             InvalidHeaderError: a header name or value that cannot be sent (nothing is sent).
+            ClientValidationError: a subject longer than the server's control line leaves
+                (nothing is sent: the server would close the connection for good).
             ConnectionClosedError: the context is closed, or closed while the call waited for
                 its reply (the request may then have been processed).
             DisconnectedError: the connection is down and cannot buffer the request.
         """
-        # No task per request (this is every put's path): a denial cancels the waiting task,
-        # and the cancellation is turned into the denial below.
         self.ensure_open()
         if headers:
             hdr.validate_headers(headers)  # nats-py would send an empty or broken name as is
+        # Subjects may hold names from other clients' records (a link's target, a nuid).
+        check_subject_length(self._nc, subject)
+        with self._refusal_ends_wait(subject), self._ended_by_close(f"request on {subject}"):
+            return await send(
+                self._nc, subject, payload, timeout=timeout or self.timeout, headers=headers
+            )
+
+    @contextlib.contextmanager
+    def _refusal_ends_wait(self, subject: str) -> Iterator[None]:
+        """The current task waits for a reply to a request on ``subject`` in this block: when
+        the server refuses the subject, the wait ends at once with PermissionDeniedError.
+
+        No task per request (this is every put's path): a denial cancels the waiting task,
+        and the cancellation is turned into the denial here."""
         task = asyncio.current_task()
         assert task is not None
         refusals: list[PermissionDeniedError] = []
@@ -228,10 +242,7 @@ class JetStream(AsyncResource):
 
         self.denials.watch(subject, refused)
         try:
-            with self._ended_by_close(f"request on {subject}"):
-                return await send(
-                    self._nc, subject, payload, timeout=timeout or self.timeout, headers=headers
-                )
+            yield
         except asyncio.CancelledError:
             if not refusals:
                 raise  # cancelled by someone else
@@ -767,6 +778,7 @@ class JetStream(AsyncResource):
         Raises:
             NoRespondersError: no such stream, or direct get is off.
             ServerError: the server refused the request (e.g. 413).
+            PermissionDeniedError: the user may not send it (at once, not after the timeout).
             RequestTimeoutError: the answer did not complete within the timeout.
         """
         body: dict[str, Any] = {"multi_last": subjects}
@@ -774,7 +786,7 @@ class JetStream(AsyncResource):
             body["up_to_seq"] = up_to_seq
         self.ensure_open()
         what = f"batched direct get on {stream}"
-        with self._ended_by_close(what):
+        with self._refusal_ends_wait(self._api.direct_get(stream)), self._ended_by_close(what):
             return await self._multi_last(stream, body, up_to_seq, what)
 
     async def _multi_last(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
@@ -61,6 +62,7 @@ _CREATE_ATTEMPTS = 3
 _CONTENDED_KEYS = 1024  # keys remembered as refused by create (a bounded LRU)
 _CONSUMER_NAME_ROOM = 40  # generated consumer names: a NUID and a serial
 _DEFAULT_PURGE_DELETES_AGE = timedelta(minutes=30)
+_log = logging.getLogger("kvstore")
 
 
 class Bucket:
@@ -243,7 +245,9 @@ class Bucket:
         """Compact tombstones and expiry markers: those older than ``older_than`` (default
         30 min; None or zero = all) are removed with the key's whole history; newer ones are
         kept but the history before them is removed. Returns how many keys were removed
-        entirely.
+        entirely. A tombstone a peer stored on a subject with a wildcard token (the server
+        stores ``$KV.<b>.t.>`` as a literal subject) is left alone with a warning: as a purge
+        filter it would remove every key it matches.
 
         Raises:
             JetStreamError: the scan or a purge failed.
@@ -254,6 +258,13 @@ class Bucket:
             self._js, self._stream, [f"{self._prefix}>"], headers_only=True
         ):
             if op_from_headers(message.headers) is Op.PUT:
+                continue
+            if _has_wildcard(message.subject):
+                _log.warning(
+                    "bucket %r: purge_deletes leaves the tombstone on %r (a wildcard subject)",
+                    self._name,
+                    message.subject,
+                )
                 continue
             old = not older_than or now - message.time > older_than
             await self._js.purge_stream(
@@ -579,6 +590,11 @@ class Bucket:
             delta=delta,
             ttl=self._stored_ttl(headers) if hdr.TTL in headers else None,
         )
+
+
+def _has_wildcard(subject: str) -> bool:
+    """A ``*`` or ``>`` token: used as a filter, the subject matches more than itself."""
+    return any(token in ("*", ">") for token in subject.split("."))
 
 
 def _expect(headers: dict[str, str], revision: int) -> dict[str, str]:

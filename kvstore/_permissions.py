@@ -47,7 +47,8 @@ def writer_permissions(
     bucket: str, *, inbox_prefix: str, protect_consumers: Iterable[str] = ()
 ) -> Permissions:
     """Read and write one whole bucket: everything of :func:`reader_permissions` plus every
-    write, and the leader's message lookups that settle a write whose answer was lost.
+    write (``purge_deletes`` included: a writer may erase the bucket with a rollup anyway),
+    and the leader's message lookups that settle a write whose answer was lost.
 
     Raises:
         InvalidBucketNameError: bad bucket name.
@@ -57,7 +58,12 @@ def writer_permissions(
         bucket, inbox_prefix=inbox_prefix, protect_consumers=protect_consumers
     )
     stream = f"KV_{bucket}"
-    writes = (f"$KV.{bucket}.>", f"{API}.STREAM.MSG.GET.{stream}", f"{API}.STREAM.NAMES")
+    writes = (
+        f"$KV.{bucket}.>",
+        f"{API}.STREAM.PURGE.{stream}",
+        f"{API}.STREAM.MSG.GET.{stream}",
+        f"{API}.STREAM.NAMES",
+    )
     return Permissions(
         publish=SubjectRule(allow=(*reader.publish.allow, *writes), deny=reader.publish.deny),
         subscribe=reader.subscribe,

@@ -17,9 +17,11 @@ import secrets
 from collections.abc import Callable
 from pathlib import Path
 
+from jetstream import ClientValidationError
+
 from ._download import ObjectReader
 
-__all__ = ["save_to_file"]
+__all__ = ["check_target", "save_to_file"]
 
 _WRITE_BATCH = 4 * 1024 * 1024
 """Bytes handed to one write: one batch is written while the next arrives."""
@@ -32,6 +34,23 @@ _FLAGS = (
     | getattr(os, "O_CLOEXEC", 0)
 )
 _NAME_TRIES = 16
+
+
+def check_target(path: object) -> Path:
+    """``path`` as the file a download may be renamed onto: a ``str`` path (or path-like)
+    whose last component names a file.
+
+    Raises:
+        ClientValidationError: not a str path, an embedded NUL, or no file name (``""``,
+            ``"."``, ``".."``, ``"/"``); the os and pathlib errors would be raw and late.
+    """
+    text = os.fspath(path) if isinstance(path, str | os.PathLike) else None
+    if not isinstance(text, str) or "\0" in text:
+        raise ClientValidationError(f"path must be a str path without NUL: {path!r}")
+    target = Path(text)
+    if target.name in ("", ".", ".."):
+        raise ClientValidationError(f"path names no file: {path!r}")
+    return target
 
 
 def _create_temporary(target: Path) -> tuple[int, Path]:

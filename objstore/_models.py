@@ -129,11 +129,13 @@ def decode_info(data: bytes, *, name: str = "", bucket: str = "") -> ObjectInfo:
     default; ``name``/``bucket`` (from the subject and the store) stand in for missing ones.
 
     Raises:
-        InvalidObjectMetaError: not a JSON object, or a field of the wrong type.
+        InvalidObjectMetaError: not a JSON object, a field of the wrong type, or nested too
+            deep to decode.
     """
     try:
         wire = _decode_wire(data)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+    # RecursionError: a peer's record nesting (unknown) fields deeper than the recursion limit.
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
         raise InvalidObjectMetaError(f"unreadable meta record of {name!r}: {exc}") from exc
     return ObjectInfo(
         name=wire.name or name,

@@ -8,7 +8,6 @@ import logging
 import os
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 from nats.nuid import NUID
 
@@ -39,7 +38,7 @@ from ._errors import (
     ObjectNotFoundError,
     StoreNotFoundError,
 )
-from ._files import save_to_file
+from ._files import check_target, save_to_file
 from ._finish import run_to_end
 from ._io import Source
 from ._links import follow_links
@@ -428,11 +427,18 @@ class ObjectStore:
             return 0
         now = datetime.now(UTC)
         orphans = []
-        async for message in scan_stream(
-            self._js, self.stream, [f"$O.{self.name}.C.>"], headers_only=True
-        ):
-            nuid = message.subject.rsplit(".", 1)[1]
-            if nuid not in referenced and now - message.time >= older_than:
+        prefix = f"$O.{self.name}.C."
+        async for message in scan_stream(self._js, self.stream, [f"{prefix}>"], headers_only=True):
+            nuid = message.subject[len(prefix) :]
+            if not is_literal_token(nuid):
+                # A peer may store chunks on a literal `$O.<s>.C.>` (or `*`, or several
+                # tokens): as a purge filter that subject would cover every object's chunks.
+                _log.warning(
+                    "store %r: cleanup leaves the chunk on %r (not one literal token)",
+                    self.name,
+                    message.subject,
+                )
+            elif nuid not in referenced and now - message.time >= older_than:
                 orphans.append(message.subject)
         for subject in orphans:
             await self._js.purge_stream(self.stream, subject=subject)
@@ -512,10 +518,13 @@ class ObjectStore:
             ObjectNotFoundError, DigestMismatchError, RequestTimeoutError, ClientValidationError,
             InvalidObjectMetaError, ObjectLinkError: as :meth:`get_bytes`; OSError from the
             file system (e.g. the directory is not writable).
+            ClientValidationError: ``path`` is not a str path, holds a NUL or names no file
+                (``""``, ``"."``, ``".."``, ``"/"``); nothing is read or created.
         """
+        target = check_target(path)
         opening = self.open(name, stall_timeout=stall_timeout)  # bad input: before any file
         async with opening as reader:
-            await save_to_file(reader, Path(path), progress)
+            await save_to_file(reader, target, progress)
         return reader.info
 
     async def list(self, *, include_deleted: bool = False) -> AsyncIterator[ObjectInfo]:
@@ -629,7 +638,7 @@ def _referenced_nuid(store: str, message: StoredMessage) -> str | None:
     except InvalidObjectMetaError:
         try:  # not ADR-20 as a whole: a nuid alone still says which chunks to keep
             raw = json.loads(message.data)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested beyond the recursion limit
             return None
         nuid = raw.get("nuid") if isinstance(raw, dict) else None
         if nuid == "" or (isinstance(nuid, str) and is_literal_token(nuid)):
