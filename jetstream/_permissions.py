@@ -48,14 +48,21 @@ def inbox_subjects(inbox_prefix: str) -> tuple[str, ...]:
     """The subscription right for replies: only the user's own inbox prefix, so one user can
     never read the replies sent to another (a shared ``_INBOX.>`` would allow that).
 
+    Give no user a prefix that another user's prefix starts with (``_INBOX_a`` and
+    ``_INBOX_a.b``): the first would read the second's replies.
+
     Raises:
-        ClientValidationError: the prefix is empty, has wildcards or whitespace, or is the
-            shared default ``_INBOX``.
+        ClientValidationError: the prefix is empty, has wildcards or whitespace, starts with
+            ``$`` (``$KV`` would subscribe to every bucket write), or is the shared ``_INBOX``.
     """
     tokens = inbox_prefix.split(".") if isinstance(inbox_prefix, str) else [""]
     if not all(_is_literal_token(token) for token in tokens):
         raise ClientValidationError(
             f"inbox_prefix must be literal subject tokens (no wildcards, spaces): {inbox_prefix!r}"
+        )
+    if inbox_prefix.startswith("$"):
+        raise ClientValidationError(
+            f"inbox_prefix must not start with '$' (system and stream subjects): {inbox_prefix!r}"
         )
     if inbox_prefix == "_INBOX":
         raise ClientValidationError(

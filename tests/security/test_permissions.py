@@ -277,6 +277,8 @@ async def test_the_shared_inbox_is_not_a_template_option() -> None:
         kvstore.reader_permissions("profiles", inbox_prefix="_INBOX")
     with pytest.raises(jetstream.ClientValidationError):
         objstore.uploader_permissions("files", inbox_prefix="_INBOX_*")
+    with pytest.raises(jetstream.ClientValidationError, match=r"\$"):
+        kvstore.reader_permissions("profiles", inbox_prefix="$KV")
     with pytest.raises(kvstore.InvalidKeyError):
         kvstore.prefix_writer_permissions("profiles", "alice.>", inbox_prefix="_INBOX_a")
     with pytest.raises(jetstream.ClientValidationError):
