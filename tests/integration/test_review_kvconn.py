@@ -9,6 +9,7 @@ from datetime import timedelta
 
 import nats
 import pytest
+from nats.aio.client import Client
 
 import jetstream
 import kvstore
@@ -85,9 +86,9 @@ async def test_a_call_in_flight_when_the_context_closes_ends_with_connection_clo
     js = await jetstream.connect(nats_server.url, timeout=5)
     silent = await nats.connect(nats_server.url)  # takes requests, never answers
     try:
-        await silent.subscribe("review.silent.>")
-        await silent.subscribe(js.api.direct_get("review"))
-        await silent.flush()
+        await _live_subscription(js, silent, "review.silent.>", "review.silent.ready")
+        direct_get = js.api.direct_get("review")
+        await _live_subscription(js, silent, direct_get, direct_get)
         calls = [
             asyncio.create_task(js.send("review.silent.a", b"")),
             asyncio.create_task(js.publish("review.silent.b", b"x", msg_id="m1")),
@@ -104,6 +105,26 @@ async def test_a_call_in_flight_when_the_context_closes_ends_with_connection_clo
         assert asyncio.get_running_loop().time() - started < 2
     finally:
         await silent.close()
+
+
+async def _live_subscription(
+    js: jetstream.JetStream, silent: Client, subject: str, probe: str
+) -> None:
+    """Subscribe ``silent`` and wait until ``js``'s publishes reach it: a fresh subscription
+    once answered the first request with "no responders" (CI-like run), although flushed."""
+    seen = asyncio.Event()
+
+    async def note(msg: object) -> None:
+        seen.set()
+
+    await silent.subscribe(subject, cb=note)
+    await silent.flush()
+    deadline = asyncio.get_running_loop().time() + 5
+    while not seen.is_set():
+        assert asyncio.get_running_loop().time() < deadline, f"{subject}: never delivered"
+        await js.nc.publish(probe, b"")
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(seen.wait(), 0.2)
 
 
 # -- a cancel that lands with the reply ------------------------------------------------------
