@@ -8,6 +8,8 @@ from .harness import Call, World
 from .history import History
 from .kv_check import check_kv
 from .kv_run import run_kv
+from .obj_check import check_obj
+from .obj_run import run_obj
 
 
 async def run_and_check(
@@ -18,6 +20,9 @@ async def run_and_check(
         if history.model == "kv":
             outcome = await run_kv(world, history)
             return check_kv(outcome), outcome.calls, world.faults
+        if history.model == "obj":
+            obj_outcome = await run_obj(world, history)
+            return check_obj(obj_outcome), obj_outcome.calls, world.faults
         raise ValueError(f"unknown model {history.model!r}")
 
 

@@ -203,13 +203,10 @@ async def stream_messages(js: jetstream.JetStream, stream: str, subjects: str) -
     found: list[RawMessage] = []
     seq = 1
     while True:
-        request = json.dumps({"seq": seq, "next_by_subj": subjects}).encode()
-        reply = await js.nc.request(f"$JS.API.STREAM.MSG.GET.{stream}", request, timeout=5.0)
-        body = json.loads(reply.data)
-        if "error" in body:
-            if body["error"].get("code") == 404:
-                return found
-            raise AssertionError(f"MSG.GET {stream} seq {seq}: {body['error']}")
+        request = {"seq": seq, "next_by_subj": subjects}
+        body = await api_request(js, f"STREAM.MSG.GET.{stream}", request, absent_ok=True)
+        if body is None:
+            return found
         message = body["message"]
         found.append(
             RawMessage(
@@ -220,6 +217,29 @@ async def stream_messages(js: jetstream.JetStream, stream: str, subjects: str) -
             )
         )
         seq = message["seq"] + 1
+
+
+async def api_request(
+    js: jetstream.JetStream, api: str, request: dict[str, Any], *, absent_ok: bool = False
+) -> dict[str, Any] | None:
+    """One raw JetStream API request (``$JS.API.<api>``), asked again for up to 20 s while
+    the server is not ready (just restarted); None for a 404 when ``absent_ok``."""
+    deadline = time.monotonic() + 20.0
+    while True:
+        try:
+            reply = await js.nc.request(f"$JS.API.{api}", json.dumps(request).encode(), timeout=5)
+            body: dict[str, Any] = json.loads(reply.data)
+        except Exception as exc:  # not ready yet: no responders, timeout, empty reply
+            error: Any = exc
+        else:
+            error = body.get("error")
+            if error is None:
+                return body
+            if absent_ok and error.get("code") == 404:
+                return None
+        if time.monotonic() > deadline:
+            raise AssertionError(f"$JS.API.{api} {request}: {error}")
+        await asyncio.sleep(0.2)
 
 
 def _parse_headers(raw: bytes) -> dict[str, str]:
