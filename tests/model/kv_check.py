@@ -321,9 +321,12 @@ class KvChecker:
             return
         snapshot: Snapshot = call.result
         point = snapshot.revision
+        requested = set(call.args["keys"])
         for c, msgs in acked:
             seqs = [m.seq for m in msgs]
-            if c.end < call.start and max(seqs) > point:
+            # A snapshot in which no requested key has any message names no point (0).
+            stale = [m for m in msgs if m.key in requested and m.seq > point and point]
+            if c.end < call.start and stale:
                 self.violations.append(
                     f"snapshot at {point} older than acked {c.describe()}: {call.describe()}"
                 )

@@ -83,9 +83,13 @@ def test_a_snapshot_inside_a_batch_is_torn() -> None:
 
 
 def test_a_snapshot_older_than_an_acknowledged_write_is_reported() -> None:
-    write, msg = put("a", 1, 0, 1)
-    read = call("get_many", 2, 3, Snapshot({}, ("a",), 0), keys=["a"])
-    assert any("older than acked" in v for v in check_kv(outcome([write, read], [msg])))
+    first, first_msg = put("a", 1, 0, 1)
+    second, second_msg = put("a", 2, 1, 2)
+    snapshot = Snapshot({"a": entry("a", 1, first_msg.value)}, (), 1)
+    read = call("get_many", 3, 4, snapshot, keys=["a"])
+    history = outcome([first, second, read], [first_msg, second_msg])
+    history.history = 4
+    assert any("older than acked" in v for v in check_kv(history))
 
 
 def test_an_update_accepted_over_a_newer_revision_is_reported() -> None:
