@@ -10,7 +10,8 @@ Promises checked (each violation is one line of the report):
 
 - a sequence is never claimed by two different messages (reads and acks agree);
 - an acknowledged write is in the stream at the end, unless something legitimately removed
-  it: a later purge of its key, ``history`` newer revisions, or its TTL;
+  it: a later purge or TTL write of its key (both roll the key up), ``history`` newer
+  revisions, or its own TTL;
 - writes are linearizable: one acknowledged before another started has a lower revision;
 - compare-and-set: an accepted update had no other write on its key between the revision it
   named and its own; an accepted create had no live value before it; a refused update's
@@ -178,10 +179,15 @@ class KvChecker:
         unknown outcome that landed is in the stream like any other)."""
         newer = self.log.newer(msg.key, msg.seq)
         return (
-            any(m.op == "PURGE" for m in newer)
+            any(self.rolls_up(m) for m in newer)
             or len(newer) >= self.outcome.history
             or self.expires(msg)
         )
+
+    def rolls_up(self, msg: Msg) -> bool:
+        """Whether storing ``msg`` removed its key's earlier revisions: a purge, and (README,
+        TTL rules) a write with a TTL and the marker its expiry leaves (``Nats-Rollup: sub``)."""
+        return msg.op in ("PURGE", "EXPIRED") or msg.value in self.ttl_values
 
     def expires(self, msg: Msg) -> bool:
         """Whether ``msg`` leaves the stream on its own (a TTL or an expiry marker)."""

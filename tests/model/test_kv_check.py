@@ -56,6 +56,16 @@ def test_a_write_removed_by_a_later_purge_is_not_lost() -> None:
     assert check_kv(outcome([write, purge], [Msg(2, "a", "PURGE")])) == []
 
 
+def test_a_write_rolled_up_by_a_later_ttl_write_is_not_lost() -> None:
+    write, _ = put("a", 1, 0, 1)
+    expiring = call("put", 2, 3, 2, key="a", ttl="1s")
+    history = outcome([write, expiring], [Msg(2, "a", "PUT", value_of(expiring.op_id, "a"))])
+    history.history = 4
+    assert check_kv(history) == []
+    expiring.args["ttl"] = None  # a plain write keeps the earlier revision (history 4)
+    assert any("lost: Msg(seq=1" in v for v in check_kv(history))
+
+
 def test_a_read_older_than_an_acknowledged_write_is_stale() -> None:
     first, first_msg = put("a", 1, 0, 1)
     second, second_msg = put("a", 2, 1, 2)
