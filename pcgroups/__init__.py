@@ -48,6 +48,7 @@ from ._models import (
     encode_elastic_config,
     encode_static_config,
 )
+from ._static import create_static, delete_static, list_static, static_config
 
 __all__ = [
     "ELASTIC_BUCKET",
@@ -66,15 +67,19 @@ __all__ = [
     "StaticConfig",
     "balanced_assignment",
     "config_key",
+    "create_static",
     "decode_elastic_config",
     "decode_static_config",
+    "delete_static",
     "elastic_member_filters",
     "elastic_stream_name",
     "elastic_transforms",
     "encode_elastic_config",
     "encode_static_config",
     "hash_partition",
+    "list_static",
     "member_partitions",
+    "static_config",
     "static_consumer_name",
     "static_member_filters",
     "transform_destination",

@@ -35,6 +35,7 @@ __all__ = [
     "transform_destination",
     "validate_elastic_config",
     "validate_group_names",
+    "validate_key_token",
     "validate_member_name",
     "validate_static_config",
 ]
@@ -71,13 +72,23 @@ def validate_group_names(stream: str, group: str) -> None:
         InvalidGroupNameError: either is not a non-empty ``[-_=a-zA-Z0-9]+`` string, or the
             derived stream name is longer than the server allows.
     """
-    for what, name in (("stream", stream), ("group", group)):
-        if not isinstance(name, str) or not _KEY_TOKEN.fullmatch(name):
-            raise InvalidGroupNameError(
-                f"invalid {what} name for a consumer group: {name!r} (use letters, digits, "
-                "'-', '_' or '=')"
-            )
+    validate_key_token(stream, "stream")
+    validate_key_token(group, "group")
     _as_name(elastic_stream_name(stream, group), "elastic group stream")
+
+
+def validate_key_token(name: str, what: str) -> None:
+    """Check that ``name`` (a stream or group name, ``what`` says which) can be one token of
+    the config key ``<stream>.<group>``.
+
+    Raises:
+        InvalidGroupNameError: not a non-empty ``[-_=a-zA-Z0-9]+`` string.
+    """
+    if not isinstance(name, str) or not _KEY_TOKEN.fullmatch(name):
+        raise InvalidGroupNameError(
+            f"invalid {what} name for a consumer group: {name!r} (use letters, digits, "
+            "'-', '_' or '=')"
+        )
 
 
 def validate_member_name(group: str, member: str) -> None:
