@@ -9,7 +9,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Final
 
-from jetstream import InvalidNameError
+from jetstream import InvalidNameError, StreamConfig
 from jetstream._names import validate_name
 
 from ._errors import (
@@ -25,6 +25,7 @@ __all__ = [
     "balanced_assignment",
     "config_key",
     "elastic_member_filters",
+    "elastic_stream_config",
     "elastic_stream_name",
     "elastic_transforms",
     "hash_partition",
@@ -303,6 +304,27 @@ def elastic_transforms(config: ElasticConfig) -> tuple[tuple[str, str], ...]:
     one per partitioning filter, or ``(">", "{{Partition(N)}}.>")`` when there are none."""
     filters = config.partitioning_filters or (PartitioningFilter(">"),)
     return tuple((pf.filter, transform_destination(pf, config.max_members)) for pf in filters)
+
+
+def elastic_stream_config(
+    stream: str, group: str, config: ElasticConfig, source: StreamConfig
+) -> StreamConfig:
+    """The work-queue stream orbit.go's ``CreateElastic`` makes for an elastic group on
+    ``stream`` (whose config is ``source``): named ``<stream>-<group>``, no subjects of its
+    own, sourcing ``stream`` through the partitioning transforms, the source's replicas and
+    storage, ``max_buffered_*`` as limits with discard new, direct get on."""
+    transforms = [{"src": src, "dest": dest} for src, dest in elastic_transforms(config)]
+    return StreamConfig(
+        name=elastic_stream_name(stream, group),
+        retention="workqueue",
+        num_replicas=source.num_replicas,
+        storage=source.storage,
+        max_msgs=config.max_buffered_msgs or -1,
+        max_bytes=config.max_buffered_bytes or -1,
+        discard="new",
+        sources=[{"name": stream, "subject_transforms": transforms}],
+        allow_direct=True,
+    )
 
 
 def hash_partition(key: bytes, partitions: int) -> int:

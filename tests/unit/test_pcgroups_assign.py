@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 import jetstream
+import pcgroups
 from pcgroups import (
     ElasticConfig,
     InvalidGroupConfigError,
@@ -276,3 +277,27 @@ def test_partitioning_wildcards_must_exist_in_the_filter(pf: PartitioningFilter)
     with pytest.raises(InvalidPartitioningFilterError) as info:
         validate_elastic_config(ElasticConfig(max_members=2, partitioning_filters=(pf,)))
     assert isinstance(info.value, jetstream.ClientValidationError)
+
+
+def test_elastic_stream_config_is_orbits() -> None:
+    # CreateElastic: <stream>-<group>, work queue, source's replicas and storage, buffered
+    # limits with discard new, direct get, one source with the partitioning transforms
+    source = jetstream.StreamConfig(name="orders", num_replicas=3, storage="memory")
+    config = ElasticConfig(
+        max_members=4,
+        partitioning_filters=(PartitioningFilter("orders.*", (1,)),),
+        max_buffered_msgs=500,
+    )
+    stream = pcgroups.elastic_stream_config("orders", "g", config, source)
+    assert (stream.name, stream.subjects, stream.retention) == ("orders-g", [], "workqueue")
+    assert (stream.num_replicas, stream.storage) == (3, "memory")
+    assert (stream.max_msgs, stream.max_bytes, stream.discard) == (500, -1, "new")
+    assert stream.allow_direct
+    assert stream.sources == [
+        {
+            "name": "orders",
+            "subject_transforms": [
+                {"src": "orders.*", "dest": "{{Partition(4,1)}}.orders.{{Wildcard(1)}}"}
+            ],
+        }
+    ]
