@@ -58,6 +58,9 @@ def _checked_input(
 ) -> StaticConfig:
     """The config to store, after every check that needs no server."""
     validate_group_names(stream, group)
+    for what, values in (("filters", filters), ("members", members)):
+        if isinstance(values, str | bytes):  # would be taken one character at a time
+            raise InvalidGroupConfigError(f"{what} must be a list of strings, not {values!r}")
     try:
         config = StaticConfig(
             max_members=max_members,

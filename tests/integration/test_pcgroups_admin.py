@@ -124,6 +124,9 @@ async def test_create_again_same_config_is_a_no_op_other_config_is_refused(
         ("g", {"max_members": 2, "members": ["m.1"]}, pcgroups.InvalidGroupNameError),
         ("g", {"max_members": 2, "members": ["m", "m"]}, pcgroups.InvalidGroupConfigError),
         ("g", {"max_members": 2, "filters": ["a b"]}, pcgroups.InvalidGroupConfigError),
+        ("g", {"max_members": 2, "filters": "a.>"}, pcgroups.InvalidGroupConfigError),
+        ("g", {"max_members": 2, "members": "m1"}, pcgroups.InvalidGroupConfigError),
+        ("g", {"max_members": 2, "members": 7}, pcgroups.InvalidGroupConfigError),
         (
             "g",
             {"max_members": 2, "members": ["a"], "member_mappings": [MemberMapping("a", (0, 1))]},

@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+import hypothesis
+import hypothesis.strategies as st
 import pytest
 
 import jetstream
@@ -301,3 +303,27 @@ def test_elastic_stream_config_is_orbits() -> None:
             ],
         }
     ]
+
+
+@hypothesis.settings(max_examples=300, deadline=None)
+@hypothesis.given(
+    members=st.lists(st.text(alphabet="abcdefXYZ0", min_size=1, max_size=3), max_size=12),
+    partitions=st.integers(min_value=1, max_value=40),
+)
+def test_balanced_assignment_properties(members: list[str], partitions: int) -> None:
+    owners = balanced_assignment(members, partitions)
+    taking_part = sorted(set(members))[:partitions]
+    if not taking_part:
+        assert owners == ()
+        return
+    # every partition has exactly one owner, one of the first P sorted members
+    assert len(owners) == partitions
+    assert set(owners) == set(taking_part)
+    # balanced: counts differ by at most one, and the extra ones go to the first members
+    counts = [owners.count(m) for m in taking_part]
+    assert max(counts) - min(counts) <= 1
+    assert counts == sorted(counts, reverse=True)
+    # each member's filters name exactly its partitions, and members' filters are disjoint
+    config = StaticConfig(max_members=partitions, members=tuple(members))
+    filters = [f for m in taking_part for f in static_member_filters(config, m)]
+    assert sorted(filters) == sorted(f"{p}.>" for p in range(partitions))
