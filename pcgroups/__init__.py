@@ -1,0 +1,92 @@
+"""pcgroups: partitioned consumer groups, wire-compatible with orbit.go's ``pcgroups``.
+
+Every message of one key goes to one member of a group at a time, so members consume in
+parallel while each key stays in order. Group configs live in the KV buckets
+``static-consumer-groups`` and ``elastic-consumer-groups`` under ``<stream>.<group>``, as the
+JSON orbit.go writes (see ``docs/PCGROUPS-WIRE.md``), so Go and Python members share groups
+and orbit's ``cg`` tool manages groups created here::
+
+    config = pcgroups.StaticConfig(max_members=4, members=("m1", "m2"))
+    pcgroups.static_member_filters(config, "m1")   # ('0.>', '1.>')
+"""
+
+from jetstream._public import show_as as _show_as
+
+from ._assign import (
+    PRIORITY_GROUP,
+    balanced_assignment,
+    config_key,
+    elastic_member_filters,
+    elastic_stream_config,
+    elastic_stream_name,
+    elastic_transforms,
+    hash_partition,
+    member_partitions,
+    static_consumer_name,
+    static_member_filters,
+    transform_destination,
+    validate_elastic_config,
+    validate_static_config,
+)
+from ._errors import (
+    CorruptGroupConfigError,
+    GroupExistsError,
+    GroupNotFoundError,
+    InvalidGroupConfigError,
+    InvalidGroupNameError,
+    InvalidMemberMappingError,
+    InvalidPartitioningFilterError,
+)
+from ._models import (
+    ELASTIC_BUCKET,
+    STATIC_BUCKET,
+    ElasticConfig,
+    MemberMapping,
+    PartitioningFilter,
+    StaticConfig,
+    decode_elastic_config,
+    decode_static_config,
+    encode_elastic_config,
+    encode_static_config,
+)
+from ._static import create_static, delete_static, list_static, static_config
+
+__all__ = [
+    "ELASTIC_BUCKET",
+    "PRIORITY_GROUP",
+    "STATIC_BUCKET",
+    "CorruptGroupConfigError",
+    "ElasticConfig",
+    "GroupExistsError",
+    "GroupNotFoundError",
+    "InvalidGroupConfigError",
+    "InvalidGroupNameError",
+    "InvalidMemberMappingError",
+    "InvalidPartitioningFilterError",
+    "MemberMapping",
+    "PartitioningFilter",
+    "StaticConfig",
+    "balanced_assignment",
+    "config_key",
+    "create_static",
+    "decode_elastic_config",
+    "decode_static_config",
+    "delete_static",
+    "elastic_member_filters",
+    "elastic_stream_config",
+    "elastic_stream_name",
+    "elastic_transforms",
+    "encode_elastic_config",
+    "encode_static_config",
+    "hash_partition",
+    "list_static",
+    "member_partitions",
+    "static_config",
+    "static_consumer_name",
+    "static_member_filters",
+    "transform_destination",
+    "validate_elastic_config",
+    "validate_static_config",
+]
+
+_show_as(__name__, ElasticConfig, MemberMapping, PartitioningFilter, StaticConfig)

@@ -1,0 +1,76 @@
+"""The partitioned consumer group errors, built on the protocol tree in :mod:`jetstream`::
+
+    JetStreamError
+    ├── ClientValidationError (ValueError)
+    │   ├── InvalidGroupConfigError          a config breaks orbit's rules (max_members, members
+    │   │   │                                vs mappings, buffered limits)
+    │   │   ├── InvalidPartitioningFilterError  empty filter, no wildcard, bad wildcard indexes
+    │   │   └── InvalidMemberMappingError       mappings that do not cover each partition once
+    │   └── InvalidNameError
+    │       └── InvalidGroupNameError        a stream, group or member name we cannot use
+    ├── GroupNotFoundError                   no config for <stream>.<group> (or no bucket)
+    ├── GroupExistsError                     a group of that name exists with another config
+    └── CorruptGroupConfigError              the stored value is not a valid orbit config
+
+Validation errors are raised before anything is written.
+"""
+
+from __future__ import annotations
+
+from jetstream import ClientValidationError, InvalidNameError, JetStreamError
+
+__all__ = [
+    "CorruptGroupConfigError",
+    "GroupExistsError",
+    "GroupNotFoundError",
+    "InvalidGroupConfigError",
+    "InvalidGroupNameError",
+    "InvalidMemberMappingError",
+    "InvalidPartitioningFilterError",
+]
+
+
+class InvalidGroupConfigError(ClientValidationError):
+    """A consumer group configuration breaks the rules orbit.go enforces (``max_members`` below
+    1, both ``members`` and ``member_mappings`` given, negative buffered limits)."""
+
+
+class InvalidPartitioningFilterError(InvalidGroupConfigError):
+    """An elastic partitioning filter is empty, has neither a ``*`` token nor a trailing ``>``,
+    or names partitioning wildcard indexes that are repeated or not among its ``*`` tokens."""
+
+
+class InvalidMemberMappingError(InvalidGroupConfigError):
+    """Member mappings do not assign each partition ``0 .. max_members-1`` to exactly one
+    member, repeat a member, or have more mappings than partitions."""
+
+
+class InvalidGroupNameError(InvalidNameError):
+    """A stream, group or member name that cannot be used in a KV key, a stream name or a
+    consumer name (empty, ``.``, ``*``, ``>``, whitespace, ...)."""
+
+
+class GroupNotFoundError(JetStreamError):
+    """No configuration is stored for the group (its key or the whole bucket is missing)."""
+
+    def __init__(self, stream: str, group: str, kind: str) -> None:
+        super().__init__(f"no {kind} consumer group {group!r} on stream {stream!r}")
+        self.stream = stream
+        self.group = group
+
+
+class GroupExistsError(JetStreamError):
+    """A group of that name exists on the stream with a different configuration (orbit
+    refuses to change it in place: delete and create again)."""
+
+    def __init__(self, stream: str, group: str, kind: str) -> None:
+        super().__init__(
+            f"the {kind} consumer group {group!r} on stream {stream!r} exists with another "
+            "configuration"
+        )
+        self.stream = stream
+        self.group = group
+
+
+class CorruptGroupConfigError(JetStreamError):
+    """The stored configuration is not JSON orbit would accept, or breaks its rules."""

@@ -1,0 +1,55 @@
+"""The KV buckets holding group configs: opened (or created the way orbit.go creates them)
+and read with typed errors."""
+
+from __future__ import annotations
+
+from jetstream import JetStream
+from kvstore import (
+    Bucket,
+    BucketExistsError,
+    BucketNotFoundError,
+    KeyNotFoundError,
+    create_bucket,
+    open_bucket,
+)
+
+from ._errors import GroupNotFoundError
+
+__all__ = ["ensure_bucket", "existing_bucket", "read_config"]
+
+
+async def existing_bucket(js: JetStream, name: str) -> Bucket | None:
+    """The config bucket, or None when nobody has created a group of this kind yet."""
+    try:
+        return await open_bucket(js, name)
+    except BucketNotFoundError:
+        return None
+
+
+async def ensure_bucket(js: JetStream, name: str, *, replicas: int) -> Bucket:
+    """The config bucket, created if missing like orbit.go does (file storage, history 1, the
+    group's stream's replica count; other settings are the NATS KV defaults)."""
+    bucket = await existing_bucket(js, name)
+    if bucket is not None:
+        return bucket
+    try:
+        return await create_bucket(js, name, replicas=replicas, storage="file")
+    except BucketExistsError:
+        return await open_bucket(js, name)  # created meanwhile, by another client
+
+
+async def read_config(
+    bucket: Bucket | None, stream: str, group: str, kind: str
+) -> tuple[bytes, int]:
+    """The stored config JSON of ``<stream>.<group>`` and its revision.
+
+    Raises:
+        GroupNotFoundError: no bucket, or no live value for the key.
+    """
+    if bucket is None:
+        raise GroupNotFoundError(stream, group, kind)
+    try:
+        entry = await bucket.get(f"{stream}.{group}")
+    except KeyNotFoundError as exc:
+        raise GroupNotFoundError(stream, group, kind) from exc
+    return entry.value, entry.revision
