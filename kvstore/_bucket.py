@@ -8,7 +8,7 @@ import logging
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from nats.nuid import NUID
 
@@ -16,6 +16,7 @@ from jetstream import (
     DEFAULT_COMMIT_DEADLINE,
     DEFAULT_MAX_BATCH,
     NEVER,
+    ClientValidationError,
     InvalidTTLError,
     JetStream,
     MessageNotFoundError,
@@ -33,6 +34,7 @@ from jetstream import (
 from jetstream import headers as hdr
 
 from ._batch import KeyBatch
+from ._codecs import KeyCodec, encode_filter
 from ._errors import (
     BucketNotFoundError,
     InvalidKeyError,
@@ -52,9 +54,12 @@ from ._models import (
     subject_prefix,
 )
 from ._snapshot import Snapshot, read_snapshot
+from ._typed import TypedBucket, ValueFormat
 from ._watch import KeyWatcher, iter_history, iter_keys, watch_subjects
 
 __all__ = ["Bucket", "BytesLike"]
+
+T = TypeVar("T")
 
 BytesLike = bytes | bytearray | memoryview
 
@@ -83,9 +88,16 @@ class Bucket:
     """
 
     def __init__(
-        self, js: JetStream, name: str, config: BucketConfig, *, direct: bool = True
+        self,
+        js: JetStream,
+        name: str,
+        config: BucketConfig,
+        *,
+        direct: bool = True,
+        key_codec: KeyCodec | None = None,
     ) -> None:
         self._js = js
+        self._key_codec = key_codec
         self._direct = direct  # buckets made by nats-py lack allow_direct
         self._name = name
         self._config = config
@@ -103,6 +115,21 @@ class Bucket:
     def stream(self) -> str:
         """The backing stream, ``KV_<name>``."""
         return self._stream
+
+    @property
+    def key_codec(self) -> KeyCodec | None:
+        """The key codec every key and filter goes through (None: keys are stored as given)."""
+        return self._key_codec
+
+    def typed(self, value_type: type[T], *, format: ValueFormat = "json") -> TypedBucket[T]:
+        """A view of this bucket whose values are ``value_type`` instances (a msgspec
+        Struct, a dataclass, ``dict[str, int]``... anything msgspec encodes), stored as JSON
+        or MessagePack. See :class:`TypedBucket`.
+
+        Raises:
+            ClientValidationError: an unknown ``format``, or a type msgspec cannot handle.
+        """
+        return TypedBucket(self, value_type, format=format)
 
     @property
     def config(self) -> BucketConfig:
@@ -128,7 +155,8 @@ class Bucket:
         return cached[1]
 
     def __repr__(self) -> str:
-        return f"<Bucket {self._name!r} history={self._config.history}>"
+        codec = f" key_codec={self._key_codec!r}" if self._key_codec is not None else ""
+        return f"<Bucket {self._name!r} history={self._config.history}{codec}>"
 
     # -- writes -------------------------------------------------------------------------------
 
@@ -377,8 +405,8 @@ class Bucket:
         Raises:
             InvalidKeyError: a bad filter; ClientValidationError: conflicting options (both at
                 once, before anything is sent).
+            FilterNotSupportedError: a wildcard the key codec cannot encode.
         """
-        self._check_filters(keys)
         return KeyWatcher(
             self,
             keys,
@@ -393,9 +421,9 @@ class Bucket:
         """Keys that have a live value, optionally matching filters (filtered by the server).
 
         Raises:
-            InvalidKeyError: a bad filter.
+            InvalidKeyError: a bad filter (as a codec stores it).
+            FilterNotSupportedError: a wildcard the key codec cannot encode.
         """
-        self._check_filters(filters)
         return iter_keys(self, watch_subjects(self, filters))
 
     def history(self, key: str) -> AsyncIterator[Entry]:
@@ -405,8 +433,7 @@ class Bucket:
             InvalidKeyError: a bad key.
             KeyNotFoundError: the key has no stored revision (raised at the end).
         """
-        self._subject(key)
-        return iter_history(self, key)
+        return iter_history(self, key, self._subject(key))
 
     # -- reads --------------------------------------------------------------------------------
 
@@ -456,15 +483,44 @@ class Bucket:
     # -- internals ----------------------------------------------------------------------------
 
     def _subject(self, key: str) -> str:
-        validate_key(key, max_length=self.max_key_length)
-        return self._prefix + key
+        """The subject of a user key: encoded by the key codec, then checked against the KV
+        key rules and the longest key the server's control line holds."""
+        codec = self._key_codec
+        if codec is None:
+            validate_key(key, max_length=self.max_key_length)
+            return self._prefix + key
+        stored = codec.encode_key(key)
+        try:
+            validate_key(stored, max_length=self.max_key_length)
+        except InvalidKeyError as exc:
+            raise InvalidKeyError(f"key {key!r}, stored as {stored!r}: {exc}") from None
+        return self._prefix + stored
 
-    def _check_filters(self, filters: str | list[str]) -> None:
-        """Refuse filters too long for the server's control line (their syntax is checked
-        where they are turned into subjects)."""
+    def _filter_subjects(self, filters: str | list[str]) -> list[str]:
+        """The subjects of user key filters (encoded by the key codec where it can)."""
+        patterns = [filters] if isinstance(filters, str) else list(filters)
+        if not patterns:
+            raise ClientValidationError("a key filter list needs at least one filter")
         longest = self.max_key_length
-        for pattern in [filters] if isinstance(filters, str) else filters:
-            validate_filter(pattern, max_length=longest)
+        subjects = []
+        for pattern in patterns:
+            stored = pattern if self._key_codec is None else encode_filter(self._key_codec, pattern)
+            try:
+                validate_filter(stored, max_length=longest)
+            except InvalidKeyError as exc:
+                if stored is pattern:
+                    raise
+                raise InvalidKeyError(f"filter {pattern!r}, stored as {stored!r}: {exc}") from None
+            subjects.append(self._prefix + stored)
+        return subjects
+
+    def _decode_key(self, stored: str) -> str:
+        """The user key of a stored key.
+
+        Raises:
+            KeyDecodeError: the codec cannot decode it (written without the codec).
+        """
+        return stored if self._key_codec is None else self._key_codec.decode_key(stored)
 
     def _ttl_headers(self, ttl: TTLValue | None) -> dict[str, str]:
         if ttl is None:
@@ -582,7 +638,7 @@ class Bucket:
         """The entry a stored message (get) or a delivered one (watch, history) stands for."""
         return Entry(
             bucket=self._name,
-            key=subject[len(self._prefix) :],
+            key=self._decode_key(subject[len(self._prefix) :]),
             value=value,
             revision=revision,
             created=created,
