@@ -39,7 +39,11 @@ async def test_base64_keys_are_stored_as_orbit_stores_them(
     # orbit.go: per-token RawURLEncoding -> QWNtZSBJbmM.Y29udGFjdA (derivation in the unit test)
     assert await _subjects(js, bucket) == [f"$KV.{bucket.name}.QWNtZSBJbmM.Y29udGFjdA"]
     entry = await bucket.get("Acme Inc.contact")
-    assert (entry.key, entry.value, entry.revision) == ("Acme Inc.contact", b"info@acme.com", revision)
+    assert (entry.key, entry.value, entry.revision) == (
+        "Acme Inc.contact",
+        b"info@acme.com",
+        revision,
+    )
 
     kv = await peer.key_value(bucket.name)  # a peer without the codec sees the stored key
     assert await kv.keys() == ["QWNtZSBJbmM.Y29udGFjdA"]
@@ -112,7 +116,9 @@ async def test_watch_and_keys_skip_keys_the_codec_cannot_decode(
     assert (entry.key, entry.value) == ("mine", b"still")
 
 
-async def test_path_codec_keys_and_filters(js: jetstream.JetStream, make_bucket: BucketFactory) -> None:
+async def test_path_codec_keys_and_filters(
+    js: jetstream.JetStream, make_bucket: BucketFactory
+) -> None:
     bucket = await make_bucket(key_codec=PathKeyCodec())
     await bucket.put("/etc/hosts", b"h")
     await bucket.put("config/app/db", b"d")
@@ -161,7 +167,9 @@ class _Upper:
         return stored.lower()
 
 
-async def test_wildcards_need_a_filterable_codec(js: jetstream.JetStream, make_bucket: BucketFactory) -> None:
+async def test_wildcards_need_a_filterable_codec(
+    js: jetstream.JetStream, make_bucket: BucketFactory
+) -> None:
     bucket = await make_bucket(key_codec=_Upper())
     await bucket.put("a.b", b"v")
     assert [k async for k in bucket.keys("a.b")] == ["a.b"]

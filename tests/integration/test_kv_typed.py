@@ -77,7 +77,9 @@ async def test_typed_view_over_a_key_codec(make_bucket: BucketFactory) -> None:
     assert (entry.key, entry.value) == ("Acme Inc.ceo", Profile("Ada", 40))
 
 
-async def test_bad_values_are_refused_before_anything_is_written(make_bucket: BucketFactory) -> None:
+async def test_bad_values_are_refused_before_anything_is_written(
+    make_bucket: BucketFactory,
+) -> None:
     bucket = await make_bucket()
     profiles = bucket.typed(Profile)
     bad = [Profile("x", "not an int"), {"name": "x"}, object()]  # type: ignore[arg-type]

@@ -198,7 +198,7 @@ def _filter_for(draw: st.DrawFn, tokens: list[str]) -> list[str]:
     """A filter near ``tokens``: some replaced by '*', maybe cut short with '>', maybe changed."""
     out = [draw(st.sampled_from([t, "*", t + "x"])) for t in tokens]
     if draw(st.booleans()):
-        out = out[: draw(st.integers(0, len(out) - 1))] + [">"]
+        out = [*out[: draw(st.integers(0, len(out) - 1))], ">"]
     return out
 
 
