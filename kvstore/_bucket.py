@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
@@ -54,6 +54,7 @@ from ._models import (
     subject_prefix,
 )
 from ._snapshot import Snapshot, read_snapshot
+from ._stages import ValueContext, ValueStage
 from ._typed import TypedBucket, ValueFormat
 from ._watch import KeyWatcher, iter_history, iter_keys, watch_subjects
 
@@ -95,9 +96,13 @@ class Bucket:
         *,
         direct: bool = True,
         key_codec: KeyCodec | None = None,
+        value_stages: Sequence[ValueStage] = (),
     ) -> None:
         self._js = js
         self._key_codec = key_codec
+        # The seam for value transforms (encryption): see _stages.py. No public option sets
+        # it yet; create_bucket/open_bucket will once a stage ships.
+        self._value_stages = tuple(value_stages)
         self._direct = direct  # buckets made by nats-py lack allow_direct
         self._name = name
         self._config = config
@@ -574,9 +579,28 @@ class Bucket:
         context's ``retry_deadline`` and never stores the value twice."""
         subject = self._subject(key)
         data = self._payload(value)
+        if self._value_stages:
+            headers = dict(headers)  # a stage may add headers of its own
+            data = self._seal(subject, data, headers)
         msg_id = NUID().next().decode()
         ack = await self._js.publish(subject, data, headers=headers, msg_id=msg_id)
         return ack.seq
+
+    def _seal(self, subject: str, data: bytes, headers: dict[str, str]) -> bytes:
+        """``data`` through the value stages, first to last (tombstones stay plain)."""
+        if not self._value_stages or hdr.KV_OPERATION in headers:
+            return data
+        context = ValueContext(self._name, subject[len(self._prefix) :], headers)
+        for stage in self._value_stages:
+            data = stage.seal(data, context)
+        return data
+
+    def _open(self, subject: str, data: bytes, headers: dict[str, str], revision: int) -> bytes:
+        """A stored value through the value stages, last to first."""
+        context = ValueContext(self._name, subject[len(self._prefix) :], headers, revision)
+        for stage in reversed(self._value_stages):
+            data = stage.open(data, context)
+        return data
 
     async def _write_expecting(
         self, key: str, value: BytesLike, headers: dict[str, str], revision: int
@@ -636,13 +660,17 @@ class Bucket:
         delta: int | None = None,
     ) -> Entry:
         """The entry a stored message (get) or a delivered one (watch, history) stands for."""
+        op = op_from_headers(headers)
+        key = self._decode_key(subject[len(self._prefix) :])
+        if self._value_stages and op is Op.PUT and hdr.MSG_SIZE not in headers:
+            value = self._open(subject, value, headers, revision)
         return Entry(
             bucket=self._name,
-            key=self._decode_key(subject[len(self._prefix) :]),
+            key=key,
             value=value,
             revision=revision,
             created=created,
-            op=op_from_headers(headers),
+            op=op,
             delta=delta,
             ttl=self._stored_ttl(headers) if hdr.TTL in headers else None,
         )

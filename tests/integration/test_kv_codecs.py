@@ -13,6 +13,7 @@ from nats.js import JetStreamContext
 import jetstream
 import kvstore
 from kvstore import Base64KeyCodec, ChainKeyCodec, Op, PathKeyCodec
+from kvstore._stages import ValueContext
 from tests.conftest import BucketFactory
 
 
@@ -179,3 +180,47 @@ async def test_wildcards_need_a_filterable_codec(
         bucket.watch(">")
     assert (await bucket.get("a.b")).key == "a.b"
     assert "A.B" in (await _subjects(js, bucket))[0]
+
+
+class _Reverse:
+    """A toy value stage: bytes reversed, bound to bucket and stored key by a header."""
+
+    def seal(self, value: bytes, context: ValueContext) -> bytes:
+        context.headers["X-Bound"] = f"{context.bucket}/{context.key}"
+        return value[::-1]
+
+    def open(self, value: bytes, context: ValueContext) -> bytes:
+        if context.headers.get("X-Bound") != f"{context.bucket}/{context.key}":
+            raise jetstream.JetStreamError(f"value moved: revision {context.revision}")
+        return value[::-1]
+
+
+async def test_value_stages_see_bucket_stored_key_and_headers(
+    js: jetstream.JetStream, make_bucket: BucketFactory
+) -> None:
+    """The seam encryption will use: every value path seals and opens, tombstones stay plain,
+    and the typed view sits on top."""
+    plain = await make_bucket(history=5, key_codec=Base64KeyCodec())
+    bucket = kvstore.Bucket(
+        js, plain.name, plain.config, key_codec=Base64KeyCodec(), value_stages=[_Reverse()]
+    )
+    await bucket.put("a b", b"123")
+    await bucket.put_many({"c d": b"456", "e": b"789"})
+    async with bucket.batch() as batch:
+        batch.put("f", b"abc")
+        batch.delete("e")
+    stored = await plain.get("a b")
+    assert stored.value == b"321"  # sealed on the wire
+    assert (await bucket.get("a b")).value == b"123"
+    snapshot = await bucket.get_many(["a b", "c d", "f"])
+    assert {k: e.value for k, e in snapshot.items()} == {"a b": b"123", "c d": b"456", "f": b"abc"}
+    history = [(e.op, e.value) async for e in bucket.history("e")]
+    assert history == [(Op.PUT, b"789"), (Op.DELETE, b"")]  # the tombstone was not sealed
+    async with bucket.watch(["a b", "c d"]) as watcher:
+        seen = {(await anext(watcher)).value for _ in range(2)}
+    assert seen == {b"123", b"456"}
+    async with bucket.watch("a b", meta_only=True) as watcher:
+        assert (await anext(watcher)).value == b""  # headers only: nothing to open
+    numbers = bucket.typed(int)
+    await numbers.put("n", 42)
+    assert (await plain.get("n")).value == b"24" and (await numbers.get("n")).value == 42

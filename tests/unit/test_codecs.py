@@ -273,3 +273,24 @@ def test_chain_round_trip_any_text(rooted: bool, segments: list[str]) -> None:
     stored = codec.encode_key(key)
     validate_key(stored)
     assert codec.decode_key(stored) == key
+
+
+@pytest.mark.parametrize(
+    ("codec", "pattern", "stored"),
+    [
+        # Cross-check with the expectations in orbit.go kvcodec/codec_test.go (filter tables
+        # and the special-characters key): our hand derivation above agrees with them.
+        (Base64KeyCodec(), "user.123", "dXNlcg.MTIz"),
+        (Base64KeyCodec(), "app.*.config.>", "YXBw.*.Y29uZmln.>"),
+        (
+            Base64KeyCodec(),
+            "test.key.with.special.chars!@#$%^&*()",
+            "dGVzdA.a2V5.d2l0aA.c3BlY2lhbA.Y2hhcnMhQCMkJV4mKigp",
+        ),
+        (PathKeyCodec(), "/app/*/config/>", "_root_.app.*.config.>"),
+        (PathKeyCodec(), "/foo/bar/", "_root_.foo.bar"),
+        (NoOpKeyCodec(), "app.*.config.>", "app.*.config.>"),
+    ],
+)
+def test_orbit_published_expectations(codec: FilterableKeyCodec, pattern: str, stored: str) -> None:
+    assert codec.encode_filter(pattern) == stored
