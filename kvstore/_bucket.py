@@ -38,6 +38,7 @@ from ._codecs import KeyCodec, encode_filter
 from ._errors import (
     BucketNotFoundError,
     InvalidKeyError,
+    KeyDecodeError,
     KeyExistsError,
     KeyNotFoundError,
     WrongRevisionError,
@@ -525,7 +526,15 @@ class Bucket:
         Raises:
             KeyDecodeError: the codec cannot decode it (written without the codec).
         """
-        return stored if self._key_codec is None else self._key_codec.decode_key(stored)
+        codec = self._key_codec
+        if codec is None:
+            return stored
+        try:
+            return codec.decode_key(stored)
+        except KeyDecodeError:
+            raise
+        except Exception as exc:  # a custom codec's own error: reported (and skipped) as ours
+            raise KeyDecodeError(stored, f"{codec!r} failed: {exc!r}") from exc
 
     def _ttl_headers(self, ttl: TTLValue | None) -> dict[str, str]:
         if ttl is None:

@@ -236,12 +236,15 @@ class ChainKeyCodec:
 def encode_filter(codec: KeyCodec, pattern: str) -> str:
     """``pattern`` encoded by ``codec``: through ``encode_filter`` when it has one, else as a
     key if it has no wildcard character (orbit.go ``kv.go`` ``WatchFiltered`` checks for
-    ``*`` and ``>`` anywhere in the pattern, and so do we).
+    ``*`` and ``>`` anywhere in the pattern, and so do we). ``">"`` alone (every key) needs no
+    encoding and works with any codec, as orbit's ``WatchAll``/``Keys`` do.
 
     Raises:
         FilterNotSupportedError: a wildcard and a codec that cannot encode filters.
         InvalidKeyError: the codec refused the pattern.
     """
+    if pattern == ">":
+        return pattern
     if isinstance(codec, FilterableKeyCodec):
         return codec.encode_filter(pattern)
     if isinstance(pattern, str) and any(w in pattern for w in _WILDCARDS):

@@ -161,10 +161,14 @@ async def test_bad_keys_and_filters_are_refused_before_anything_is_written(
 
 
 class _Upper:
+    """A custom codec without encode_filter, whose decode fails its own way on digits."""
+
     def encode_key(self, key: str) -> str:
         return key.upper()
 
     def decode_key(self, stored: str) -> str:
+        if any(c.isdigit() for c in stored):
+            raise ValueError("no digits")
         return stored.lower()
 
 
@@ -177,9 +181,14 @@ async def test_wildcards_need_a_filterable_codec(
     with pytest.raises(kvstore.FilterNotSupportedError):
         bucket.keys("a.*")
     with pytest.raises(kvstore.FilterNotSupportedError):
-        bucket.watch(">")
+        bucket.watch("a.>")
     assert (await bucket.get("a.b")).key == "a.b"
     assert "A.B" in (await _subjects(js, bucket))[0]
+    await bucket.put("n1", b"digits")  # stored "N1", which this codec cannot decode
+    assert [k async for k in bucket.keys()] == ["a.b"]  # skipped, not a raw ValueError
+    with pytest.raises(kvstore.KeyDecodeError) as error:
+        await bucket.get("n1")
+    assert isinstance(error.value.__cause__, ValueError) and error.value.subject == "N1"
 
 
 class _Reverse:

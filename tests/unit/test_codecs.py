@@ -168,11 +168,13 @@ def test_wildcards_need_a_filterable_codec() -> None:
     codec = _Upper()
     assert isinstance(codec, KeyCodec) and not isinstance(codec, FilterableKeyCodec)
     assert encode_filter(codec, "a.b") == "A.B"  # no wildcard: encoded as a key
+    assert encode_filter(codec, ">") == ">"  # every key: nothing to encode
     with pytest.raises(FilterNotSupportedError):
         encode_filter(codec, "a.*")
     chain = ChainKeyCodec(Base64KeyCodec(), codec)
     with pytest.raises(FilterNotSupportedError):
         chain.encode_filter("a.>")
+    assert chain.encode_filter(">") == ">"
     assert isinstance(FilterNotSupportedError("x"), InvalidKeyError)
 
 
