@@ -4,7 +4,7 @@ a key matches a filter exactly when its stored key matches the stored filter).""
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import jetstream
@@ -204,6 +204,7 @@ def _filter_for(draw: st.DrawFn, tokens: list[str]) -> list[str]:
     return out
 
 
+@settings(deadline=None)  # pure and fast; no timing flakes on a loaded machine
 @given(_user_key)
 def test_base64_round_trip(tokens: list[str]) -> None:
     codec = Base64KeyCodec()
@@ -214,6 +215,7 @@ def test_base64_round_trip(tokens: list[str]) -> None:
     assert codec.encode_key(codec.decode_key(stored)) == stored
 
 
+@settings(deadline=None)  # pure and fast; no timing flakes on a loaded machine
 @given(st.data(), _user_key)
 def test_base64_filter_semantics(data: st.DataObject, tokens: list[str]) -> None:
     codec = Base64KeyCodec()
@@ -232,6 +234,7 @@ def _path_tokens(rooted: bool, segments: list[str]) -> list[str]:
     return ([""] if rooted else []) + segments  # the root is a token of its own
 
 
+@settings(deadline=None)  # pure and fast; no timing flakes on a loaded machine
 @given(_path)
 def test_path_round_trip(path: tuple[bool, list[str]]) -> None:
     rooted, segments = path
@@ -243,6 +246,7 @@ def test_path_round_trip(path: tuple[bool, list[str]]) -> None:
     assert codec.encode_key(key + "/") == stored  # orbit drops one trailing slash
 
 
+@settings(deadline=None)  # pure and fast; no timing flakes on a loaded machine
 @given(st.data(), _path)
 def test_path_filter_semantics(data: st.DataObject, path: tuple[bool, list[str]]) -> None:
     rooted, segments = path
@@ -266,6 +270,7 @@ def _has_surrogate(text: str) -> bool:
     return any("\ud800" <= c <= "\udfff" for c in text)
 
 
+@settings(deadline=None)  # pure and fast; no timing flakes on a loaded machine
 @given(st.booleans(), st.lists(_unicode_segment, min_size=1, max_size=4))
 def test_chain_round_trip_any_text(rooted: bool, segments: list[str]) -> None:
     codec = ChainKeyCodec(PathKeyCodec(), Base64KeyCodec())
