@@ -273,7 +273,7 @@ class TypedBucket(Generic[T]):
         """
         return self._bucket.keys(filters)
 
-    async def history(self, key: str) -> AsyncIterator[TypedEntry[T]]:
+    def history(self, key: str) -> AsyncIterator[TypedEntry[T]]:
         """Every stored revision of ``key``, oldest first (see :meth:`Bucket.history`); a value
         that does not decode is delivered with ``error`` set.
 
@@ -281,7 +281,10 @@ class TypedBucket(Generic[T]):
             InvalidKeyError: a bad key.
             KeyNotFoundError: the key has no stored revision (raised at the end).
         """
-        async for entry in self._bucket.history(key):
+        return self._typed_history(self._bucket.history(key))  # the key is checked now
+
+    async def _typed_history(self, entries: AsyncIterator[Entry]) -> AsyncIterator[TypedEntry[T]]:
+        async for entry in entries:
             yield self._typed(entry)
 
     def watch(

@@ -91,6 +91,8 @@ async def test_bad_values_are_refused_before_anything_is_written(
         await profiles.put_many({"a": Profile("a", 1), "b": Profile("b", "2")})  # type: ignore[arg-type]
     with pytest.raises(kvstore.InvalidKeyError):
         await profiles.put("bad key", Profile("a", 1))
+    with pytest.raises(kvstore.InvalidKeyError):
+        profiles.history("bad key")  # refused at the call, as Bucket.history does
     assert [k async for k in bucket.keys()] == []
     with pytest.raises(jetstream.ClientValidationError):
         bucket.typed(Profile, format="yaml")  # type: ignore[arg-type]
