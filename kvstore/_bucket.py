@@ -87,6 +87,11 @@ class Bucket:
     from the bucket's ``max_age``. On buckets with ``marker_ttl`` and history > 1 the server
     would silently raise a TTL shorter than ``marker_ttl`` to ``marker_ttl``; we refuse such a
     TTL with :class:`InvalidTTLError` instead, so a key never lives longer than asked.
+
+    **Keys.** Opened with ``key_codec=`` (:class:`Base64KeyCodec`, :class:`PathKeyCodec`...),
+    every method takes and returns your keys and the codec maps them to stored keys the way
+    orbit.go ``kvcodec`` does; :meth:`typed` gives a view with typed values. See
+    docs/CODECS.md.
     """
 
     def __init__(
