@@ -22,12 +22,24 @@ from jetstream._public import show_as as _show_as
 
 from ._batch import KeyBatch
 from ._bucket import Bucket
+from ._codecs import (
+    Base64KeyCodec,
+    ChainKeyCodec,
+    FilterableKeyCodec,
+    KeyCodec,
+    NoOpKeyCodec,
+    PathKeyCodec,
+)
 from ._errors import (
     BucketExistsError,
     BucketNotFoundError,
+    FilterNotSupportedError,
     InvalidKeyError,
+    KeyDecodeError,
     KeyExistsError,
     KeyNotFoundError,
+    ValueDecodeError,
+    ValueEncodeError,
     WrongRevisionError,
 )
 from ._keys import validate_filter, validate_key
@@ -46,10 +58,12 @@ from ._permissions import (
     writer_permissions,
 )
 from ._snapshot import Snapshot
+from ._typed import TypedBucket, TypedEntry, TypedSnapshot, TypedWatcher, ValueFormat
 from ._watch import KeyWatcher
 
 __all__ = [
     "MAX_HISTORY",
+    "Base64KeyCodec",
     "BatchClosedError",
     "BatchTooLargeError",
     "Bucket",
@@ -58,18 +72,32 @@ __all__ = [
     "BucketNotFoundError",
     "BucketOptions",
     "BucketStatus",
+    "ChainKeyCodec",
     "CommitUnknownError",
     "Entry",
+    "FilterNotSupportedError",
+    "FilterableKeyCodec",
     "InvalidBucketConfigError",
     "InvalidBucketNameError",
     "InvalidKeyError",
     "InvalidTTLError",
     "KeyBatch",
+    "KeyCodec",
+    "KeyDecodeError",
     "KeyExistsError",
     "KeyNotFoundError",
     "KeyWatcher",
+    "NoOpKeyCodec",
     "Op",
+    "PathKeyCodec",
     "Snapshot",
+    "TypedBucket",
+    "TypedEntry",
+    "TypedSnapshot",
+    "TypedWatcher",
+    "ValueDecodeError",
+    "ValueEncodeError",
+    "ValueFormat",
     "ValueTooLargeError",
     "WrongRevisionError",
     "create_bucket",
@@ -85,4 +113,22 @@ __all__ = [
     "writer_permissions",
 ]
 
-_show_as(__name__, Bucket, BucketConfig, BucketStatus, Entry, KeyBatch, KeyWatcher, Op, Snapshot)
+_show_as(
+    __name__,
+    Base64KeyCodec,
+    Bucket,
+    BucketConfig,
+    BucketStatus,
+    ChainKeyCodec,
+    Entry,
+    KeyBatch,
+    KeyWatcher,
+    NoOpKeyCodec,
+    Op,
+    PathKeyCodec,
+    Snapshot,
+    TypedBucket,
+    TypedEntry,
+    TypedSnapshot,
+    TypedWatcher,
+)

@@ -32,6 +32,8 @@ __all__ = ["KeyBatch"]
 
 class _Write(msgspec.Struct, frozen=True):
     key: str
+    subject: str
+    """The key's subject (the key as its codec stores it)."""
     data: bytes
     headers: dict[str, str]
     expect: int | None
@@ -143,13 +145,16 @@ class KeyBatch(AsyncResource):
         """
         if self._closed:
             raise BatchClosedError("the batch was already committed or abandoned")
-        self._bucket._subject(key)
+        subject = self._bucket._subject(key)
         if key in self._writes:
             raise InvalidKeyError(f"key {key!r} appears twice in the batch; write it once")
         if len(self._writes) >= self._max_keys:
             raise BatchTooLargeError(f"a batch holds at most {self._max_keys} keys")
         data = self._bucket._payload(value)
-        self._writes[key] = _Write(key, data, headers, expect, create)
+        if self._bucket._value_stages:
+            headers = dict(headers)  # a stage may add headers of its own
+            data = self._bucket._seal(subject, data, headers)
+        self._writes[key] = _Write(key, subject, data, headers, expect, create)
 
     # -- commit -------------------------------------------------------------------------------
 
@@ -193,7 +198,7 @@ class KeyBatch(AsyncResource):
             if write.expect is not None:
                 headers[hdr.EXPECTED_LAST_SUBJECT_SEQUENCE] = str(write.expect)
             # Keys, values and headers were validated when queued; skip AtomicBatch.add's checks.
-            batch._append(self._bucket._prefix + write.key, write.data, headers)
+            batch._append(write.subject, write.data, headers)
         try:
             ack = await batch.commit()
         except WrongLastSequenceError as exc:

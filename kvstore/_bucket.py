@@ -6,9 +6,9 @@ import asyncio
 import contextlib
 import logging
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from nats.nuid import NUID
 
@@ -16,6 +16,7 @@ from jetstream import (
     DEFAULT_COMMIT_DEADLINE,
     DEFAULT_MAX_BATCH,
     NEVER,
+    ClientValidationError,
     InvalidTTLError,
     JetStream,
     MessageNotFoundError,
@@ -33,9 +34,11 @@ from jetstream import (
 from jetstream import headers as hdr
 
 from ._batch import KeyBatch
+from ._codecs import KeyCodec, encode_filter
 from ._errors import (
     BucketNotFoundError,
     InvalidKeyError,
+    KeyDecodeError,
     KeyExistsError,
     KeyNotFoundError,
     WrongRevisionError,
@@ -52,9 +55,13 @@ from ._models import (
     subject_prefix,
 )
 from ._snapshot import Snapshot, read_snapshot
+from ._stages import ValueContext, ValueStage
+from ._typed import TypedBucket, ValueFormat
 from ._watch import KeyWatcher, iter_history, iter_keys, watch_subjects
 
 __all__ = ["Bucket", "BytesLike"]
+
+T = TypeVar("T")
 
 BytesLike = bytes | bytearray | memoryview
 
@@ -80,12 +87,28 @@ class Bucket:
     from the bucket's ``max_age``. On buckets with ``marker_ttl`` and history > 1 the server
     would silently raise a TTL shorter than ``marker_ttl`` to ``marker_ttl``; we refuse such a
     TTL with :class:`InvalidTTLError` instead, so a key never lives longer than asked.
+
+    **Keys.** Opened with ``key_codec=`` (:class:`Base64KeyCodec`, :class:`PathKeyCodec`...),
+    every method takes and returns your keys and the codec maps them to stored keys the way
+    orbit.go ``kvcodec`` does; :meth:`typed` gives a view with typed values. See
+    docs/CODECS.md.
     """
 
     def __init__(
-        self, js: JetStream, name: str, config: BucketConfig, *, direct: bool = True
+        self,
+        js: JetStream,
+        name: str,
+        config: BucketConfig,
+        *,
+        direct: bool = True,
+        key_codec: KeyCodec | None = None,
+        value_stages: Sequence[ValueStage] = (),
     ) -> None:
         self._js = js
+        self._key_codec = key_codec
+        # The seam for value transforms (encryption): see _stages.py. No public option sets
+        # it yet; create_bucket/open_bucket will once a stage ships.
+        self._value_stages = tuple(value_stages)
         self._direct = direct  # buckets made by nats-py lack allow_direct
         self._name = name
         self._config = config
@@ -103,6 +126,21 @@ class Bucket:
     def stream(self) -> str:
         """The backing stream, ``KV_<name>``."""
         return self._stream
+
+    @property
+    def key_codec(self) -> KeyCodec | None:
+        """The key codec every key and filter goes through (None: keys are stored as given)."""
+        return self._key_codec
+
+    def typed(self, value_type: type[T], *, format: ValueFormat = "json") -> TypedBucket[T]:
+        """A view of this bucket whose values are ``value_type`` instances (a msgspec
+        Struct, a dataclass, ``dict[str, int]``... anything msgspec encodes), stored as JSON
+        or MessagePack. See :class:`TypedBucket`.
+
+        Raises:
+            ClientValidationError: an unknown ``format``, or a type msgspec cannot handle.
+        """
+        return TypedBucket(self, value_type, format=format)
 
     @property
     def config(self) -> BucketConfig:
@@ -128,7 +166,8 @@ class Bucket:
         return cached[1]
 
     def __repr__(self) -> str:
-        return f"<Bucket {self._name!r} history={self._config.history}>"
+        codec = f" key_codec={self._key_codec!r}" if self._key_codec is not None else ""
+        return f"<Bucket {self._name!r} history={self._config.history}{codec}>"
 
     # -- writes -------------------------------------------------------------------------------
 
@@ -377,8 +416,8 @@ class Bucket:
         Raises:
             InvalidKeyError: a bad filter; ClientValidationError: conflicting options (both at
                 once, before anything is sent).
+            FilterNotSupportedError: a wildcard the key codec cannot encode.
         """
-        self._check_filters(keys)
         return KeyWatcher(
             self,
             keys,
@@ -393,9 +432,9 @@ class Bucket:
         """Keys that have a live value, optionally matching filters (filtered by the server).
 
         Raises:
-            InvalidKeyError: a bad filter.
+            InvalidKeyError: a bad filter (as a codec stores it).
+            FilterNotSupportedError: a wildcard the key codec cannot encode.
         """
-        self._check_filters(filters)
         return iter_keys(self, watch_subjects(self, filters))
 
     def history(self, key: str) -> AsyncIterator[Entry]:
@@ -405,8 +444,7 @@ class Bucket:
             InvalidKeyError: a bad key.
             KeyNotFoundError: the key has no stored revision (raised at the end).
         """
-        self._subject(key)
-        return iter_history(self, key)
+        return iter_history(self, key, self._subject(key))
 
     # -- reads --------------------------------------------------------------------------------
 
@@ -456,15 +494,52 @@ class Bucket:
     # -- internals ----------------------------------------------------------------------------
 
     def _subject(self, key: str) -> str:
-        validate_key(key, max_length=self.max_key_length)
-        return self._prefix + key
+        """The subject of a user key: encoded by the key codec, then checked against the KV
+        key rules and the longest key the server's control line holds."""
+        codec = self._key_codec
+        if codec is None:
+            validate_key(key, max_length=self.max_key_length)
+            return self._prefix + key
+        stored = codec.encode_key(key)
+        try:
+            validate_key(stored, max_length=self.max_key_length)
+        except InvalidKeyError as exc:
+            raise InvalidKeyError(f"key {key!r}, stored as {stored!r}: {exc}") from None
+        return self._prefix + stored
 
-    def _check_filters(self, filters: str | list[str]) -> None:
-        """Refuse filters too long for the server's control line (their syntax is checked
-        where they are turned into subjects)."""
+    def _filter_subjects(self, filters: str | list[str]) -> list[str]:
+        """The subjects of user key filters (encoded by the key codec where it can)."""
+        patterns = [filters] if isinstance(filters, str) else list(filters)
+        if not patterns:
+            raise ClientValidationError("a key filter list needs at least one filter")
         longest = self.max_key_length
-        for pattern in [filters] if isinstance(filters, str) else filters:
-            validate_filter(pattern, max_length=longest)
+        subjects = []
+        for pattern in patterns:
+            stored = pattern if self._key_codec is None else encode_filter(self._key_codec, pattern)
+            try:
+                validate_filter(stored, max_length=longest)
+            except InvalidKeyError as exc:
+                if stored is pattern:
+                    raise
+                raise InvalidKeyError(f"filter {pattern!r}, stored as {stored!r}: {exc}") from None
+            subjects.append(self._prefix + stored)
+        return subjects
+
+    def _decode_key(self, stored: str) -> str:
+        """The user key of a stored key.
+
+        Raises:
+            KeyDecodeError: the codec cannot decode it (written without the codec).
+        """
+        codec = self._key_codec
+        if codec is None:
+            return stored
+        try:
+            return codec.decode_key(stored)
+        except KeyDecodeError:
+            raise
+        except Exception as exc:  # a custom codec's own error: reported (and skipped) as ours
+            raise KeyDecodeError(stored, f"{codec!r} failed: {exc!r}") from exc
 
     def _ttl_headers(self, ttl: TTLValue | None) -> dict[str, str]:
         if ttl is None:
@@ -518,9 +593,28 @@ class Bucket:
         context's ``retry_deadline`` and never stores the value twice."""
         subject = self._subject(key)
         data = self._payload(value)
+        if self._value_stages:
+            headers = dict(headers)  # a stage may add headers of its own
+            data = self._seal(subject, data, headers)
         msg_id = NUID().next().decode()
         ack = await self._js.publish(subject, data, headers=headers, msg_id=msg_id)
         return ack.seq
+
+    def _seal(self, subject: str, data: bytes, headers: dict[str, str]) -> bytes:
+        """``data`` through the value stages, first to last (tombstones stay plain)."""
+        if not self._value_stages or hdr.KV_OPERATION in headers:
+            return data
+        context = ValueContext(self._name, subject[len(self._prefix) :], headers)
+        for stage in self._value_stages:
+            data = stage.seal(data, context)
+        return data
+
+    def _open(self, subject: str, data: bytes, headers: dict[str, str], revision: int) -> bytes:
+        """A stored value through the value stages, last to first."""
+        context = ValueContext(self._name, subject[len(self._prefix) :], headers, revision)
+        for stage in reversed(self._value_stages):
+            data = stage.open(data, context)
+        return data
 
     async def _write_expecting(
         self, key: str, value: BytesLike, headers: dict[str, str], revision: int
@@ -580,13 +674,17 @@ class Bucket:
         delta: int | None = None,
     ) -> Entry:
         """The entry a stored message (get) or a delivered one (watch, history) stands for."""
+        op = op_from_headers(headers)
+        key = self._decode_key(subject[len(self._prefix) :])
+        if self._value_stages and op is Op.PUT and hdr.MSG_SIZE not in headers:
+            value = self._open(subject, value, headers, revision)
         return Entry(
             bucket=self._name,
-            key=subject[len(self._prefix) :],
+            key=key,
             value=value,
             revision=revision,
             created=created,
-            op=op_from_headers(headers),
+            op=op,
             delta=delta,
             ttl=self._stored_ttl(headers) if hdr.TTL in headers else None,
         )

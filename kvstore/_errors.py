@@ -9,13 +9,19 @@ can catch a bucket problem by its KV name or by the JetStream condition undernea
     │   └── WrongLastSequenceError
     │       ├── WrongRevisionError                        CAS failed (key, expected, current)
     │       └── KeyExistsError                            create over a live value
-    └── ClientValidationError    ── InvalidKeyError       a key or key filter breaks the KV rules
+    ├── ClientValidationError
+    │   ├── InvalidKeyError                               a key or key filter breaks the KV rules
+    │   │   └── FilterNotSupportedError                   a wildcard the key codec cannot encode
+    │   └── ValueEncodeError                              a typed view cannot encode this value
+    ├── KeyDecodeError                                    a stored key the key codec cannot decode
+    └── ValueDecodeError                                  a stored value a typed view cannot decode
 """
 
 from __future__ import annotations
 
 from jetstream import (
     ClientValidationError,
+    JetStreamError,
     MessageNotFoundError,
     StreamExistsError,
     StreamNotFoundError,
@@ -25,9 +31,13 @@ from jetstream import (
 __all__ = [
     "BucketExistsError",
     "BucketNotFoundError",
+    "FilterNotSupportedError",
     "InvalidKeyError",
+    "KeyDecodeError",
     "KeyExistsError",
     "KeyNotFoundError",
+    "ValueDecodeError",
+    "ValueEncodeError",
     "WrongRevisionError",
 ]
 
@@ -77,3 +87,33 @@ class KeyExistsError(WrongLastSequenceError):
 
 class InvalidKeyError(ClientValidationError):
     """A KV key (or key filter) does not follow the NATS KV key rules."""
+
+
+class FilterNotSupportedError(InvalidKeyError):
+    """A key filter has a wildcard (``*``, ``>``) that the bucket's key codec cannot encode
+    (it does not implement :class:`kvstore.FilterableKeyCodec`); list all keys and filter on
+    the client instead."""
+
+
+class KeyDecodeError(JetStreamError):
+    """A stored key (``subject`` is its subject) that the bucket's key codec cannot decode:
+    written by a client that does not use the codec, or with another one."""
+
+    def __init__(self, subject: str, reason: str) -> None:
+        super().__init__(f"cannot decode stored key {subject!r}: {reason}")
+        self.subject = subject
+
+
+class ValueEncodeError(ClientValidationError):
+    """A typed view was given a value it cannot encode as its type (nothing was sent)."""
+
+
+class ValueDecodeError(JetStreamError):
+    """A stored value that a typed view cannot decode as its type: names the ``key`` and the
+    ``revision`` (the stored bytes are in ``value``)."""
+
+    def __init__(self, key: str, revision: int, reason: str, value: bytes = b"") -> None:
+        super().__init__(f"value of key {key!r} at revision {revision} does not decode: {reason}")
+        self.key = key
+        self.revision = revision
+        self.value = value

@@ -9,6 +9,7 @@ from typing import Literal, TypedDict, Unpack
 import msgspec
 
 from jetstream import (
+    ClientValidationError,
     DurationValue,
     Feature,
     JetStream,
@@ -20,6 +21,7 @@ from jetstream import (
 )
 
 from ._bucket import Bucket
+from ._codecs import KeyCodec
 from ._errors import BucketExistsError, BucketNotFoundError
 from ._models import (
     BucketConfig,
@@ -60,6 +62,8 @@ async def create_bucket(
     js: JetStream,
     bucket: str,
     config: BucketConfig | None = None,
+    *,
+    key_codec: KeyCodec | None = None,
     **options: Unpack[BucketOptions],
 ) -> Bucket:
     """Create a bucket (``KV_<bucket>`` stream) and return it.
@@ -67,14 +71,17 @@ async def create_bucket(
     Give a :class:`BucketConfig` or its fields as keywords (``history=5,
     marker_ttl=timedelta(seconds=30)``). The stream gets per-message TTL, and atomic batches
     when the server supports them (API level >= 2). Creating a bucket again with the same
-    configuration returns it.
+    configuration returns it. ``key_codec`` (e.g. :class:`Base64KeyCodec`) maps the keys you
+    use to the keys stored (see :func:`open_bucket`).
 
     Raises:
         InvalidBucketNameError, InvalidBucketConfigError: bad input; nothing is sent.
+        ClientValidationError: ``key_codec`` is not a :class:`KeyCodec`; nothing is sent.
         UnsupportedServerFeatureError: the server lacks per-message TTL (API level < 1).
         BucketExistsError: a bucket of that name exists with another configuration.
     """
     validate_bucket_name(bucket)
+    _check_codec(key_codec)
     config = _merge(config or BucketConfig(), options)
     await js.require(Feature.MESSAGE_TTL)
     atomic = await js.supports(Feature.ATOMIC_BATCH)
@@ -87,19 +94,27 @@ async def create_bucket(
             code=exc.code,
             err_code=exc.err_code,
         ) from exc
-    return _bound(js, bucket, info)
+    return _bound(js, bucket, info, key_codec)
 
 
-async def open_bucket(js: JetStream, bucket: str) -> Bucket:
+async def open_bucket(js: JetStream, bucket: str, *, key_codec: KeyCodec | None = None) -> Bucket:
     """Bind to an existing bucket (created by us or any NATS client).
+
+    With ``key_codec`` every key and key filter the bucket is given goes through the codec
+    (``Base64KeyCodec()`` lets any text be a key, ``PathKeyCodec()`` takes ``/a/b`` paths), and
+    entries, snapshots and ``keys()`` give the keys back decoded; the stored keys are the ones
+    orbit.go ``kvcodec`` stores for the same codec. Keys in the bucket the codec cannot decode
+    (written without it) are left out of ``keys()`` and watches, with a warning in the log.
 
     Raises:
         InvalidBucketNameError: bad name; nothing is sent.
+        ClientValidationError: ``key_codec`` is not a :class:`KeyCodec`; nothing is sent.
         BucketNotFoundError: no such bucket.
         JetStreamError: the stream exists but is not a KV bucket.
     """
+    _check_codec(key_codec)
     info = await bucket_info(js, bucket)
-    return _bound(js, bucket, info)
+    return _bound(js, bucket, info, key_codec)
 
 
 async def update_bucket(
@@ -189,9 +204,16 @@ async def bucket_info(js: JetStream, bucket: str) -> StreamInfo:
     return info
 
 
-def _bound(js: JetStream, bucket: str, info: StreamInfo) -> Bucket:
+def _bound(
+    js: JetStream, bucket: str, info: StreamInfo, key_codec: KeyCodec | None = None
+) -> Bucket:
     config = bucket_config_from_stream(info.config)
-    return Bucket(js, bucket, config, direct=info.config.allow_direct)
+    return Bucket(js, bucket, config, direct=info.config.allow_direct, key_codec=key_codec)
+
+
+def _check_codec(key_codec: object) -> None:
+    if key_codec is not None and not isinstance(key_codec, KeyCodec):
+        raise ClientValidationError(f"key_codec must be a kvstore.KeyCodec, not {key_codec!r}")
 
 
 def _merge(config: BucketConfig, options: BucketOptions) -> BucketConfig:

@@ -4,6 +4,7 @@ survives reconnects and server restarts, with expiry markers as their own ``Op.E
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Self
 
@@ -15,8 +16,7 @@ from jetstream import (
     scan_stream,
 )
 
-from ._errors import KeyNotFoundError
-from ._keys import validate_filter
+from ._errors import KeyDecodeError, KeyNotFoundError
 from ._models import Entry, Op, op_from_headers
 
 if TYPE_CHECKING:
@@ -25,14 +25,18 @@ if TYPE_CHECKING:
 
 __all__ = ["KeyWatcher", "iter_history", "iter_keys", "watch_subjects"]
 
+_log = logging.getLogger("kvstore")
+
 
 def watch_subjects(bucket: Bucket, keys: str | list[str]) -> list[str]:
-    patterns = [keys] if isinstance(keys, str) else list(keys)
-    if not patterns:
-        raise ClientValidationError("watch needs at least one key filter")
-    for pattern in patterns:
-        validate_filter(pattern)
-    return [bucket._prefix + pattern for pattern in patterns]
+    """The subjects of user key filters (see ``Bucket._filter_subjects``)."""
+    return bucket._filter_subjects(keys)
+
+
+def _skip_foreign(bucket: Bucket, error: KeyDecodeError) -> None:
+    # A key the codec cannot decode was not written through it: no user key names it, so
+    # the codec's view of the bucket (keys, watch) leaves it out, with a trace in the log.
+    _log.warning("bucket %r: skipping a key its key codec cannot decode: %s", bucket.name, error)
 
 
 def entry_from(bucket: Bucket, message: PullMessage) -> Entry:
@@ -111,9 +115,13 @@ class KeyWatcher(AsyncResource):
             await self._start()
         while True:
             message = await self._consumer.__anext__()
-            entry = entry_from(self._bucket, message)
-            if entry.delta == 0:
+            if message.metadata.pending == 0:
                 self.initial_done.set()
+            try:
+                entry = entry_from(self._bucket, message)
+            except KeyDecodeError as exc:
+                _skip_foreign(self._bucket, exc)
+                continue
             if self._ignore_deletes and entry.op is not Op.PUT:
                 continue
             return entry
@@ -134,17 +142,20 @@ async def iter_keys(bucket: Bucket, subjects: list[str]) -> AsyncIterator[str]:
     """Keys with a live value on ``subjects`` (see :func:`watch_subjects`), server-filtered."""
     async for message in scan_stream(bucket._js, bucket.stream, subjects, headers_only=True):
         if op_from_headers(message.headers) is Op.PUT:
-            yield message.subject[len(bucket._prefix) :]
+            try:
+                yield bucket._decode_key(message.subject[len(bucket._prefix) :])
+            except KeyDecodeError as exc:
+                _skip_foreign(bucket, exc)
 
 
-async def iter_history(bucket: Bucket, key: str) -> AsyncIterator[Entry]:
-    """Every stored revision of a validated ``key``, oldest first, tombstones and markers
-    included."""
+async def iter_history(bucket: Bucket, key: str, subject: str) -> AsyncIterator[Entry]:
+    """Every stored revision of ``key`` (whose validated subject is ``subject``), oldest
+    first, tombstones and markers included."""
     found = False
     async with OrderedConsumer(
         bucket._js,
         bucket.stream,
-        filter_subjects=[bucket._prefix + key],
+        filter_subjects=[subject],
         deliver_policy="all",
         until_caught_up=True,
     ) as consumer:

@@ -1,0 +1,384 @@
+"""Typed views of a bucket (``Bucket.typed(T)``): values are ``T`` instances, stored as JSON or
+MessagePack by msgspec; the bytes API underneath keeps every semantic (CAS, TTL, atomic
+``put_many``, consistent ``get_many``, watch resume)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Generic, Literal, Self, TypeVar
+
+import msgspec
+
+from jetstream import (
+    DEFAULT_COMMIT_DEADLINE,
+    DEFAULT_MAX_BATCH,
+    AsyncResource,
+    ClientValidationError,
+    TTLValue,
+)
+
+from ._errors import ValueDecodeError, ValueEncodeError
+from ._models import Entry, Op
+
+if TYPE_CHECKING:
+    from ._bucket import Bucket
+    from ._snapshot import Snapshot
+    from ._watch import KeyWatcher
+
+__all__ = ["TypedBucket", "TypedEntry", "TypedSnapshot", "TypedWatcher", "ValueFormat"]
+
+T = TypeVar("T")
+ValueFormat = Literal["json", "msgpack"]
+
+# What msgspec raises for values it cannot encode or bytes it cannot decode; caught here and
+# turned into ValueEncodeError / ValueDecodeError so no msgspec error reaches a caller.
+_CODEC_ERRORS = (msgspec.MsgspecError, TypeError, ValueError, OverflowError, RecursionError)
+
+
+class TypedEntry(Generic[T]):
+    """One revision of a key in a typed view: the fields of :class:`kvstore.Entry`, with
+    ``value`` decoded as the view's type.
+
+    ``value`` is None for tombstones, expiry markers and ``meta_only`` watches. A stored value
+    that does not decode (only in :meth:`TypedBucket.watch` and :meth:`TypedBucket.history`,
+    which keep going) has :attr:`error` set, and reading ``value`` raises that
+    :class:`ValueDecodeError`; ``raw`` always holds the stored bytes.
+    """
+
+    __slots__ = (
+        "_value",
+        "bucket",
+        "created",
+        "delta",
+        "error",
+        "key",
+        "op",
+        "raw",
+        "revision",
+        "ttl",
+    )
+
+    def __init__(self, entry: Entry, value: T | None, error: ValueDecodeError | None) -> None:
+        self.bucket: str = entry.bucket
+        self.key: str = entry.key
+        self.revision: int = entry.revision
+        self.created: datetime = entry.created
+        self.op: Op = entry.op
+        self.delta: int | None = entry.delta
+        self.ttl: int | None = entry.ttl
+        self.raw: bytes = entry.value
+        self.error: ValueDecodeError | None = error
+        self._value = value
+
+    @property
+    def value(self) -> T | None:
+        """The decoded value (None for tombstones, markers and ``meta_only``).
+
+        Raises:
+            ValueDecodeError: the stored value does not decode (see :attr:`error`).
+        """
+        if self.error is not None:
+            raise self.error
+        return self._value
+
+    def __repr__(self) -> str:
+        shown = f"error={self.error}" if self.error is not None else f"value={self._value!r}"
+        return f"TypedEntry(key={self.key!r}, revision={self.revision}, op={self.op.name}, {shown})"
+
+
+class TypedSnapshot(Mapping[str, TypedEntry[T]]):
+    """:class:`kvstore.Snapshot` with decoded values: a mapping of key to
+    :class:`TypedEntry`, with ``missing`` and ``revision``."""
+
+    __slots__ = ("_entries", "missing", "revision")
+
+    def __init__(self, entries: dict[str, TypedEntry[T]], snapshot: Snapshot) -> None:
+        self._entries = entries
+        self.missing = snapshot.missing
+        self.revision = snapshot.revision
+
+    def __getitem__(self, key: str) -> TypedEntry[T]:
+        return self._entries[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __repr__(self) -> str:
+        return f"<TypedSnapshot revision={self.revision} keys={list(self)}>"
+
+
+class TypedBucket(Generic[T]):
+    """A bucket whose values are ``T``: get one from :meth:`kvstore.Bucket.typed`::
+
+        class Profile(msgspec.Struct):
+            name: str
+            age: int
+
+        profiles = bucket.typed(Profile)              # or format="msgpack"
+        rev = await profiles.put("alice", Profile("Alice", 30))
+        entry = await profiles.get("alice")           # entry.value is a Profile
+
+    Every method has the semantics and errors of the bytes method of the same name, plus:
+    writes encode the value and decode it back before sending, so a value that would not read
+    back as ``T`` (a Struct field of the wrong type, an unencodable object) raises
+    :class:`ValueEncodeError` and nothing is written; ``get`` and ``get_many`` raise
+    :class:`ValueDecodeError` (naming key and revision) for a stored value that is not a
+    ``T``; ``watch`` and ``history`` deliver such a revision as a :class:`TypedEntry` with
+    ``error`` set and keep going. Keys go through the bucket's key codec, if any.
+    """
+
+    def __init__(
+        self, bucket: Bucket, value_type: type[T], *, format: ValueFormat = "json"
+    ) -> None:
+        self._bucket = bucket
+        self._type = value_type
+        self._format = format
+        encoder: msgspec.json.Encoder | msgspec.msgpack.Encoder
+        decoder: msgspec.json.Decoder[T] | msgspec.msgpack.Decoder[T]
+        try:
+            if format == "json":
+                encoder, decoder = msgspec.json.Encoder(), msgspec.json.Decoder(value_type)
+            elif format == "msgpack":
+                encoder, decoder = msgspec.msgpack.Encoder(), msgspec.msgpack.Decoder(value_type)
+            else:
+                raise ClientValidationError(f"format must be 'json' or 'msgpack', not {format!r}")
+        except TypeError as exc:
+            raise ClientValidationError(f"msgspec cannot store {value_type!r}: {exc}") from None
+        self._encoder = encoder
+        self._decoder = decoder
+
+    @property
+    def bucket(self) -> Bucket:
+        """The bytes bucket underneath."""
+        return self._bucket
+
+    @property
+    def value_type(self) -> type[T]:
+        """The values' type."""
+        return self._type
+
+    @property
+    def format(self) -> ValueFormat:
+        """``"json"`` or ``"msgpack"``."""
+        return self._format
+
+    def __repr__(self) -> str:
+        return f"<TypedBucket {self._bucket.name!r} of {self._type!r} as {self._format}>"
+
+    # -- writes -------------------------------------------------------------------------------
+
+    async def put(self, key: str, value: T, *, ttl: TTLValue | None = None) -> int:
+        """Store ``value`` under ``key``; return its revision (see :meth:`Bucket.put`).
+
+        Raises:
+            ValueEncodeError: ``value`` does not encode as (and decode back to) the type.
+            InvalidKeyError, InvalidTTLError, ValueTooLargeError: bad input; nothing is sent.
+            JetStreamError: as :meth:`Bucket.put`.
+        """
+        return await self._bucket.put(key, self._encode(key, value), ttl=ttl)
+
+    async def create(self, key: str, value: T, *, ttl: TTLValue | None = None) -> int:
+        """Store ``value`` only if ``key`` has no live value (see :meth:`Bucket.create`).
+
+        Raises:
+            KeyExistsError: the key has a live value.
+            ValueEncodeError, InvalidKeyError, InvalidTTLError, ValueTooLargeError: bad input.
+        """
+        return await self._bucket.create(key, self._encode(key, value), ttl=ttl)
+
+    async def update(
+        self, key: str, value: T, revision: int, *, ttl: TTLValue | None = None
+    ) -> int:
+        """Store ``value`` only if ``key`` is at ``revision`` (see :meth:`Bucket.update`).
+
+        Raises:
+            WrongRevisionError: the latest revision differs.
+            ValueEncodeError, InvalidKeyError, InvalidTTLError, ValueTooLargeError: bad input.
+            ClientValidationError: ``revision`` is not a positive int.
+        """
+        return await self._bucket.update(key, self._encode(key, value), revision, ttl=ttl)
+
+    async def delete(self, key: str, *, revision: int | None = None) -> int:
+        """Write a delete tombstone (see :meth:`Bucket.delete`).
+
+        Raises:
+            WrongRevisionError, InvalidKeyError: as :meth:`Bucket.delete`.
+        """
+        return await self._bucket.delete(key, revision=revision)
+
+    async def purge(
+        self, key: str, *, ttl: TTLValue | None = None, revision: int | None = None
+    ) -> int:
+        """Remove every revision of ``key`` (see :meth:`Bucket.purge`).
+
+        Raises:
+            WrongRevisionError, InvalidKeyError, InvalidTTLError: as :meth:`Bucket.purge`.
+        """
+        return await self._bucket.purge(key, ttl=ttl, revision=revision)
+
+    async def put_many(
+        self,
+        items: Mapping[str, T] | Iterable[tuple[str, T]],
+        *,
+        expect: Mapping[str, int] | None = None,
+        ttl: TTLValue | Mapping[str, TTLValue] | None = None,
+        max_keys: int = DEFAULT_MAX_BATCH,
+        deadline: float = DEFAULT_COMMIT_DEADLINE,
+    ) -> dict[str, int]:
+        """Store several keys atomically (see :meth:`Bucket.put_many`); every value is encoded
+        before anything is sent.
+
+        Raises:
+            ValueEncodeError: a value does not encode as the type (nothing is sent).
+            InvalidKeyError, InvalidTTLError, ValueTooLargeError, BatchTooLargeError,
+            WrongRevisionError, KeyExistsError, CommitUnknownError: as :meth:`Bucket.put_many`.
+        """
+        pairs = items.items() if isinstance(items, Mapping) else items
+        encoded = [(key, self._encode(key, value)) for key, value in pairs]
+        return await self._bucket.put_many(
+            encoded, expect=expect, ttl=ttl, max_keys=max_keys, deadline=deadline
+        )
+
+    # -- reads --------------------------------------------------------------------------------
+
+    async def get(self, key: str, *, revision: int | None = None) -> TypedEntry[T]:
+        """The live value of ``key`` (or of ``revision``), decoded (see :meth:`Bucket.get`).
+
+        Raises:
+            ValueDecodeError: the stored value is not a ``T`` (names key and revision).
+            KeyNotFoundError, InvalidKeyError: as :meth:`Bucket.get`.
+        """
+        return self._checked(self._typed(await self._bucket.get(key, revision=revision)))
+
+    async def get_many(self, keys: Iterable[str]) -> TypedSnapshot[T]:
+        """Several keys as of one point in time, decoded (see :meth:`Bucket.get_many`).
+
+        Raises:
+            ValueDecodeError: a stored value is not a ``T`` (the first one found).
+            InvalidKeyError, JetStreamError: as :meth:`Bucket.get_many`.
+        """
+        snapshot = await self._bucket.get_many(keys)
+        entries = {key: self._checked(self._typed(entry)) for key, entry in snapshot.items()}
+        return TypedSnapshot(entries, snapshot)
+
+    def keys(self, filters: str | list[str] = ">") -> AsyncIterator[str]:
+        """Keys with a live value (see :meth:`Bucket.keys`).
+
+        Raises:
+            InvalidKeyError, FilterNotSupportedError: a bad filter.
+        """
+        return self._bucket.keys(filters)
+
+    def history(self, key: str) -> AsyncIterator[TypedEntry[T]]:
+        """Every stored revision of ``key``, oldest first (see :meth:`Bucket.history`); a value
+        that does not decode is delivered with ``error`` set.
+
+        Raises:
+            InvalidKeyError: a bad key.
+            KeyNotFoundError: the key has no stored revision (raised at the end).
+        """
+        return self._typed_history(self._bucket.history(key))  # the key is checked now
+
+    async def _typed_history(self, entries: AsyncIterator[Entry]) -> AsyncIterator[TypedEntry[T]]:
+        async for entry in entries:
+            yield self._typed(entry)
+
+    def watch(
+        self,
+        keys: str | list[str] = ">",
+        *,
+        include_history: bool = False,
+        updates_only: bool = False,
+        ignore_deletes: bool = False,
+        meta_only: bool = False,
+        resume_from: int | None = None,
+    ) -> TypedWatcher[T]:
+        """Watch keys with decoded values (see :meth:`Bucket.watch`); a value that does not
+        decode arrives as a :class:`TypedEntry` with ``error`` set, and the watch goes on.
+
+        Raises:
+            InvalidKeyError, FilterNotSupportedError, ClientValidationError: as
+                :meth:`Bucket.watch`.
+        """
+        watcher = self._bucket.watch(
+            keys,
+            include_history=include_history,
+            updates_only=updates_only,
+            ignore_deletes=ignore_deletes,
+            meta_only=meta_only,
+            resume_from=resume_from,
+        )
+        return TypedWatcher(self, watcher, decode=not meta_only)
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _encode(self, key: str, value: T) -> bytes:
+        """``value`` as stored bytes, checked to decode back as the type (a Struct built with a
+        field of the wrong type encodes fine but would never read back)."""
+        try:
+            data = self._encoder.encode(value)
+            self._decoder.decode(data)
+        except _CODEC_ERRORS as exc:
+            raise ValueEncodeError(
+                f"value for key {key!r} is not a {_name(self._type)} ({self._format}): {exc}"
+            ) from None
+        return data
+
+    def _typed(self, entry: Entry, *, decode: bool = True) -> TypedEntry[T]:
+        if entry.op is not Op.PUT or not decode:
+            return TypedEntry(entry, None, None)
+        try:
+            return TypedEntry(entry, self._decoder.decode(entry.value), None)
+        except _CODEC_ERRORS as exc:
+            reason = f"not a {_name(self._type)} ({self._format}): {exc}"
+            return TypedEntry(
+                entry, None, ValueDecodeError(entry.key, entry.revision, reason, entry.value)
+            )
+
+    @staticmethod
+    def _checked(entry: TypedEntry[T]) -> TypedEntry[T]:
+        if entry.error is not None:
+            raise entry.error
+        return entry
+
+
+class TypedWatcher(AsyncResource, Generic[T]):
+    """A :class:`kvstore.KeyWatcher` delivering :class:`TypedEntry` items; use it the same
+    way (``async with``, ``async for``, :attr:`initial_done`, :meth:`stop`)."""
+
+    def __init__(self, view: TypedBucket[T], watcher: KeyWatcher, *, decode: bool) -> None:
+        self._view = view
+        self._watcher = watcher
+        self._decode = decode
+        self.initial_done = watcher.initial_done
+        """Set once the initial values (or history) have been delivered."""
+
+    @property
+    def resets(self) -> int:
+        """See :attr:`kvstore.KeyWatcher.resets`."""
+        return self._watcher.resets
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> TypedEntry[T]:
+        entry = await self._watcher.__anext__()
+        return self._view._typed(entry, decode=self._decode)
+
+    async def stop(self) -> None:
+        """Stop watching and delete the consumer."""
+        await self._watcher.stop()
+
+    async def _enter(self) -> None:
+        await self._watcher._enter()
+
+    async def _exit(self, error: BaseException | None) -> None:
+        await self._watcher.stop()
+
+
+def _name(value_type: Any) -> str:
+    return getattr(value_type, "__name__", None) or repr(value_type)
