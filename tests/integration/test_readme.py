@@ -66,6 +66,7 @@ async def readme_world(
         for remove in (
             js.delete_stream("ORDERS"),
             kvstore.delete_bucket(js, "profiles"),
+            kvstore.delete_bucket(js, "people"),
             objstore.delete_store(js, "artifacts"),
         ):
             with contextlib.suppress(jetstream.JetStreamError):
