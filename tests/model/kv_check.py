@@ -10,7 +10,8 @@ Promises checked (each violation is one line of the report):
 
 - a sequence is never claimed by two different messages (reads and acks agree);
 - an acknowledged write is in the stream at the end, unless something legitimately removed
-  it: a later purge of its key, ``history`` newer revisions, or its TTL;
+  it: a later purge of its key, a later write with a TTL (a key TTL rolls up the older
+  revisions), ``history`` newer revisions, or its TTL;
 - writes are linearizable: one acknowledged before another started has a lower revision;
 - compare-and-set: an accepted update had no other write on its key between the revision it
   named and its own; an accepted create had no live value before it; a refused update's
@@ -174,11 +175,12 @@ class KvChecker:
 
     def removable(self, msg: Msg) -> bool:
         """Whether ``msg`` may have left the stream without breaking a promise. Whatever
-        removed it left a trace: a purge tombstone, newer revisions, or an expiry (a write of
+        removed it left a trace: a purge tombstone, a newer write with a TTL (a key TTL: it
+        rolls the key's older revisions up), newer revisions, or an expiry (a write of
         unknown outcome that landed is in the stream like any other)."""
         newer = self.log.newer(msg.key, msg.seq)
         return (
-            any(m.op == "PURGE" for m in newer)
+            any(m.op == "PURGE" or m.value in self.ttl_values for m in newer)
             or len(newer) >= self.outcome.history
             or self.expires(msg)
         )

@@ -56,6 +56,24 @@ def test_a_write_removed_by_a_later_purge_is_not_lost() -> None:
     assert check_kv(outcome([write, purge], [Msg(2, "a", "PURGE")])) == []
 
 
+def test_a_write_rolled_up_by_a_later_ttl_write_is_not_lost() -> None:
+    """A put with a TTL is a key TTL (it rolls up the key's older revisions), and it may
+    itself have expired by the end: the older write is gone, legitimately."""
+    write, _ = put("a", 1, 0, 1)
+    expiring = call("put", 2, 3, 2, key="a", ttl="1s")
+    history = outcome([write, expiring], [])
+    history.history = 4
+    assert check_kv(history) == []
+
+
+def test_a_write_with_only_fewer_than_history_plain_writes_after_it_is_lost() -> None:
+    write, _ = put("a", 1, 0, 1)
+    later, later_msg = put("a", 2, 2, 3)
+    history = outcome([write, later], [later_msg])
+    history.history = 4
+    assert any("acknowledged write lost" in v for v in check_kv(history))
+
+
 def test_a_read_older_than_an_acknowledged_write_is_stale() -> None:
     first, first_msg = put("a", 1, 0, 1)
     second, second_msg = put("a", 2, 1, 2)
