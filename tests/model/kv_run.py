@@ -29,6 +29,7 @@ HOT = [f"h.{i}" for i in range(5)]  # few keys: every write contends with others
 WIDE = [f"w.{i}" for i in range(2000)]  # many keys: get_many beyond one batched read
 WATCH_CATCH_UP = 30.0  # seconds a watch has to deliver everything once the history is over
 NEVER = 10**9  # a revision no key has
+EPILOGUE = "end"  # the key written once every fault is over
 
 # -- generation ---------------------------------------------------------------------------------
 
@@ -261,9 +262,14 @@ async def run_kv(world: World, history: History) -> KvOutcome:
                 await asyncio.sleep(fault.delay_ms / 1000)
                 await world.inject(fault.kind, fault.seconds)
 
+        # A watch from the start sees every fault; the write after the faults is the first
+        # thing it must deliver once its consumer was recreated (a resume one revision too
+        # far skips exactly that one).
+        await run.step(-1, Step("watch", {"from_frac": 0.0}))
         await asyncio.gather(*(task(i, steps) for i, steps in enumerate(history.tasks)), faults())
         await world.heal()
         await wait_connected(js)
+        await run.step(-1, Step("put", {"key": EPILOGUE, "ttl": None}))
         prefix = f"$KV.{name}."
         raw = await stream_messages(js, bucket.stream, f"{prefix}>")
         final = [msg_from_raw(message, prefix) for message in raw]

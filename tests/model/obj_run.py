@@ -31,6 +31,7 @@ from .obj_check import ObjOutcome, StoredObject
 NAMES = ["o0", "o1", "o2"]  # few names: every write contends with others
 LINKS = ["l0", "l1"]
 _PRELUDE = {"chunk": 1024, "source": "bytes", "fail_at": None}
+META_RACE_MAX = 200  # metadata updates racing one upload, at most
 QUIESCE = 15.0  # seconds for background commits and cleanups to finish after a history
 
 
@@ -59,15 +60,27 @@ _PUT = st.builds(
             "chunk": st.sampled_from([1024, 8192, 65536]),
             "source": st.sampled_from(["bytes", "agen"]),
             "fail_at": st.one_of(st.none(), st.none(), st.floats(0, 1)),
+            "meta_race": st.booleans(),
         }
     ),
     cancel_ms=_cancel,
 )
 
+# A burst of metadata updates on one name keeps a read-then-rewrite window open for a while,
+# so a racing upload's commit lands inside one (a rewrite not conditional on the record it
+# read would then bring back the replaced record: caught as a lost upload, a record that does
+# not read back, or orphan chunks).
+_UPDATE_META = st.builds(
+    Step,
+    kind=st.just("update_meta"),
+    args=st.fixed_dictionaries({"name": _name, "times": st.sampled_from([1, 1, 5, 20])}),
+)
+
 OBJ_STEPS = st.one_of(
     _PUT,
     _PUT,
-    st.builds(Step, kind=st.just("update_meta"), args=st.fixed_dictionaries({"name": _name})),
+    _UPDATE_META,
+    _UPDATE_META,
     st.builds(
         Step,
         kind=st.just("rename"),
@@ -120,7 +133,30 @@ class ObjRun:
         call = self.recorder.new_call(task, step.kind, step.args)
         operation = getattr(self, f"_{step.kind}")(call)
         cancel = None if step.cancel_ms is None else step.cancel_ms / 1000
-        await self.recorder.run(call, operation, cancel_after=cancel)
+        if not step.args.get("meta_race"):
+            await self.recorder.run(call, operation, cancel_after=cancel)
+            return
+        # Metadata updates on the same name for as long as the upload runs: its commit lands
+        # between an update's read and its rewrite (which must then not bring back the
+        # record the upload replaced).
+        finished = asyncio.Event()
+
+        async def upload() -> None:
+            await self.recorder.run(call, operation, cancel_after=cancel)
+            finished.set()
+
+        meta = self.recorder.new_call(task, "update_meta", {"name": step.args["name"]})
+        await asyncio.gather(upload(), self.recorder.run(meta, self._meta_until(meta, finished)))
+
+    def _meta_until(self, call: Call, finished: asyncio.Event) -> Any:
+        async def update() -> int:
+            count = 0
+            while not finished.is_set() and count < META_RACE_MAX:
+                await self.store.update_meta(call.args["name"], description=f"d{call.op_id}")
+                count += 1
+            return count
+
+        return update
 
     def _put(self, call: Call) -> Any:
         data = content(call.op_id, call.args["size"])
@@ -143,7 +179,12 @@ class ObjRun:
         return lambda: self.store.put(call.args["name"], generate(), chunk_size=chunk)
 
     def _update_meta(self, call: Call) -> Any:
-        return lambda: self.store.update_meta(call.args["name"], description=f"d{call.op_id}")
+        async def update() -> objstore.ObjectInfo:
+            for _ in range(call.args.get("times", 1) - 1):
+                await self.store.update_meta(call.args["name"], description=f"d{call.op_id}")
+            return await self.store.update_meta(call.args["name"], description=f"d{call.op_id}")
+
+        return update
 
     def _rename(self, call: Call) -> Any:
         return lambda: self.store.update_meta(call.args["name"], new_name=call.args["new"])
