@@ -43,6 +43,7 @@ from ._errors import (
 )
 from ._message import AckReply, parse_ack_reply
 from ._nats_errors import nats_errors
+from ._priority import PriorityPin
 from ._pull_options import (
     BYTES_MODE_BATCH,
     DEFAULT_EXPIRES,
@@ -202,8 +203,10 @@ class Puller:
         *,
         on_error: Callable[[JetStreamError], None] | None = None,
         signal_resets: bool = False,
+        pin: PriorityPin | None = None,
     ) -> None:
         self._js = js
+        self._pin = pin
         self._stream = stream
         self._consumer = consumer
         self._next_subject = js.api.consumer_next(stream, consumer)
@@ -297,7 +300,7 @@ class Puller:
         if idle:  # the heartbeat clock starts with the first pull out
             self._last_activity = now
             self._kick()
-        return pull.encode()
+        return pull.encode(None if self._pin is None else self._pin.fields())
 
     def _schedule_pull(self) -> None:
         body = self._next_pull()
@@ -323,6 +326,8 @@ class Puller:
         headers = msg.headers or {}
         status, description = st.status_of(headers)
         if status is None and msg.reply:
+            if self._pin is not None:
+                self._pin.seen(headers)
             size = message_size(msg) if self._opts.bytes_mode else 0  # only bytes mode counts
             self._window.delivered(size)
             self.queue.put_nowait(PullMessage(msg, size))
@@ -336,6 +341,14 @@ class Puller:
         now = self._loop.time()
         if status == st.HEARTBEAT:
             return  # idle heartbeat: activity already noted
+        if status == st.PIN_MISMATCH and self._pin is not None:
+            # 423: another client holds the pin (or ours expired / was unpinned). Not an
+            # error: pull without the pin; such a pull waits until the group pins it.
+            self._pin.lost()
+            if hdr.PENDING_MESSAGES not in headers:  # 2.15.1 always says; be safe if not
+                self._window.failed(now)
+                self._schedule_pull()
+                return
         if hdr.PENDING_MESSAGES in headers:
             # 408 expired, 409 size exceeded / batch completed: what it did not deliver is back.
             too_large = status == st.CONFLICT and description == st.SIZE_EXCEEDS_MAX_BYTES
