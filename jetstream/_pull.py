@@ -9,11 +9,11 @@ Exceeded ... are warnings after which pulls keep to the consumer's limit; 409 Le
 drops the waiting pulls; 503 (no responders) asks consumer info, rate-limited, and ends consume
 with :class:`ConsumerDeletedError` when the consumer is gone; 400, 409 Consumer Deleted and 409
 Consumer is push based end it; 423 (a pinned priority group's pin is another client's) drops the
-pin and pulls again without it. The watch task sleeps until the missed-heartbeat deadline, a rate-
-limited re-pull or a connection change told by the context (``connect`` wires nats-py's callbacks;
-a context around an existing client is polled every ~0.1 s instead): while disconnected the
-heartbeat clock is paused; after a reconnect pending is reset and a fresh pull goes out; a closed
-connection ends consume with :class:`ConnectionClosedError`.
+pin and pulls again without it. The watch task sleeps until the missed-heartbeat deadline, a
+rate-limited re-pull or a connection change told by the context (``connect`` wires nats-py's
+callbacks; a context around an existing client is polled every ~0.1 s instead): while disconnected
+the heartbeat clock is paused; after a reconnect pending is reset and a fresh pull goes out; a
+closed connection ends consume with :class:`ConnectionClosedError`.
 """
 
 from __future__ import annotations
