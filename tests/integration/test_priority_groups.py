@@ -8,6 +8,7 @@ import asyncio
 import gc
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 
@@ -172,7 +173,14 @@ async def test_unpin_moves_the_pin_and_the_423_is_not_an_error(
     await until(lambda: bool(a.got), 5, nothing)
     old_pin = a.consumer.pin_id(GROUP)
     await b.start()
-    await asyncio.sleep(0)
+    statuses: list[str] = []  # every pull status sent to the two clients' inboxes
+
+    async def spy(msg: Any) -> None:
+        if msg.headers and "Status" in msg.headers:
+            statuses.append(msg.headers["Status"])
+
+    await js.nc.subscribe("_INBOX.>", cb=spy)
+    await js.nc.flush()
     await js.unpin_consumer(stream, "C", GROUP)
     (state,) = (await js.consumer_info(stream, "C")).priority_groups or []
     assert not state.pinned
@@ -186,6 +194,7 @@ async def test_unpin_moves_the_pin_and_the_423_is_not_an_error(
     await until(lambda: len(a.got) + len(b.got) > 1, 5, publish)
     # A's waiting pull, still carrying the old pin, was answered 423: A dropped the pin.
     await until(lambda: a.consumer.pin_id(GROUP) != old_pin, 5, publish)
+    await until(lambda: "423" in statuses, 5, publish)
     (state,) = (await js.consumer_info(stream, "C")).priority_groups or []
     assert state.pinned_client_id not in ("", old_pin)
     assert state.pinned_client_id in (a.consumer.pin_id(GROUP), b.consumer.pin_id(GROUP))
