@@ -46,6 +46,7 @@ from ._errors import (
 )
 from ._models import ConsumerConfig, ConsumerInfo
 from ._nats_errors import from_nats, nats_errors
+from ._priority import PriorityPin
 from ._pull import (
     DEFAULT_EXPIRES,
     Item,
@@ -185,6 +186,34 @@ class Consumer:
         self.name = info.name
         self.cached_info = info
         """The info from when this object was made; :meth:`info` fetches a fresh one."""
+        self._pins: dict[str, PriorityPin] = {}
+
+    def pin_id(self, group: str) -> str:
+        """The pin id this object's pulls of priority group ``group`` carry ("" when not
+        pinned): the ``Nats-Pin-Id`` of the last message they got."""
+        pin = self._pins.get(group)
+        return "" if pin is None else pin.id
+
+    def _pin(self, group: str | None) -> PriorityPin | None:
+        """The pin state shared by this object's consume / fetch / next of ``group``."""
+        if group is None:
+            return None
+        pin = self._pins.get(group)
+        if pin is None:
+            pin = self._pins[group] = PriorityPin(group)
+        return pin
+
+    def _expires(self, expires: DurationValue | None, group: str | None) -> DurationValue:
+        """A pull's lifetime: the given one; for a pinned group at most half its
+        ``priority_timeout`` (a pinned client keeps its pin only by pulling again within it),
+        at least 1 s; else ADR-37's 30 s."""
+        if expires is not None:
+            return expires
+        config = self.cached_info.config
+        timeout = None if config is None else config.priority_timeout
+        if group is None or timeout is None:
+            return DEFAULT_EXPIRES
+        return max(1.0, min(DEFAULT_EXPIRES, timeout.total_seconds() / 2))
 
     def __repr__(self) -> str:
         return f"<Consumer {self.stream}/{self.name}>"
@@ -204,11 +233,12 @@ class Consumer:
         *,
         max_messages: int | None = None,
         max_bytes: int | None = None,
-        expires: DurationValue = DEFAULT_EXPIRES,
+        expires: DurationValue | None = None,
         heartbeat: DurationValue | None = None,
         threshold_messages: int | None = None,
         threshold_bytes: int | None = None,
         error_callback: ErrorCallback | None = None,
+        group: str | None = None,
     ) -> _StartingStream:
         """Receive messages continuously; ``await`` it or use ``async with`` to get a
         :class:`MessageStream`. With ``callback`` each message is passed to it (sync or async)
@@ -223,18 +253,27 @@ class Consumer:
         limit (``max_batch``, ``max_expires``, ``max_bytes``) the pulls were adjusted to.
         A consumer deleted meanwhile ends the stream with :class:`ConsumerDeletedError`.
 
+        ``group`` names the ADR-42 priority group to pull in (required by consumers with
+        ``priority_groups``). For a ``pinned_client`` group the pulls carry the pin id of the
+        last message (``Nats-Pin-Id``); a ``423`` (another client is pinned now) is not an
+        error: the pin is dropped and the pulls wait, without it, until the group pins this
+        client again. ``expires`` then defaults to half the consumer's ``priority_timeout``
+        (1..30 s), since the pin is kept only by pulling again within that timeout.
+
         Raises:
-            ClientValidationError: conflicting or out-of-range options (at once, nothing sent).
+            ClientValidationError: conflicting or out-of-range options, or a bad ``group``
+                name (at once, nothing sent).
         """
+        pin = self._pin(group)
         options = pull_options(
             max_messages=max_messages,
             max_bytes=max_bytes,
-            expires=expires,
+            expires=self._expires(expires, group),
             heartbeat=heartbeat,
             threshold_messages=threshold_messages,
             threshold_bytes=threshold_bytes,
         )
-        puller = Puller(self._js, self.stream, self.name, options, on_error=error_callback)
+        puller = Puller(self._js, self.stream, self.name, options, on_error=error_callback, pin=pin)
         return _StartingStream(MessageStream(puller, callback, error_callback))
 
     async def fetch(
@@ -244,15 +283,18 @@ class Consumer:
         max_bytes: int | None = None,
         expires: DurationValue = DEFAULT_EXPIRES,
         heartbeat: DurationValue | None = None,
+        group: str | None = None,
     ) -> AsyncIterator[PullMessage]:
         """One pull: yield up to ``max_messages`` (default 1) or ``max_bytes`` worth of
         messages, ending when the pull is complete, expires, or no more messages will come.
         ``heartbeat`` asks the server for idle heartbeats (0.5..30 s, at most ``expires / 2``;
         on by default, 5 s, for ``expires`` above 30 s): two missed end the fetch.
+        ``group``: the priority group to pull in, as in :meth:`consume`; a ``423`` (another
+        client is pinned) ends the fetch without an error and forgets the pin.
 
         Raises:
-            ClientValidationError: both limits, a limit below 1, ``expires`` not positive, or a
-                heartbeat out of range (nothing is sent).
+            ClientValidationError: both limits, a limit below 1, ``expires`` not positive, a
+                heartbeat out of range or a bad ``group`` (nothing is sent).
             ConsumerDeletedError, PullRequestError: the server refused or ended the pull.
             NoRespondersError: no such consumer.
             HeartbeatMissedError: the pull went silent for two heartbeats.
@@ -261,6 +303,7 @@ class Consumer:
         options = fetch_options(
             max_messages=max_messages, max_bytes=max_bytes, expires=expires, heartbeat=heartbeat
         )
+        pin = self._pin(group)
         what = f"fetch from {self.stream}/{self.name}"
         self._js.ensure_open()
         nc = self._js.nc
@@ -271,19 +314,23 @@ class Consumer:
             with nats_errors(what):
                 await nc.publish(
                     self._js.api.consumer_next(self.stream, self.name),
-                    _fetch_request(options),
+                    _fetch_request(options, pin),
                     reply=inbox,
                 )
-            async for message in _fetched(sub, options, self._js.timeout, what):
+            async for message in _fetched(sub, options, self._js.timeout, what, pin):
                 yield message
         finally:
             with contextlib.suppress(Exception):
                 await sub.unsubscribe()
 
     async def next(
-        self, timeout: DurationValue = 5.0, *, heartbeat: DurationValue | None = None
+        self,
+        timeout: DurationValue = 5.0,
+        *,
+        heartbeat: DurationValue | None = None,
+        group: str | None = None,
     ) -> PullMessage:
-        """The next message; ``heartbeat`` as in :meth:`fetch` (on by default above 30 s).
+        """The next message; ``heartbeat`` and ``group`` as in :meth:`fetch`.
 
         Raises:
             RequestTimeoutError: none arrived within ``timeout`` seconds.
@@ -294,22 +341,29 @@ class Consumer:
         seconds = seconds_of(timeout, name="timeout")
         if seconds <= 0:
             raise ClientValidationError(f"timeout must be positive: {seconds:g}s")
-        async for message in self.fetch(1, expires=max(seconds, 1.0), heartbeat=heartbeat):
+        async for message in self.fetch(
+            1, expires=max(seconds, 1.0), heartbeat=heartbeat, group=group
+        ):
             return message
         raise RequestTimeoutError(f"no message from {self.stream}/{self.name} within {seconds:g}s")
 
 
-def _fetch_request(options: FetchOptions) -> bytes:
-    request: dict[str, int] = {"batch": options.batch, "expires": int(options.expires * 1e9)}
+def _fetch_request(options: FetchOptions, pin: PriorityPin | None) -> bytes:
+    request: dict[str, int | str] = {
+        "batch": options.batch,
+        "expires": int(options.expires * 1e9),
+    }
     if options.max_bytes:
         request["max_bytes"] = options.max_bytes
     if options.heartbeat:
         request["idle_heartbeat"] = int(options.heartbeat * 1e9)
+    if pin is not None:
+        request.update(pin.fields())
     return msgspec.json.encode(request)
 
 
 async def _fetched(
-    sub: Any, options: FetchOptions, grace: float, what: str
+    sub: Any, options: FetchOptions, grace: float, what: str, pin: PriorityPin | None
 ) -> AsyncIterator[PullMessage]:
     """The messages of one pull until it ends (complete, expired, refused, or silent for two
     heartbeats)."""
@@ -333,9 +387,14 @@ async def _fetched(
         status, description = st.status_of(msg.headers)
         if status is None:
             received += 1
+            if pin is not None:
+                pin.seen(msg.headers)
             yield PullMessage(msg, message_size(msg))
         elif status == st.HEARTBEAT:
             continue
+        elif status == st.PIN_MISMATCH and pin is not None:
+            pin.lost()  # another client is pinned: this pull gets nothing more
+            return
         elif status in (st.NOT_FOUND, st.REQUEST_TIMEOUT) or (
             status == st.CONFLICT and hdr.PENDING_MESSAGES in (msg.headers or {})
         ):

@@ -57,6 +57,7 @@ from ._models import (
     SuccessResponse,
 )
 from ._nats_errors import from_nats, nats_errors
+from ._priority import validate_priority_group
 from ._redact import redact_text
 from ._resource import AsyncResource
 from ._scan import find_by_msg_id
@@ -575,6 +576,21 @@ class JetStream(AsyncResource):
         """
         subject = self._api.consumer_delete(stream, name)
         await self._request(subject, b"", SuccessResponse)
+
+    async def unpin_consumer(self, stream: str, consumer: str, group: str) -> None:
+        """Release the pin of a ``pinned_client`` priority group: the pinned client's pulls
+        get ``423`` (consume drops the pin and pulls again) and the next pull of any client is
+        pinned. Nothing happens when nobody is pinned.
+
+        Raises:
+            ClientValidationError: ``group`` is not a priority group name (nothing is sent).
+            InvalidNameError: a bad stream or consumer name (nothing is sent).
+            ConsumerNotFoundError: no such consumer.
+            PriorityGroupNotFoundError: the consumer has no priority group ``group``.
+        """
+        subject = self._api.consumer_unpin(stream, consumer)
+        body = _encode({"group": validate_priority_group(group)})
+        await self._request(subject, body, SuccessResponse)
 
     async def consumer_names(self, stream: str) -> AsyncIterator[str]:
         """Iterate over the names of a stream's consumers.

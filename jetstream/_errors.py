@@ -33,8 +33,11 @@
     │   ├── ConsumerNotFoundError          10014, 10149
     │   ├── ConsumerExistsError            10148, 10013
     │   ├── ConsumerDeletedError           409 Consumer Deleted during a pull (ends consume)
+    │   ├── PriorityGroupNotFoundError     10160 (unpin: the consumer has no such priority group)
     │   └── PullRequestError               a pull refused: 400, 409 push based / Exceeded ...
-    │       └── MessageTooLargeForPullError  the next message can never fit consume's max_bytes
+    │       ├── MessageTooLargeForPullError  the next message can never fit consume's max_bytes
+    │       └── PinIdMismatchError         423: the pull's pin id is not the group's pin (handled
+    │                                      by consume / fetch: they drop the pin and pull again)
     ├── ClientValidationError (ValueError) bad input caught before anything is sent
     │   ├── InvalidKeyError                (defined in kvstore)
     │   ├── InvalidNameError               a stream or consumer name the server would refuse
@@ -115,6 +118,8 @@ __all__ = [
     "MessageTooLargeForPullError",
     "NoRespondersError",
     "PermissionDeniedError",
+    "PinIdMismatchError",
+    "PriorityGroupNotFoundError",
     "PullRequestError",
     "RequestTimeoutError",
     "RollupError",
@@ -318,6 +323,12 @@ class ConsumerDeletedError(ServerError):
     """The consumer was deleted while pulling (``409 Consumer Deleted``); consume ends."""
 
 
+class PriorityGroupNotFoundError(ServerError):
+    """The consumer has no priority group of that name (10160, answered by unpin)."""
+
+    err_codes = (10160,)
+
+
 class PullRequestError(ServerError):
     """The server refused a pull: bad request (400), push consumer, limits exceeded (409)."""
 
@@ -327,6 +338,13 @@ class MessageTooLargeForPullError(PullRequestError):
     own ``max_bytes`` limit), so it can never be delivered to this consume. A warning, passed
     once to the error callback; consume keeps pulling (at most every 5 s) in case the message
     goes away, and delivers again once a larger ``max_bytes`` is used or it does."""
+
+
+class PinIdMismatchError(PullRequestError):
+    """``423``: a pull of a ``pinned_client`` priority group carried a pin id that is not the
+    group's pin (another client is pinned, the pin expired or was unpinned). consume and fetch
+    handle it (they forget the pin and pull without it); it is what :func:`status_error`
+    maps the status to."""
 
 
 class FastBatchError(JetStreamError):

@@ -27,6 +27,7 @@ __all__ = [
     "ConsumerInfo",
     "ConsumerNamesResponse",
     "MsgGetResponse",
+    "PriorityGroupState",
     "PubAck",
     "PurgeResponse",
     "RawStoredMessage",
@@ -42,6 +43,7 @@ Retention = Literal["limits", "interest", "workqueue"]
 Storage = Literal["file", "memory"]
 Discard = Literal["old", "new"]
 Compression = Literal["none", "s2"]
+PriorityPolicy = Literal["", "none", "overflow", "pinned_client", "prioritized"]
 DeliverPolicy = Literal[
     "all", "last", "new", "by_start_sequence", "by_start_time", "last_per_subject"
 ]
@@ -203,9 +205,19 @@ class ConsumerConfig(msgspec.Struct, kw_only=True, omit_defaults=True):
     metadata: dict[str, str] | None = None
     deliver_subject: str = ""
     """Push consumers only; this library pulls."""
+    priority_groups: list[str] | None = None
+    """ADR-42 priority groups (server 2.11+; one group): pulls must name one as ``group``."""
+    priority_policy: PriorityPolicy = ""
+    """``"pinned_client"``: one client at a time (the pinned one) receives the group's
+    messages; ``"overflow"`` / ``"prioritized"``: see ADR-42."""
+    priority_timeout: Duration | None = None
+    """``pinned_client``: the pin is released when the pinned client sends no pull for this
+    long (a waiting pull does not count); another client's pull is pinned next."""
 
     def __post_init__(self) -> None:
-        _normalize_durations(self, ("ack_wait", "max_expires", "inactive_threshold"))
+        _normalize_durations(
+            self, ("ack_wait", "max_expires", "inactive_threshold", "priority_timeout")
+        )
         if self.backoff is not None:
             steps = [optional_duration(step, name="backoff") for step in self.backoff]
             if any(step is None for step in steps):
@@ -224,6 +236,21 @@ class SequenceInfo(msgspec.Struct, frozen=True):
     stream_seq: int = 0
 
 
+class PriorityGroupState(msgspec.Struct, frozen=True):
+    """A priority group's state in consumer info (``pinned_client`` policy: who is pinned)."""
+
+    group: str = ""
+    pinned_client_id: str = ""
+    """The pin id of the pinned client's pulls (their ``Nats-Pin-Id``); "" when none."""
+    pinned_ts: datetime | None = None
+    """When it was pinned (the server sends year 1 when nobody is)."""
+
+    @property
+    def pinned(self) -> bool:
+        """True while a client holds the pin."""
+        return bool(self.pinned_client_id)
+
+
 class ConsumerInfo(msgspec.Struct, frozen=True):
     """Reply of ``CONSUMER.CREATE`` and ``CONSUMER.INFO``."""
 
@@ -238,6 +265,8 @@ class ConsumerInfo(msgspec.Struct, frozen=True):
     num_redelivered: int = 0
     num_waiting: int = 0
     push_bound: bool = False
+    priority_groups: list[PriorityGroupState] | None = None
+    """The state of each priority group (pinned client id and time)."""
 
 
 class ConsumerNamesResponse(msgspec.Struct, frozen=True):

@@ -3,16 +3,17 @@ heartbeats, and recovery across reconnects, around the window accounting of
 :mod:`jetstream._pull_window` (when to pull and how much) and the options of
 :mod:`jetstream._pull_options`.
 
-Statuses: ``Nats-Pending-*`` on any status give back what a pull did not deliver; 404, 408 and
-409 Message Size Exceeds MaxBytes are not reported (a message that can never fit is, once);
-409 Exceeded ... are warnings after which pulls keep to the consumer's limit; 409 Leadership
-Change drops the waiting pulls; 503 (no responders) asks consumer info, rate-limited, and ends
-consume with :class:`ConsumerDeletedError` when the consumer is gone; 400, 409 Consumer Deleted
-and 409 Consumer is push based end it. The watch task sleeps until the missed-heartbeat deadline,
-a rate-limited re-pull or a connection change told by the context (``connect`` wires nats-py's
-callbacks; a context around an existing client is polled every ~0.1 s instead): while
-disconnected the heartbeat clock is paused; after a reconnect pending is reset and a fresh pull
-goes out; a closed connection ends consume with :class:`ConnectionClosedError`.
+Statuses: ``Nats-Pending-*`` on any status give back what a pull did not deliver; 404, 408 and 409
+Message Size Exceeds MaxBytes are not reported (a message that can never fit is, once); 409
+Exceeded ... are warnings after which pulls keep to the consumer's limit; 409 Leadership Change
+drops the waiting pulls; 503 (no responders) asks consumer info, rate-limited, and ends consume
+with :class:`ConsumerDeletedError` when the consumer is gone; 400, 409 Consumer Deleted and 409
+Consumer is push based end it; 423 (a pinned priority group's pin is another client's) drops the
+pin and pulls again without it. The watch task sleeps until the missed-heartbeat deadline, a
+rate-limited re-pull or a connection change told by the context (``connect`` wires nats-py's
+callbacks; a context around an existing client is polled every ~0.1 s instead): while disconnected
+the heartbeat clock is paused; after a reconnect pending is reset and a fresh pull goes out; a
+closed connection ends consume with :class:`ConnectionClosedError`.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from ._errors import (
 )
 from ._message import AckReply, parse_ack_reply
 from ._nats_errors import nats_errors
+from ._priority import PriorityPin
 from ._pull_options import (
     BYTES_MODE_BATCH,
     DEFAULT_EXPIRES,
@@ -202,8 +204,10 @@ class Puller:
         *,
         on_error: Callable[[JetStreamError], None] | None = None,
         signal_resets: bool = False,
+        pin: PriorityPin | None = None,
     ) -> None:
         self._js = js
+        self._pin = pin
         self._stream = stream
         self._consumer = consumer
         self._next_subject = js.api.consumer_next(stream, consumer)
@@ -297,7 +301,7 @@ class Puller:
         if idle:  # the heartbeat clock starts with the first pull out
             self._last_activity = now
             self._kick()
-        return pull.encode()
+        return pull.encode(None if self._pin is None else self._pin.fields())
 
     def _schedule_pull(self) -> None:
         body = self._next_pull()
@@ -323,6 +327,8 @@ class Puller:
         headers = msg.headers or {}
         status, description = st.status_of(headers)
         if status is None and msg.reply:
+            if self._pin is not None:
+                self._pin.seen(headers)
             size = message_size(msg) if self._opts.bytes_mode else 0  # only bytes mode counts
             self._window.delivered(size)
             self.queue.put_nowait(PullMessage(msg, size))
@@ -336,6 +342,14 @@ class Puller:
         now = self._loop.time()
         if status == st.HEARTBEAT:
             return  # idle heartbeat: activity already noted
+        if status == st.PIN_MISMATCH and self._pin is not None:
+            # 423: another client holds the pin (or ours expired / was unpinned). Not an
+            # error: pull without the pin; such a pull waits until the group pins it.
+            self._pin.lost()
+            if hdr.PENDING_MESSAGES not in headers:  # 2.15.1 always says; be safe if not
+                self._window.failed(now)
+                self._schedule_pull()
+                return
         if hdr.PENDING_MESSAGES in headers:
             # 408 expired, 409 size exceeded / batch completed: what it did not deliver is back.
             too_large = status == st.CONFLICT and description == st.SIZE_EXCEEDS_MAX_BYTES

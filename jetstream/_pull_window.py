@@ -49,14 +49,17 @@ class PullRequest:
     expires: float
     heartbeat: float
 
-    def encode(self) -> bytes:
-        body: dict[str, int] = {
+    def encode(self, priority: dict[str, str] | None = None) -> bytes:
+        """The request body; ``priority`` adds a priority group's ``group`` and pin ``id``."""
+        body: dict[str, int | str] = {
             "batch": self.batch,
             "expires": int(self.expires * _NS),
             "idle_heartbeat": int(self.heartbeat * _NS),
         }
         if self.max_bytes:
             body["max_bytes"] = self.max_bytes
+        if priority:
+            body.update(priority)
         return msgspec.json.encode(body)
 
 

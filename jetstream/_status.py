@@ -17,6 +17,7 @@ from ._errors import (
     JetStreamError,
     MessageNotFoundError,
     NoRespondersError,
+    PinIdMismatchError,
     ServerError,
     UnsupportedServerFeatureError,
 )
@@ -32,6 +33,7 @@ __all__ = [
     "LEADERSHIP_CHANGE",
     "NOT_FOUND",
     "NO_RESPONDERS",
+    "PIN_MISMATCH",
     "PRECONDITION_FAILED",
     "REQUEST_TIMEOUT",
     "SIZE_EXCEEDS_MAX_BYTES",
@@ -54,6 +56,10 @@ CONFLICT: Final = "409"
 """A pull ended early (consumer deleted, limits exceeded, leadership change)."""
 PRECONDITION_FAILED: Final = "412"
 """The server's API level is too low for the request."""
+PIN_MISMATCH: Final = "423"
+"""A pinned_client priority group's pull whose ``id`` is not the pin (server 2.15.1 says
+``Nats-Wrong-Pin-Id``, with ``Nats-Pending-*``), at once for a new pull, and for a waiting pull
+when the next message goes to another client or the pin expired."""
 TOO_MANY_RESULTS: Final = "413"
 """A batched direct get asked for more than the server answers at once."""
 NO_RESPONDERS: Final = "503"
@@ -105,6 +111,8 @@ def status_error(
         return MessageNotFoundError(text, code=404)
     if status == PRECONDITION_FAILED:
         return UnsupportedServerFeatureError(text, code=412)
+    if status == PIN_MISMATCH:
+        return PinIdMismatchError(text, code=423)
     if status == CONFLICT and description == CONSUMER_DELETED:
         return ConsumerDeletedError(f"{what}: consumer deleted", code=409)
     return default(text, code=code)

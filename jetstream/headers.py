@@ -29,6 +29,7 @@ __all__ = [
     "NUM_PENDING",
     "PENDING_BYTES",
     "PENDING_MESSAGES",
+    "PIN_ID",
     "ROLLUP",
     "ROLLUP_SUBJECT",
     "SEQUENCE",
@@ -86,6 +87,8 @@ PENDING_MESSAGES: Final = "Nats-Pending-Messages"
 """On 408/409 pull statuses: messages the ended pull did not deliver."""
 PENDING_BYTES: Final = "Nats-Pending-Bytes"
 """On 408/409 pull statuses: bytes of the ended pull's budget left unused."""
+PIN_ID: Final = "Nats-Pin-Id"
+"""On messages of a ``pinned_client`` priority group: the pin the pulls must carry as ``id``."""
 MSG_SIZE: Final = "Nats-Msg-Size"
 """Payload length, sent instead of the payload by ``headers_only`` consumers."""
 

@@ -10,6 +10,7 @@
     │       └── InvalidGroupNameError        a stream, group or member name we cannot use
     ├── GroupNotFoundError                   no config for <stream>.<group> (or no bucket)
     ├── GroupExistsError                     a group of that name exists with another config
+    ├── MemberNotFoundError                  step down of a name that is not a member
     └── CorruptGroupConfigError              the stored value is not a valid orbit config
 
 Validation errors are raised before anything is written.
@@ -27,6 +28,7 @@ __all__ = [
     "InvalidGroupNameError",
     "InvalidMemberMappingError",
     "InvalidPartitioningFilterError",
+    "MemberNotFoundError",
 ]
 
 
@@ -74,3 +76,13 @@ class GroupExistsError(JetStreamError):
 
 class CorruptGroupConfigError(JetStreamError):
     """The stored configuration is not JSON orbit would accept, or breaks its rules."""
+
+
+class MemberNotFoundError(JetStreamError):
+    """The name is not a member of the group (neither in ``members`` nor in a mapping)."""
+
+    def __init__(self, stream: str, group: str, member: str) -> None:
+        super().__init__(f"{member!r} is not a member of group {group!r} on stream {stream!r}")
+        self.stream = stream
+        self.group = group
+        self.member = member
