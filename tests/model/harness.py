@@ -16,6 +16,8 @@ from typing import Any
 import jetstream
 from tests.proxy import TcpProxy
 
+from .history import History, Step
+
 # Client settings of every model history: short request timeouts so that faults resolve in
 # seconds, and a retry deadline that outlasts the longest fault a history injects.
 REQUEST_TIMEOUT = 2.0
@@ -170,6 +172,29 @@ class World:
             self.proxy.cut()
         else:
             raise ValueError(f"unknown fault {kind!r}")
+
+    async def play(
+        self,
+        js: jetstream.JetStream,
+        history: History,
+        step: Callable[[int, Step], Awaitable[None]],
+    ) -> None:
+        """Run the history's tasks concurrently (``step(task number, step)`` each) while its
+        faults are injected; return once all are over, the server is healed and ``js`` is
+        connected again."""
+
+        async def task(number: int, steps: list[Step]) -> None:
+            for each in steps:
+                await step(number, each)
+
+        async def faults() -> None:
+            for fault in history.faults:
+                await asyncio.sleep(fault.delay_ms / 1000)
+                await self.inject(fault.kind, fault.seconds)
+
+        await asyncio.gather(*(task(i, steps) for i, steps in enumerate(history.tasks)), faults())
+        await self.heal()
+        await wait_connected(js)
 
     async def heal(self) -> None:
         """Leave the server running and answering (after a fault or a failed example)."""

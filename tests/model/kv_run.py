@@ -20,7 +20,6 @@ from .harness import (
     Recorder,
     World,
     stream_messages,
-    wait_connected,
 )
 from .history import Fault, History, Step
 from .kv_check import KvOutcome, Msg, msg_from_entry, msg_from_raw, value_of
@@ -253,22 +252,11 @@ async def run_kv(world: World, history: History) -> KvOutcome:
         )
         run = KvRun(bucket, Recorder())
 
-        async def task(number: int, steps: list[Step]) -> None:
-            for step in steps:
-                await run.step(number, step)
-
-        async def faults() -> None:
-            for fault in history.faults:
-                await asyncio.sleep(fault.delay_ms / 1000)
-                await world.inject(fault.kind, fault.seconds)
-
         # A watch from the start sees every fault; the write after the faults is the first
         # thing it must deliver once its consumer was recreated (a resume one revision too
         # far skips exactly that one).
         await run.step(-1, Step("watch", {"from_frac": 0.0}))
-        await asyncio.gather(*(task(i, steps) for i, steps in enumerate(history.tasks)), faults())
-        await world.heal()
-        await wait_connected(js)
+        await world.play(js, history, run.step)
         await run.step(-1, Step("put", {"key": EPILOGUE, "ttl": None}))
         prefix = f"$KV.{name}."
         raw = await stream_messages(js, bucket.stream, f"{prefix}>")

@@ -22,7 +22,6 @@ from .harness import (
     World,
     api_request,
     stream_messages,
-    wait_connected,
 )
 from .history import History, Step
 from .kv_run import FAULTS
@@ -248,21 +247,10 @@ async def run_obj(world: World, history: History) -> ObjOutcome:
         store = await objstore.create_store(js, name)
         run = ObjRun(store, Recorder())
 
-        async def task(number: int, steps: list[Step]) -> None:
-            for step in steps:
-                await run.step(number, step)
-
-        async def faults() -> None:
-            for fault in history.faults:
-                await asyncio.sleep(fault.delay_ms / 1000)
-                await world.inject(fault.kind, fault.seconds)
-
         for number, first in enumerate(NAMES):  # every name starts as an object
             size = 3000 * (number + 1)
             await run.step(-1, Step("put", {**_PRELUDE, "name": first, "size": size}))
-        await asyncio.gather(*(task(i, steps) for i, steps in enumerate(history.tasks)), faults())
-        await world.heal()
-        await wait_connected(js)
+        await world.play(js, history, run.step)
         live, chunk_nuids = await _settled_state(js, name)
         final_reads = {obj.name: await _read_back(store, obj.name) for obj in live}
         return ObjOutcome(run.recorder.calls, run.contents, live, chunk_nuids, final_reads)
