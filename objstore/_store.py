@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
@@ -342,13 +341,28 @@ class ObjectStore:
                 await self._tombstone(source)
             except WrongLastSequenceError:
                 # The source changed after the copy (a put may have purged the copied chunks):
-                # withdraw the copy, if nobody replaced it yet, and start over.
+                # withdraw the copy and start over.
                 copy = MetaRecord(info=renamed, seq=copy_seq, ttl_headers=source.ttl_headers)
-                with contextlib.suppress(WrongLastSequenceError):
-                    await self._tombstone(copy)
+                await self._withdraw(copy)
                 continue
             return renamed
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _withdraw(self, copy: MetaRecord) -> None:
+        """Tombstone a rename's copy, also after someone updated it meanwhile (an
+        ``update_meta`` of the new name): as long as the name still holds the copied chunks it
+        is the copy, and left alone it would share them with the source, whose next put
+        purges them. A name replaced by a put (other chunks) or deleted is left as it is."""
+        nuid = copy.info.nuid
+        for _ in attempts(f"withdrawal of the copy {copy.info.name!r}"):
+            try:
+                await self._tombstone(copy)
+                return
+            except WrongLastSequenceError:
+                current = await read_record(self, copy.info.name, strict=False)
+                if current is None or not current.live or current.info.nuid != nuid:
+                    return
+                copy = current
 
     async def add_link(self, name: str, target: str | ObjectInfo) -> ObjectInfo:
         """Make ``name`` a link to another object (of this store, or of another when

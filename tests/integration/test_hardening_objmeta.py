@@ -416,3 +416,33 @@ async def test_opt_in_markers_are_read_as_expired_objects(make_store: StoreFacto
         await store.update_meta("short", description="x")
     await store.put("short", b"back")
     assert await store.get_bytes("short") == b"back"
+
+
+async def test_a_withdrawn_rename_copy_that_was_updated_meanwhile_leaves_no_second_name(
+    store: ObjectStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by the model tests: a rename whose source changed after the copy withdraws the
+    copy; when the copy itself had been updated meanwhile (an ``update_meta`` of the new name),
+    the withdrawal was refused and the copy stayed, sharing the source's chunks. The rename
+    then raised ObjectExistsError, and the next put of the source purged the copy's chunks."""
+    data = os.urandom(3 * SMALL)
+    await store.put("a", data, chunk_size=SMALL)
+    retire = store._tombstone
+    raced = False
+
+    async def racing_retire(record: Any) -> int:
+        nonlocal raced
+        if not raced:  # the rename is about to retire its source: two writers get in first
+            raced = True
+            await store.update_meta("a", description="the source changed")
+            await store.update_meta("b", description="the copy changed")
+        return await retire(record)
+
+    monkeypatch.setattr(store, "_tombstone", racing_retire)
+    renamed = await store.update_meta("a", new_name="b")
+
+    assert renamed.name == "b"
+    with pytest.raises(objstore.ObjectNotFoundError):
+        await store.info("a")
+    await store.put("a", os.urandom(SMALL))  # a new "a" must not take b's chunks with it
+    assert await store.get_bytes("b") == data
