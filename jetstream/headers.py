@@ -15,6 +15,7 @@ __all__ = [
     "BATCH_COMMIT",
     "BATCH_ID",
     "BATCH_SEQUENCE",
+    "ENCRYPTION",
     "EXPECTED_LAST_MSG_ID",
     "EXPECTED_LAST_SEQUENCE",
     "EXPECTED_LAST_SUBJECT_SEQUENCE",
@@ -88,6 +89,12 @@ PENDING_BYTES: Final = "Nats-Pending-Bytes"
 """On 408/409 pull statuses: bytes of the ended pull's budget left unused."""
 MSG_SIZE: Final = "Nats-Msg-Size"
 """Payload length, sent instead of the payload by ``headers_only`` consumers."""
+
+ENCRYPTION: Final = "Jetstore-Enc"
+"""On client-side encrypted values (``Keyring``): ``v1;<key id>``, the envelope format version
+and the key that sealed the payload. Not a ``Nats-``/``KV-`` name (the server and the KV
+clients give those meaning); already in the canonical MIME form nats.go's ``textproto``
+reader produces, so peers read and copy it unchanged."""
 
 STATUS: Final = "Status"
 """Where nats-py puts the status code of a ``NATS/1.0 <code>`` header line (a str)."""

@@ -57,6 +57,7 @@ from ._permissions import (
     reader_permissions,
     writer_permissions,
 )
+from ._rekey import RekeyReport
 from ._snapshot import Snapshot
 from ._typed import TypedBucket, TypedEntry, TypedSnapshot, TypedWatcher, ValueFormat
 from ._watch import KeyWatcher
@@ -90,6 +91,7 @@ __all__ = [
     "NoOpKeyCodec",
     "Op",
     "PathKeyCodec",
+    "RekeyReport",
     "Snapshot",
     "TypedBucket",
     "TypedEntry",
@@ -126,6 +128,7 @@ _show_as(
     NoOpKeyCodec,
     Op,
     PathKeyCodec,
+    RekeyReport,
     Snapshot,
     TypedBucket,
     TypedEntry,
