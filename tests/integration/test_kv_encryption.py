@@ -6,6 +6,7 @@ error, and rotation + ``rekey()`` (interrupted, then resumed) never loses or ove
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta
 from typing import Any
@@ -20,6 +21,7 @@ import kvstore
 from jetstream import DecryptionError, Keyring, PlaintextValueError, UnknownKeyIdError
 from kvstore import Base64KeyCodec, Op
 from tests.conftest import BucketFactory
+from tests.integration.test_examples import EXAMPLES, _run
 
 K1 = bytes(range(32))
 K2 = bytes(range(64, 96))
@@ -388,3 +390,13 @@ async def test_rekey_migrates_plain_values_and_skips_what_it_cannot_read(
         js, plain.name, encryption=Keyring({"k1": K1, "k2": K2}, primary="k2")
     )
     assert await rotated.rekey() == kvstore.RekeyReport(rekeyed=3, skipped=2)
+
+
+def test_the_encrypted_example_rotates_and_refuses_a_moved_value() -> None:
+    script = next(path for path in EXAMPLES if path.name == "encrypted.py")
+    out = _run(script, {k: v for k, v in os.environ.items() if k != "NATS_URL"})
+    assert "Keyring(key_ids=['2026-01'], primary='2026-01')" in out
+    assert "stored: 'v1;2026-01'" in out and "hunter2'" in out
+    assert "rekey: 3 values re-encrypted, 0 already current" in out
+    assert "rekey again: 0 re-encrypted, 3 current" in out
+    assert "a value copied to another key is refused: DecryptionError" in out
