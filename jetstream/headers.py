@@ -93,8 +93,9 @@ MSG_SIZE: Final = "Nats-Msg-Size"
 ENCRYPTION: Final = "Jetstore-Enc"
 """On client-side encrypted values (``Keyring``): ``v1;<key id>``, the envelope format version
 and the key that sealed the payload. Not a ``Nats-``/``KV-`` name (the server and the KV
-clients give those meaning); already in the canonical MIME form nats.go's ``textproto``
-reader produces, so peers read and copy it unchanged."""
+clients give those meaning). nats.go's ``readMIMEHeader`` keeps a header name's case, and
+this one is also already in canonical MIME form, so code looking it up either way finds it;
+peers store and copy it unchanged."""
 
 STATUS: Final = "Status"
 """Where nats-py puts the status code of a ``NATS/1.0 <code>`` header line (a str)."""

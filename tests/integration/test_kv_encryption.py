@@ -124,6 +124,8 @@ async def test_every_api_round_trips_and_the_server_holds_only_ciphertext(
     entry = await kv.get("a")
     assert entry.value is not None and secrets[1] not in entry.value
     assert len(entry.value) == len(secrets[1]) + 28  # nonce and tag
+    raw = await peer.get_last_msg(bucket.stream, f"$KV.{bucket.name}.a")
+    assert raw.headers is not None and raw.headers[ENC] == "v1;k1" and raw.data == entry.value
     with pytest.raises(nats.js.errors.KeyNotFoundError) as deleted:  # the tombstone, read
         await kv.get("d")
     assert deleted.value.op == "DEL"
