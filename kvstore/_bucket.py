@@ -17,6 +17,7 @@ from jetstream import (
     DEFAULT_MAX_BATCH,
     NEVER,
     ClientValidationError,
+    DecryptionError,
     InvalidTTLError,
     JetStream,
     Keyring,
@@ -710,7 +711,11 @@ class Bucket:
         op = op_from_headers(headers)
         key = self._decode_key(subject[len(self._prefix) :])
         if self._value_stages and op is Op.PUT and hdr.MSG_SIZE not in headers:
-            value = self._open(subject, value, headers, revision)
+            try:
+                value = self._open(subject, value, headers, revision)
+            except DecryptionError as exc:
+                exc.key = key  # the stage knows the stored key; callers name the user key
+                raise
         return Entry(
             bucket=self._name,
             key=key,

@@ -57,10 +57,11 @@ class EncryptionStage:
             PlaintextValueError: no ``Jetstore-Enc`` header and not ``allow_plaintext``.
             UnknownKeyIdError: its key id is not in the ring.
             DecryptionError: wrong key, changed bytes or header, or moved from another key or
-                bucket. Each names the stored key and the revision.
+                bucket. Each names the stored key and the revision (the bucket sets
+                ``.key`` to the user key).
         """
         header = context.headers.get(hdr.ENCRYPTION)
-        where = f"bucket {context.bucket!r} key {context.key!r} revision {context.revision}"
+        where = f"bucket {context.bucket!r} stored key {context.key!r} revision {context.revision}"
         if header is None:
             if self.allow_plaintext:
                 return value

@@ -158,6 +158,11 @@ async def test_typed_views_and_key_codecs_over_an_encrypted_bucket(
         }
     stored = await _raw(js, bucket, "QWNtZSBJbmM.Ym9i")  # the stored (encoded) key
     assert stored.headers[ENC] == "v1;k1" and b"Bob" not in stored.data
+    # a tampered value names the user key (its message the stored one)
+    await js.publish(stored.subject, stored.data[:-1] + b"!", headers={ENC: "v1;k1"})
+    with pytest.raises(DecryptionError) as raised:
+        await profiles.get("Acme Inc.bob")
+    assert raised.value.key == "Acme Inc.bob" and "QWNtZSBJbmM.Ym9i" in str(raised.value)
 
 
 async def _rewrite(
