@@ -68,7 +68,7 @@ from ._errors import (
     WrongLastSequenceError,
 )
 from ._fast import FastPublisher
-from ._keyring import Keyring
+from ._keyring import Keyring, RekeyReport
 from ._limits import (
     MAX_CONTROL_LINE,
     check_message_size,
@@ -179,6 +179,7 @@ __all__ = [
     "PubAck",
     "PullMessage",
     "PullRequestError",
+    "RekeyReport",
     "RequestTimeoutError",
     "RollupError",
     "ServerError",

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import json
 import os
 from collections.abc import Mapping
@@ -36,7 +37,7 @@ from ._envelope import (
 )
 from ._errors import InvalidKeyringError, UnknownKeyIdError
 
-__all__ = ["Keyring"]
+__all__ = ["Keyring", "RekeyReport"]
 
 DEFAULT_KEYRING_ENV = "JETSTORE_KEYRING"
 """The environment variable :meth:`Keyring.from_env` reads by default."""
@@ -175,6 +176,28 @@ class Keyring:
         """
         value = headers.get(hdr.ENCRYPTION)
         return None if value is None else parse_header(value)
+
+
+@dataclasses.dataclass(frozen=True)
+class RekeyReport:
+    """What a ``rekey()`` (:meth:`kvstore.Bucket.rekey`, :meth:`objstore.ObjectStore.rekey`)
+    did with the live values or objects."""
+
+    rekeyed: int = 0
+    """Rewritten under the primary key (plain ones too, with ``allow_plaintext``)."""
+    current: int = 0
+    """Already under the primary key, left alone."""
+    changed: int = 0
+    """Replaced (or deleted) by another writer between our read and our write: theirs is
+    kept."""
+    skipped: int = 0
+    """Left as they are: they do not decrypt (logged with their key), are plain without
+    ``allow_plaintext``, or expire too soon to be rewritten with their TTL."""
+
+    def __add__(self, other: RekeyReport) -> RekeyReport:
+        return RekeyReport(
+            *(getattr(self, f.name) + getattr(other, f.name) for f in dataclasses.fields(self))
+        )
 
 
 def _check_key_id(key_id: object) -> None:

@@ -15,6 +15,7 @@ from jetstream import (
     InvalidBucketConfigError,
     InvalidBucketNameError,
     InvalidTTLError,
+    RekeyReport,
     ValueTooLargeError,
     validate_bucket_name,
 )
@@ -57,7 +58,6 @@ from ._permissions import (
     reader_permissions,
     writer_permissions,
 )
-from ._rekey import RekeyReport
 from ._snapshot import Snapshot
 from ._typed import TypedBucket, TypedEntry, TypedSnapshot, TypedWatcher, ValueFormat
 from ._watch import KeyWatcher
@@ -128,7 +128,6 @@ _show_as(
     NoOpKeyCodec,
     Op,
     PathKeyCodec,
-    RekeyReport,
     Snapshot,
     TypedBucket,
     TypedEntry,

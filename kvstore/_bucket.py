@@ -22,6 +22,7 @@ from jetstream import (
     JetStream,
     Keyring,
     MessageNotFoundError,
+    RekeyReport,
     StoredMessage,
     StreamNotFoundError,
     TTLValue,
@@ -57,7 +58,7 @@ from ._models import (
     stream_name,
     subject_prefix,
 )
-from ._rekey import RekeyReport, rekey_bucket
+from ._rekey import rekey_bucket
 from ._snapshot import Snapshot, read_snapshot
 from ._stages import ValueContext, ValueStage
 from ._typed import TypedBucket, ValueFormat

@@ -10,7 +10,6 @@ the ring) until the new one, readable with the primary, replaces it.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import math
 from datetime import UTC, datetime
@@ -22,6 +21,7 @@ from jetstream import (
     NEVER,
     DecryptionError,
     InvalidTTLError,
+    RekeyReport,
     StoredMessage,
     WrongLastSequenceError,
     scan_stream,
@@ -34,30 +34,10 @@ if TYPE_CHECKING:
     from ._bucket import Bucket
     from ._encryption import EncryptionStage
 
-__all__ = ["RekeyReport", "rekey_bucket"]
+__all__ = ["rekey_bucket"]
 
 _log = logging.getLogger("kvstore")
 _CONCURRENCY = 64  # CAS writes in flight at once (each on its own key)
-
-
-@dataclasses.dataclass(frozen=True)
-class RekeyReport:
-    """What :meth:`kvstore.Bucket.rekey` did with the bucket's live values."""
-
-    rekeyed: int = 0
-    """Values rewritten under the primary key (plain values too, with ``allow_plaintext``)."""
-    current: int = 0
-    """Values already under the primary key, left alone."""
-    changed: int = 0
-    """Values another writer replaced between our read and our write: theirs is kept."""
-    skipped: int = 0
-    """Values left as they are: they do not decrypt (logged with their key), are plain in a
-    bucket without ``allow_plaintext``, or expire too soon to be rewritten with their TTL."""
-
-    def __add__(self, other: RekeyReport) -> RekeyReport:
-        return RekeyReport(
-            *(getattr(self, f.name) + getattr(other, f.name) for f in dataclasses.fields(self))
-        )
 
 
 async def rekey_bucket(bucket: Bucket, stage: EncryptionStage) -> RekeyReport:

@@ -18,6 +18,7 @@ from jetstream import (
     Keyring,
     MessageNotFoundError,
     OrderedConsumer,
+    RekeyReport,
     StoredMessage,
     StreamInfo,
     StreamNotFoundError,
@@ -57,6 +58,7 @@ from ._models import (
     store_config_from_stream,
     stream_name,
 )
+from ._rekey import rekey_store
 from ._trust import is_literal_token
 from ._upload import Progress, upload
 
@@ -420,6 +422,23 @@ class ObjectStore:
                 continue
             return info
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def rekey(self) -> RekeyReport:
+        """Re-encrypt every live object sealed with a key other than the keyring's primary
+        (and, with ``allow_plaintext``, every plain object) with the primary: each is streamed
+        from its own chunks into a new upload that commits only if its meta record is still
+        the one read (an object replaced, renamed or deleted meanwhile is left to its writer:
+        ``changed``). Names, descriptions, metadata, headers and the TTL left are kept; the
+        nuid changes. Safe to interrupt and run again: it continues with what is left.
+        Objects stay readable throughout (keep the old keys in the ring until it returns).
+
+        Raises:
+            ClientValidationError: the store was opened without ``encryption=``.
+            JetStreamError: a listing, read or upload failed (run it again to continue).
+        """
+        if self._cipher is None:
+            raise ClientValidationError(f"store {self.name!r} was opened without encryption=")
+        return await rekey_store(self, self._cipher)
 
     async def seal(self) -> None:
         """Make the store read-only, for good.

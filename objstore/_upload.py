@@ -41,7 +41,7 @@ from ._encryption import OVERHEAD
 from ._errors import UploadFailedError
 from ._finish import run_to_end
 from ._io import Hasher, Source, chunks_of, known_size
-from ._meta import MetaRecord, read_record, replace_record
+from ._meta import MetaRecord, read_record, replace_record, write_record
 from ._models import ObjectInfo, ObjectMetaOptions, chunk_subject, now_rfc3339
 
 if TYPE_CHECKING:
@@ -67,7 +67,11 @@ async def upload(
     headers: dict[str, list[str]] | None,
     metadata: dict[str, str] | None,
     progress: Progress | None,
+    replacing: MetaRecord | None = None,
 ) -> ObjectInfo:
+    """Upload ``source`` as ``name``; with ``replacing`` (rekey) only if that record is still
+    the name's record when the upload commits (else UploadFailedError from a
+    WrongLastSequenceError, the new chunks removed)."""
     chunks = chunks_of(source, chunk_size)  # raises TypeError/OSError before anything is sent
     total = known_size(source)
     previous = await read_record(store, name, strict=False)  # the commit is conditional on it
@@ -102,7 +106,30 @@ async def upload(
     # From here the meta record may be stored at any moment, and once it is, the chunks of the
     # record it replaced must go: the commit runs to its end even if the upload is cancelled
     # (a cancelled put then either stored the object whole or left nothing; never orphans).
+    if replacing is not None:
+        return await run_to_end(_commit_over(store, info, ttl_headers, replacing, subject))
     return await run_to_end(_commit(store, info, ttl_headers, previous, subject))
+
+
+async def _commit_over(
+    store: ObjectStore,
+    info: ObjectInfo,
+    ttl_headers: dict[str, str],
+    replacing: MetaRecord,
+    subject: str,
+) -> ObjectInfo:
+    """Write the meta record only over ``replacing`` (one conditional write, no retry), then
+    purge the chunks it named; when another write came first, purge the new chunks instead."""
+    try:
+        await write_record(store, info, ttl_headers, expected=replacing.seq, msg_id=info.nuid)
+    except MessageIdInProcessError as exc:
+        raise _unknown(info.name, [info.nuid], exc) from exc
+    except Exception as exc:
+        if not isinstance(exc, _NOT_STORED):
+            raise _unknown(info.name, [info.nuid], exc) from exc
+        await _abandon(store, subject, info.name, exc)  # WrongLastSequenceError among them
+    await _purge(store, chunk_subject(store.name, replacing.info.nuid))
+    return info
 
 
 async def _commit(

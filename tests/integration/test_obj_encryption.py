@@ -5,10 +5,13 @@ match (the digest and size are not secrets: an attacker can recompute them)."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import nats
@@ -17,6 +20,8 @@ from nats.js import JetStreamContext
 
 import jetstream
 import objstore
+import objstore._rekey
+import objstore._upload
 from jetstream import DecryptionError, Keyring, PlaintextValueError, UnknownKeyIdError
 from objstore._models import chunk_subject, meta_subject
 
@@ -24,6 +29,7 @@ K1 = bytes(range(32))
 K2 = bytes(range(64, 96))
 RING1 = Keyring({"k1": K1}, primary="k1")
 RING12 = Keyring({"k1": K1, "k2": K2}, primary="k2")
+RING2 = Keyring({"k2": K2}, primary="k2")
 ENC = jetstream.headers.ENCRYPTION
 DATA = bytes(range(256)) * 41  # 10496 bytes: 10 chunks of 1024 and one of 256
 
@@ -224,3 +230,115 @@ async def test_bad_store_encryption_options_are_refused_before_anything_is_sent(
         with pytest.raises(jetstream.ClientValidationError):
             await objstore.open_store(js, name, **options)  # type: ignore[arg-type]
     assert name not in [n async for n in objstore.list_stores(js)]
+
+
+async def _gate_reupload(
+    monkeypatch: pytest.MonkeyPatch, before: Callable[[int, str], Awaitable[None]]
+) -> None:
+    """Run ``before(n, name)`` ahead of the n-th object rekey rewrites (a client-side hook)."""
+    original = objstore._rekey._reupload
+    calls = 0
+
+    async def gated(store: objstore.ObjectStore, record: Any) -> jetstream.RekeyReport:
+        nonlocal calls
+        calls += 1
+        await before(calls, record.info.name)
+        return await original(store, record)
+
+    monkeypatch.setattr(objstore._rekey, "_reupload", gated)
+
+
+async def test_store_rotation_then_rekey_interrupted_and_resumed(
+    js: jetstream.JetStream,
+    make_store: Callable[..., objstore.ObjectStore],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    store = await make_store(encryption=RING1)
+    contents = {f"o{i}": DATA[: 1000 * (i + 1)] for i in range(5)}
+    for name, data in contents.items():
+        await store.put(name, data, chunk_size=1024)
+    await store.put("empty", b"")
+    await store.put("ttl", b"t" * 100, ttl="1h")
+    contents |= {"empty": b"", "ttl": b"t" * 100}
+    await store.add_link("link", "o1")
+    old_nuids = [(await store.info(name)).nuid for name in contents]
+    rotated = await objstore.open_store(js, store.name, encryption=RING12)
+    await rotated.put("fresh", b"new")
+    contents["fresh"] = b"new"
+
+    stuck = asyncio.Event()
+
+    async def block_after_3(n: int, name: str) -> None:
+        if n > 3:
+            stuck.set()
+            await asyncio.Event().wait()
+
+    await _gate_reupload(monkeypatch, block_after_3)
+    task = asyncio.create_task(rotated.rekey())
+    await asyncio.wait_for(stuck.wait(), 30)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    monkeypatch.undo()
+
+    key_ids = {name: (await rotated.info(name)).headers for name in contents}
+    moved = [name for name, headers in key_ids.items() if headers == {ENC: ["v1;k2"]}]
+    assert len(moved) == 3 + 1  # three rekeyed before the interruption, and "fresh"
+    for name, data in contents.items():
+        assert await rotated.get_bytes(name) == data  # every object reads, midway
+    report = await rotated.rekey()
+    assert report == jetstream.RekeyReport(rekeyed=len(contents) - 4, current=4)
+    only_new = await objstore.open_store(js, store.name, encryption=RING2)
+    for name, data in contents.items():
+        assert await only_new.get_bytes(name) == data
+    assert await only_new.get_bytes("link") == contents["o1"]
+    for nuid in old_nuids:
+        assert await _chunks(js, store, nuid) == []  # the old chunks went with their records
+    meta = await js.get_last_message(store.stream, meta_subject(store.name, "ttl"))
+    assert jetstream.headers.TTL in meta.headers  # what was left of its TTL was kept
+    assert await only_new.rekey() == jetstream.RekeyReport(current=len(contents))
+
+
+async def test_store_rekey_never_overwrites_a_concurrent_put(
+    js: jetstream.JetStream,
+    make_store: Callable[..., objstore.ObjectStore],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    store = await make_store(encryption=RING1)
+    await store.put("hot", DATA, chunk_size=1024)
+    await store.put("cold", b"cold")
+    writer = await objstore.open_store(js, store.name, encryption=RING1)  # an old program
+
+    original = objstore._upload.write_record
+
+    async def put_first(
+        store: objstore.ObjectStore, info: objstore.ObjectInfo, *args: Any, **kwargs: Any
+    ) -> int:
+        if info.name == "hot":  # every chunk re-sealed; their put lands before our commit
+            await writer.put("hot", b"theirs")
+        return await original(store, info, *args, **kwargs)
+
+    monkeypatch.setattr(objstore._upload, "write_record", put_first)
+    rotated = await objstore.open_store(js, store.name, encryption=RING12)
+    assert await rotated.rekey() == jetstream.RekeyReport(rekeyed=1, changed=1)
+    assert await rotated.get_bytes("hot") == b"theirs"  # their write was kept
+    assert (await rotated.info("hot")).headers == {ENC: ["v1;k1"]}
+    assert await rotated.get_bytes("cold") == b"cold"
+    assert await rotated.cleanup(older_than=timedelta(0)) == 0  # no orphaned chunks left
+    monkeypatch.undo()
+    assert await rotated.rekey() == jetstream.RekeyReport(rekeyed=1, current=1)
+
+
+async def test_store_rekey_migrates_plain_objects(
+    js: jetstream.JetStream, make_store: Callable[..., objstore.ObjectStore]
+) -> None:
+    plain = await make_store()
+    await plain.put("a", b"plain a")
+    await plain.put("b", b"")
+    strict = await objstore.open_store(js, plain.name, encryption=RING1)
+    assert await strict.rekey() == jetstream.RekeyReport(skipped=2)
+    migrating = await objstore.open_store(js, plain.name, encryption=RING1, allow_plaintext=True)
+    assert await migrating.rekey() == jetstream.RekeyReport(rekeyed=2)
+    assert await strict.get_bytes("a") == b"plain a" and await strict.get_bytes("b") == b""
+    with pytest.raises(jetstream.ClientValidationError):
+        await plain.rekey()
