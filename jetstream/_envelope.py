@@ -13,9 +13,9 @@ Format ``v1`` (docs/CODECS.md, "Encryption"):
 
 from __future__ import annotations
 
+import functools
 import os
 import re
-import struct
 from typing import Final
 
 from cryptography.exceptions import InvalidTag
@@ -69,16 +69,22 @@ def parse_header(value: str) -> str:
 
 def associated_data(*parts: str) -> bytes:
     """Length-prefixed UTF-8 parts: what a payload is bound to besides its key."""
-    out = bytearray()
-    for part in parts:
-        raw = part.encode("utf-8", "surrogatepass")
-        out += struct.pack(">I", len(raw))
-        out += raw
-    return bytes(out)
+    return b"".join(map(_length_prefixed, parts))
+
+
+def _length_prefixed(part: str) -> bytes:
+    raw = part.encode("utf-8", "surrogatepass")
+    return len(raw).to_bytes(4, "big") + raw
+
+
+@functools.lru_cache(maxsize=256)
+def _key_prefix(key_id: str) -> bytes:
+    # The same for every value a key seals: computed once (it is on every write's path).
+    return _DOMAIN + associated_data(VERSION, key_id)
 
 
 def _full_ad(key_id: str, ad: bytes) -> bytes:
-    return _DOMAIN + associated_data(VERSION, key_id) + ad
+    return _key_prefix(key_id) + ad
 
 
 def seal_payload(cipher: AESGCM, key_id: str, plaintext: bytes, ad: bytes) -> bytes:

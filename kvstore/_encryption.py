@@ -8,6 +8,8 @@ them; only the value bytes are hidden (see docs/CODECS.md, "Encryption", for the
 
 from __future__ import annotations
 
+import functools
+
 from jetstream import (
     ClientValidationError,
     DecryptionError,
@@ -23,8 +25,14 @@ __all__ = ["EncryptionStage", "value_associated_data"]
 
 
 def value_associated_data(bucket: str, stored_key: str) -> bytes:
-    """What a KV value is bound to: its bucket and stored key (after the key codec)."""
-    return associated_data("kv", bucket, stored_key)
+    """What a KV value is bound to: its bucket and stored key (after the key codec), i.e.
+    ``associated_data("kv", bucket, stored_key)``."""
+    return _bucket_prefix(bucket) + associated_data(stored_key)
+
+
+@functools.lru_cache(maxsize=256)
+def _bucket_prefix(bucket: str) -> bytes:
+    return associated_data("kv", bucket)  # the same for every value of a bucket
 
 
 class EncryptionStage:
