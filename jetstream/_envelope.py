@@ -87,9 +87,13 @@ def _full_ad(key_id: str, ad: bytes) -> bytes:
     return _key_prefix(key_id) + ad
 
 
-def seal_payload(cipher: AESGCM, key_id: str, plaintext: bytes, ad: bytes) -> bytes:
-    """``nonce || ciphertext || tag`` of ``plaintext`` under ``cipher`` (the key ``key_id``)."""
-    nonce = os.urandom(NONCE_SIZE)
+def seal_payload(
+    cipher: AESGCM, key_id: str, plaintext: bytes, ad: bytes, nonce: bytes | None = None
+) -> bytes:
+    """``nonce || ciphertext || tag`` of ``plaintext`` under ``cipher`` (the key ``key_id``);
+    the nonce is random unless given (it must never repeat under one key)."""
+    if nonce is None:
+        nonce = os.urandom(NONCE_SIZE)
     return nonce + cipher.encrypt(nonce, plaintext, _full_ad(key_id, ad))
 
 

@@ -30,6 +30,7 @@ from . import headers as hdr
 from ._envelope import (
     KEY_ID_PATTERN,
     KEY_SIZE,
+    NONCE_SIZE,
     format_header,
     open_payload,
     parse_header,
@@ -37,7 +38,7 @@ from ._envelope import (
 )
 from ._errors import InvalidKeyringError, UnknownKeyIdError
 
-__all__ = ["Keyring", "RekeyReport"]
+__all__ = ["Keyring", "RekeyReport", "Sealer"]
 
 DEFAULT_KEYRING_ENV = "JETSTORE_KEYRING"
 """The environment variable :meth:`Keyring.from_env` reads by default."""
@@ -152,6 +153,12 @@ class Keyring:
         payload = seal_payload(self._ciphers[key_id], key_id, plaintext, associated_data)
         return format_header(key_id), payload
 
+    def sealer(self) -> Sealer:
+        """A :class:`Sealer` for a sequence of payloads (an object's chunks) with the primary
+        key: one random draw for the sequence instead of one per payload."""
+        key_id = self._primary
+        return Sealer(self._ciphers[key_id], key_id)
+
     def open(self, header: str, payload: bytes, associated_data: bytes) -> bytes:
         """Decrypt a payload sealed by :meth:`seal` (with any key of the ring).
 
@@ -176,6 +183,38 @@ class Keyring:
         """
         value = headers.get(hdr.ENCRYPTION)
         return None if value is None else parse_header(value)
+
+
+class Sealer:
+    """Seals payloads like :meth:`Keyring.seal`, with nonces that are a random 96-bit base
+    drawn once, XOR the payload's number in the sequence (as TLS 1.3 derives record nonces):
+    unique within the sealer, random across sealers. One ``os.urandom`` per object instead of
+    one per chunk matters: with the digest thread running, each call waited ~0.1 ms for the
+    GIL (a quarter of a 128 MiB upload's time)."""
+
+    __slots__ = ("_base", "_cipher", "_count", "_header", "_key_id")
+
+    def __init__(self, cipher: AESGCM, key_id: str) -> None:
+        self._cipher = cipher
+        self._key_id = key_id
+        self._header = format_header(key_id)
+        self._base = int.from_bytes(os.urandom(NONCE_SIZE), "big")
+        self._count = 0
+
+    def seal(self, plaintext: bytes, associated_data: bytes) -> tuple[str, bytes]:
+        """The ``Jetstore-Enc`` header value and the payload of the next ``plaintext``."""
+        if self._count >= _MAX_SEALS:
+            raise InvalidKeyringError("a sealer seals at most 2**32 payloads; use a new one")
+        nonce = (self._base ^ self._count).to_bytes(NONCE_SIZE, "big")
+        self._count += 1
+        payload = seal_payload(self._cipher, self._key_id, plaintext, associated_data, nonce)
+        return self._header, payload
+
+    def __repr__(self) -> str:
+        return f"Sealer(key_id={self._key_id!r})"
+
+
+_MAX_SEALS = 2**32
 
 
 @dataclasses.dataclass(frozen=True)

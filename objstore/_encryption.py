@@ -20,6 +20,7 @@ from jetstream import (
 )
 from jetstream import headers as hdr
 from jetstream._envelope import OVERHEAD, associated_data, format_header
+from jetstream._keyring import Sealer
 
 __all__ = ["OVERHEAD", "ChunkCipher", "chunk_associated_data", "cipher_for"]
 
@@ -46,10 +47,11 @@ class ChunkCipher:
         return {hdr.ENCRYPTION: format_header(self.keyring.primary)}
 
     def seal(
-        self, store: str, nuid: str, index: int, last: bool, chunk: bytes
+        self, sealer: Sealer, store: str, nuid: str, index: int, last: bool, chunk: bytes
     ) -> tuple[bytes, dict[str, str]]:
-        """The sealed chunk and the header to send with it."""
-        header, payload = self.keyring.seal(chunk, chunk_associated_data(store, nuid, index, last))
+        """The sealed chunk and the header to send with it (``sealer``: one per object, from
+        ``keyring.sealer()``)."""
+        header, payload = sealer.seal(chunk, chunk_associated_data(store, nuid, index, last))
         return payload, {hdr.ENCRYPTION: header}
 
     def open(

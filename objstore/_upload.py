@@ -81,7 +81,7 @@ async def upload(
     seal: Sealer | None = None
     if cipher is not None:
         headers = {**(headers or {}), **cipher.meta_headers()}
-        seal = functools.partial(cipher.seal, store.name, nuid)
+        seal = functools.partial(cipher.seal, cipher.keyring.sealer(), store.name, nuid)
         chunk_size += OVERHEAD  # what is stored per chunk
     publisher = await _publisher(store, chunk_size)
     try:

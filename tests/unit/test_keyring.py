@@ -224,3 +224,17 @@ def test_associated_data_parts_cannot_run_into_each_other() -> None:
     assert associated_data("ab", "c") != associated_data("a", "bc")
     assert associated_data("a.b") != associated_data("a", "b")
     assert associated_data() == b""
+
+
+def test_a_sealer_numbers_its_nonces_from_one_random_base() -> None:
+    ring = _ring()
+    ad = associated_data("obj", "s", "nuid", "0", "more")
+    first, second = ring.sealer(), ring.sealer()
+    payloads = [first.seal(b"chunk", ad) for _ in range(300)]
+    nonces = [int.from_bytes(payload[:12], "big") for _, payload in payloads]
+    assert len(set(nonces)) == 300  # unique within the sealer: base XOR 0, 1, 2, ...
+    assert [nonce ^ nonces[0] for nonce in nonces] == list(range(300))
+    assert second.seal(b"chunk", ad)[1][:12] != payloads[0][1][:12]  # another random base
+    for header, payload in payloads:
+        assert header == "v1;k2" and ring.open(header, payload, ad) == b"chunk"
+    assert "k2" in repr(first) and K2.hex() not in repr(first)
