@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta
 from typing import Any
@@ -407,3 +409,15 @@ def test_the_encrypted_example_rotates_and_refuses_a_moved_value() -> None:
     assert "rekey: 3 values re-encrypted, 0 already current" in out
     assert "rekey again: 0 re-encrypted, 3 current" in out
     assert "a value copied to another key is refused: DecryptionError" in out
+
+
+def test_the_encryption_benchmark_runs() -> None:
+    root = EXAMPLES[0].parents[1]
+    result = subprocess.run(
+        [sys.executable, "-m", "benchmarks.encryption", "--keys", "10", "--rounds", "1",
+         "--mib", "1", "--object-rounds", "1"],
+        cwd=root, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    for row in ("put_many(10) | plain", "get_many(10) | encrypted", "object put 1 MiB"):
+        assert row in result.stdout
