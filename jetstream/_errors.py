@@ -49,10 +49,14 @@
     │   ├── ValueTooLargeError             (value over max_value_size or the server's max payload)
     │   ├── BatchTooLargeError             over the batch limit (and the server's 10199)
     │   ├── ColumnError                    (Spark: a column is missing or of a type not stored)
+    │   ├── InvalidKeyringError            a Keyring (or key file) with a bad key, key id or primary
     │   └── DuplicateObjectNameError       (defined in objstore)
     ├── BatchClosedError (RuntimeError)    a batch used after commit or abandon
     ├── CommitUnknownError                 outcome not learned before the deadline
     ├── HeartbeatMissedError               a warning (error callback), never raised by consume
+    ├── DecryptionError                    a value does not decrypt: wrong key, tampered, moved
+    │   ├── UnknownKeyIdError              its key id is not in the keyring
+    │   └── PlaintextValueError            not encrypted, in an encrypted bucket (allow_plaintext)
     ├── DigestMismatchError                (defined in objstore)
     ├── ObjectExistsError                  (defined in objstore)
     ├── ObjectChangedError                 (defined in objstore)
@@ -100,6 +104,7 @@ __all__ = [
     "ConsumerDeletedError",
     "ConsumerExistsError",
     "ConsumerNotFoundError",
+    "DecryptionError",
     "DisconnectedError",
     "DuplicateMessageIdError",
     "FastBatchError",
@@ -107,6 +112,7 @@ __all__ = [
     "InvalidBucketConfigError",
     "InvalidBucketNameError",
     "InvalidHeaderError",
+    "InvalidKeyringError",
     "InvalidNameError",
     "InvalidStreamConfigError",
     "InvalidTTLError",
@@ -119,6 +125,7 @@ __all__ = [
     "NoRespondersError",
     "PermissionDeniedError",
     "PinIdMismatchError",
+    "PlaintextValueError",
     "PriorityGroupNotFoundError",
     "PullRequestError",
     "RequestTimeoutError",
@@ -130,6 +137,7 @@ __all__ = [
     "StreamNotFoundError",
     "TooManyInflightBatchesError",
     "UnavailableError",
+    "UnknownKeyIdError",
     "UnsupportedServerFeatureError",
     "ValueTooLargeError",
     "WrongLastSequenceError",
@@ -411,6 +419,43 @@ class InvalidTTLError(ClientValidationError):
 
 class InvalidHeaderError(ClientValidationError):
     """A header name or value cannot be sent (CR/LF, reserved name, empty name)."""
+
+
+class InvalidKeyringError(ClientValidationError):
+    """A :class:`Keyring` (or a key file / environment variable) with a key that is not 32
+    bytes, a key id that is not a short safe token, no keys, or a primary not in the ring.
+    Messages never contain key material."""
+
+
+class DecryptionError(JetStreamError):
+    """A stored value (or chunk) that does not decrypt: the wrong key for its key id, bytes
+    or headers changed after it was written, or a value moved to another key or bucket.
+
+    ``key`` and ``revision`` name what was read when known, ``key_id`` the key id it names.
+    """
+
+    def __init__(
+        self,
+        description: str,
+        *,
+        key: str | None = None,
+        revision: int | None = None,
+        key_id: str | None = None,
+    ) -> None:
+        super().__init__(description)
+        self.key = key
+        self.revision = revision
+        self.key_id = key_id
+
+
+class UnknownKeyIdError(DecryptionError):
+    """A stored value names a key id that is not in the keyring (a key removed from the ring
+    too early, or a value written with another ring)."""
+
+
+class PlaintextValueError(DecryptionError):
+    """A value without encryption in an encrypted bucket: refused unless the bucket was opened
+    with ``allow_plaintext=True`` (while migrating a plain bucket)."""
 
 
 class ValueTooLargeError(ClientValidationError):

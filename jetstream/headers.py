@@ -15,6 +15,7 @@ __all__ = [
     "BATCH_COMMIT",
     "BATCH_ID",
     "BATCH_SEQUENCE",
+    "ENCRYPTION",
     "EXPECTED_LAST_MSG_ID",
     "EXPECTED_LAST_SEQUENCE",
     "EXPECTED_LAST_SUBJECT_SEQUENCE",
@@ -91,6 +92,13 @@ PIN_ID: Final = "Nats-Pin-Id"
 """On messages of a ``pinned_client`` priority group: the pin the pulls must carry as ``id``."""
 MSG_SIZE: Final = "Nats-Msg-Size"
 """Payload length, sent instead of the payload by ``headers_only`` consumers."""
+
+ENCRYPTION: Final = "Jetstore-Enc"
+"""On client-side encrypted values (``Keyring``): ``v1;<key id>``, the envelope format version
+and the key that sealed the payload. Not a ``Nats-``/``KV-`` name (the server and the KV
+clients give those meaning). nats.go's ``readMIMEHeader`` keeps a header name's case, and
+this one is also already in canonical MIME form, so code looking it up either way finds it;
+peers store and copy it unchanged."""
 
 STATUS: Final = "Status"
 """Where nats-py puts the status code of a ``NATS/1.0 <code>`` header line (a str)."""

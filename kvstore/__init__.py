@@ -15,6 +15,7 @@ from jetstream import (
     InvalidBucketConfigError,
     InvalidBucketNameError,
     InvalidTTLError,
+    RekeyReport,
     ValueTooLargeError,
     validate_bucket_name,
 )
@@ -90,6 +91,7 @@ __all__ = [
     "NoOpKeyCodec",
     "Op",
     "PathKeyCodec",
+    "RekeyReport",
     "Snapshot",
     "TypedBucket",
     "TypedEntry",

@@ -17,9 +17,12 @@ from jetstream import (
     DEFAULT_MAX_BATCH,
     NEVER,
     ClientValidationError,
+    DecryptionError,
     InvalidTTLError,
     JetStream,
+    Keyring,
     MessageNotFoundError,
+    RekeyReport,
     StoredMessage,
     StreamNotFoundError,
     TTLValue,
@@ -35,6 +38,7 @@ from jetstream import headers as hdr
 
 from ._batch import KeyBatch
 from ._codecs import KeyCodec, encode_filter
+from ._encryption import EncryptionStage
 from ._errors import (
     BucketNotFoundError,
     InvalidKeyError,
@@ -54,6 +58,7 @@ from ._models import (
     stream_name,
     subject_prefix,
 )
+from ._rekey import rekey_bucket
 from ._snapshot import Snapshot, read_snapshot
 from ._stages import ValueContext, ValueStage
 from ._typed import TypedBucket, ValueFormat
@@ -103,12 +108,17 @@ class Bucket:
         direct: bool = True,
         key_codec: KeyCodec | None = None,
         value_stages: Sequence[ValueStage] = (),
+        encryption: EncryptionStage | None = None,
     ) -> None:
         self._js = js
         self._key_codec = key_codec
-        # The seam for value transforms (encryption): see _stages.py. No public option sets
-        # it yet; create_bucket/open_bucket will once a stage ships.
-        self._value_stages = tuple(value_stages)
+        # The seam for value transforms: see _stages.py. Encryption is the last stage on a
+        # write (it seals what every other stage produced) and the first on a read.
+        self._encryption = encryption
+        self._value_stages: tuple[ValueStage, ...] = (
+            *value_stages,
+            *((encryption,) if encryption is not None else ()),
+        )
         self._direct = direct  # buckets made by nats-py lack allow_direct
         self._name = name
         self._config = config
@@ -131,6 +141,11 @@ class Bucket:
     def key_codec(self) -> KeyCodec | None:
         """The key codec every key and filter goes through (None: keys are stored as given)."""
         return self._key_codec
+
+    @property
+    def encryption(self) -> Keyring | None:
+        """The keyring values are encrypted with (None: values are stored as given)."""
+        return None if self._encryption is None else self._encryption.keyring
 
     def typed(self, value_type: type[T], *, format: ValueFormat = "json") -> TypedBucket[T]:
         """A view of this bucket whose values are ``value_type`` instances (a msgspec
@@ -167,7 +182,8 @@ class Bucket:
 
     def __repr__(self) -> str:
         codec = f" key_codec={self._key_codec!r}" if self._key_codec is not None else ""
-        return f"<Bucket {self._name!r} history={self._config.history}{codec}>"
+        enc = f" encryption={self._encryption.keyring!r}" if self._encryption is not None else ""
+        return f"<Bucket {self._name!r} history={self._config.history}{codec}{enc}>"
 
     # -- writes -------------------------------------------------------------------------------
 
@@ -311,6 +327,25 @@ class Bucket:
             )
             removed += old
         return removed
+
+    async def rekey(self) -> RekeyReport:
+        """Re-encrypt every live value sealed with a key other than the keyring's primary
+        (and, with ``allow_plaintext``, every plain value) with the primary.
+
+        Each value is rewritten by compare-and-set on the revision read, so a value someone
+        writes meanwhile is never overwritten (counted as ``changed``); what is left of a
+        value's TTL is kept. Safe to interrupt and run again: it continues with what is left.
+        Values stay readable throughout (keep the old keys in the ring until it returns).
+        Older revisions (history > 1) keep their keys; a rewrite restarts the bucket's
+        ``max_age`` clock for that value.
+
+        Raises:
+            ClientValidationError: the bucket was not opened with ``encryption=``.
+            JetStreamError: the scan or a write failed (run it again to continue).
+        """
+        if self._encryption is None:
+            raise ClientValidationError(f"bucket {self._name!r} was opened without encryption=")
+        return await rekey_bucket(self, self._encryption)
 
     # -- atomic multi-key writes --------------------------------------------------------------
 
@@ -677,7 +712,11 @@ class Bucket:
         op = op_from_headers(headers)
         key = self._decode_key(subject[len(self._prefix) :])
         if self._value_stages and op is Op.PUT and hdr.MSG_SIZE not in headers:
-            value = self._open(subject, value, headers, revision)
+            try:
+                value = self._open(subject, value, headers, revision)
+            except DecryptionError as exc:
+                exc.key = key  # the stage knows the stored key; callers name the user key
+                raise
         return Entry(
             bucket=self._name,
             key=key,

@@ -14,6 +14,7 @@ from jetstream import (
     Feature,
     JetStream,
     JetStreamError,
+    Keyring,
     StreamExistsError,
     StreamInfo,
     StreamNotFoundError,
@@ -22,6 +23,7 @@ from jetstream import (
 
 from ._bucket import Bucket
 from ._codecs import KeyCodec
+from ._encryption import EncryptionStage
 from ._errors import BucketExistsError, BucketNotFoundError
 from ._models import (
     BucketConfig,
@@ -64,6 +66,8 @@ async def create_bucket(
     config: BucketConfig | None = None,
     *,
     key_codec: KeyCodec | None = None,
+    encryption: Keyring | None = None,
+    allow_plaintext: bool = False,
     **options: Unpack[BucketOptions],
 ) -> Bucket:
     """Create a bucket (``KV_<bucket>`` stream) and return it.
@@ -72,16 +76,19 @@ async def create_bucket(
     marker_ttl=timedelta(seconds=30)``). The stream gets per-message TTL, and atomic batches
     when the server supports them (API level >= 2). Creating a bucket again with the same
     configuration returns it. ``key_codec`` (e.g. :class:`Base64KeyCodec`) maps the keys you
-    use to the keys stored (see :func:`open_bucket`).
+    use to the keys stored (see :func:`open_bucket`); ``encryption`` and
+    ``allow_plaintext`` as in :func:`open_bucket`.
 
     Raises:
         InvalidBucketNameError, InvalidBucketConfigError: bad input; nothing is sent.
-        ClientValidationError: ``key_codec`` is not a :class:`KeyCodec`; nothing is sent.
+        ClientValidationError: ``key_codec`` is not a :class:`KeyCodec`, or ``encryption``
+            not a :class:`jetstream.Keyring`; nothing is sent.
         UnsupportedServerFeatureError: the server lacks per-message TTL (API level < 1).
         BucketExistsError: a bucket of that name exists with another configuration.
     """
     validate_bucket_name(bucket)
     _check_codec(key_codec)
+    stage = _stage(encryption, allow_plaintext)
     config = _merge(config or BucketConfig(), options)
     await js.require(Feature.MESSAGE_TTL)
     atomic = await js.supports(Feature.ATOMIC_BATCH)
@@ -94,10 +101,17 @@ async def create_bucket(
             code=exc.code,
             err_code=exc.err_code,
         ) from exc
-    return _bound(js, bucket, info, key_codec)
+    return _bound(js, bucket, info, key_codec, stage)
 
 
-async def open_bucket(js: JetStream, bucket: str, *, key_codec: KeyCodec | None = None) -> Bucket:
+async def open_bucket(
+    js: JetStream,
+    bucket: str,
+    *,
+    key_codec: KeyCodec | None = None,
+    encryption: Keyring | None = None,
+    allow_plaintext: bool = False,
+) -> Bucket:
     """Bind to an existing bucket (created by us or any NATS client).
 
     With ``key_codec`` every key and key filter the bucket is given goes through the codec
@@ -106,15 +120,24 @@ async def open_bucket(js: JetStream, bucket: str, *, key_codec: KeyCodec | None 
     orbit.go ``kvcodec`` stores for the same codec. Keys in the bucket the codec cannot decode
     (written without it) are left out of ``keys()`` and watches, with a warning in the log.
 
+    With ``encryption`` (a :class:`jetstream.Keyring`) every value is encrypted on the client
+    with the ring's primary key (AES-256-GCM, bound to the bucket and key) and values sealed
+    with any key of the ring are decrypted; tombstones and markers stay plain. A stored value
+    that is not encrypted raises :class:`jetstream.PlaintextValueError` on read unless
+    ``allow_plaintext`` (migrating a plain bucket; :meth:`Bucket.rekey` then encrypts it).
+    See docs/CODECS.md, "Encryption".
+
     Raises:
         InvalidBucketNameError: bad name; nothing is sent.
-        ClientValidationError: ``key_codec`` is not a :class:`KeyCodec`; nothing is sent.
+        ClientValidationError: ``key_codec`` is not a :class:`KeyCodec`, or ``encryption``
+            not a :class:`jetstream.Keyring`; nothing is sent.
         BucketNotFoundError: no such bucket.
         JetStreamError: the stream exists but is not a KV bucket.
     """
     _check_codec(key_codec)
+    stage = _stage(encryption, allow_plaintext)
     info = await bucket_info(js, bucket)
-    return _bound(js, bucket, info, key_codec)
+    return _bound(js, bucket, info, key_codec, stage)
 
 
 async def update_bucket(
@@ -205,10 +228,31 @@ async def bucket_info(js: JetStream, bucket: str) -> StreamInfo:
 
 
 def _bound(
-    js: JetStream, bucket: str, info: StreamInfo, key_codec: KeyCodec | None = None
+    js: JetStream,
+    bucket: str,
+    info: StreamInfo,
+    key_codec: KeyCodec | None = None,
+    encryption: EncryptionStage | None = None,
 ) -> Bucket:
     config = bucket_config_from_stream(info.config)
-    return Bucket(js, bucket, config, direct=info.config.allow_direct, key_codec=key_codec)
+    return Bucket(
+        js,
+        bucket,
+        config,
+        direct=info.config.allow_direct,
+        key_codec=key_codec,
+        encryption=encryption,
+    )
+
+
+def _stage(encryption: object, allow_plaintext: bool) -> EncryptionStage | None:
+    if encryption is None:
+        if allow_plaintext:
+            raise ClientValidationError("allow_plaintext needs encryption= (a Keyring)")
+        return None
+    if not isinstance(encryption, Keyring):
+        raise ClientValidationError(f"encryption must be a jetstream.Keyring, not {encryption!r}")
+    return EncryptionStage(encryption, allow_plaintext=allow_plaintext)
 
 
 def _check_codec(key_codec: object) -> None:

@@ -35,6 +35,12 @@ Read: ``keys`` (comma-separated filters, default ``>``), ``numPartitions`` (2),
 revision), ``maxRecordsPerTrigger``, ``seqsPerPartition`` (10000), ``includeDeletes`` (true).
 Rows: ``key string, value binary, revision long, created timestamp, op string`` (``op`` is
 ``PUT``, ``DEL``, ``PURGE`` or ``EXPIRED``).
+
+Encrypted buckets (all modes): ``keyFile`` names a key file (``jetstream.Keyring.from_file``,
+see docs/CODECS.md; it must exist at that path on the driver and every executor: the keys are
+never shipped with the job), ``allowPlaintext`` (false) reads plain values too. Written values
+are encrypted, read values decrypted; a value that does not decrypt fails the task with
+``DecryptionError``.
 """
 
 from __future__ import annotations
@@ -74,6 +80,7 @@ from jetstream import (
     ConnectionOptions,
     JetStream,
     JetStreamError,
+    Keyring,
     OrderedConsumer,
     PullMessage,
     bool_option,
@@ -85,16 +92,18 @@ from jetstream import (
 )
 from jetstream._options import activate_spark_session
 
+from ._encryption import EncryptionStage
 from ._keys import validate_filter
 from ._manage import bucket_info, open_bucket
 from ._models import Op, op_from_headers, stream_name, subject_prefix
+from ._stages import ValueContext
 
 __all__ = ["KVCommit", "KVDataSource", "register"]
 
 _log = logging.getLogger("kvstore.spark")
 SCHEMA = "key string, value binary, revision long, created timestamp, op string"
 _FIELDS = ("key", "value", "revision", "created", "op")
-_COMMON = (*CONNECTION_OPTIONS, "bucket", "path")
+_COMMON = (*CONNECTION_OPTIONS, "bucket", "path", "keyFile", "allowPlaintext")
 _KNOWN = {
     "write": (*_COMMON, "keyColumn", "valueColumn", "ttlColumn", "batchSize"),
     "read": (*_COMMON, "keys", "numPartitions", "includeDeletes"),
@@ -139,6 +148,8 @@ class _Options:
     start: str
     max_records: int | None
     seqs_per_partition: int
+    key_file: str | None = None
+    allow_plaintext: bool = False
 
     @property
     def subjects(self) -> list[str]:
@@ -157,6 +168,12 @@ def _options(options: Mapping[str, str], mode: str) -> _Options:
     for pattern in filters:
         validate_filter(pattern)
     max_records = str_option(options, "maxRecordsPerTrigger")
+    key_file = str_option(options, "keyFile")
+    allow_plaintext = bool_option(options, "allowPlaintext", False)
+    if key_file is not None:
+        Keyring.from_file(key_file)  # a bad key file fails at planning, not in the tasks
+    elif allow_plaintext:
+        raise ClientValidationError("option 'allowPlaintext' needs 'keyFile'")
     return _Options(
         connection=ConnectionOptions.from_strings(options),
         bucket=bucket,
@@ -172,7 +189,17 @@ def _options(options: Mapping[str, str], mode: str) -> _Options:
         if max_records is None
         else int_option(options, "maxRecordsPerTrigger", 0, low=1),
         seqs_per_partition=int_option(options, "seqsPerPartition", 10_000, low=1),
+        key_file=key_file,
+        allow_plaintext=allow_plaintext,
     )
+
+
+def _stage(opts: _Options) -> EncryptionStage | None:
+    """The encryption of a task: its keys read from the key file where the task runs."""
+    if opts.key_file is None:
+        return None
+    keyring = Keyring.from_file(opts.key_file)
+    return EncryptionStage(keyring, allow_plaintext=opts.allow_plaintext)
 
 
 async def _last_seq(opts: _Options) -> int:
@@ -286,15 +313,25 @@ def _projection(schema: StructType) -> tuple[tuple[str, bool], ...]:
 
 
 def _row(
-    message: PullMessage, prefix: str, projection: tuple[tuple[str, bool], ...]
+    message: PullMessage,
+    prefix: str,
+    projection: tuple[tuple[str, bool], ...],
+    stage: EncryptionStage | None = None,
+    bucket: str = "",
 ) -> tuple[Any, ...]:
     meta = message.metadata
+    key = message.subject[len(prefix) :]
+    op = op_from_headers(message.headers)
+    value = message.data
+    if stage is not None and op is Op.PUT and any(name == "value" for name, _ in projection):
+        context = ValueContext(bucket, key, message.headers, meta.stream_seq)
+        value = stage.open(value, context)  # DecryptionError fails the task
     values: dict[str, Any] = {
-        "key": message.subject[len(prefix) :],
-        "value": message.data,
+        "key": key,
+        "value": value,
         "revision": meta.stream_seq,
         "created": meta.time,
-        "op": op_from_headers(message.headers).value,
+        "op": op.value,
     }
     return tuple(
         values[name].decode("utf-8", "replace") if as_text else values[name]
@@ -372,7 +409,12 @@ async def _write_partition(opts: _Options, batches: Iterator[pa.RecordBatch]) ->
     result = KVCommit()
     try:
         async with opts.connection.session() as js:
-            bucket = await open_bucket(js, opts.bucket)
+            bucket = await open_bucket(
+                js,
+                opts.bucket,
+                encryption=None if opts.key_file is None else Keyring.from_file(opts.key_file),
+                allow_plaintext=opts.allow_plaintext,
+            )
             group: dict[str, tuple[bytes | None, Any]] = {}
             for record_batch in batches:
                 for key, value, ttl in _rows(record_batch, opts):
@@ -460,6 +502,7 @@ async def _read_snapshot(
     if part.up_to == 0:
         return []
     prefix = subject_prefix(opts.bucket)
+    stage = _stage(opts)
     latest: dict[str, PullMessage] = {}
     async with opts.connection.session() as js:
         async for message in _messages(js, opts, first=1, until_caught_up=True):
@@ -469,7 +512,7 @@ async def _read_snapshot(
             if zlib.crc32(key.encode()) % part.count == part.index:
                 latest[key] = message
     return [
-        _row(message, prefix, projection)
+        _row(message, prefix, projection, stage, opts.bucket)
         for message in latest.values()
         if opts.include_deletes or op_from_headers(message.headers) is Op.PUT
     ]
@@ -553,11 +596,12 @@ async def _read_range(
     opts: _Options, projection: tuple[tuple[str, bool], ...], part: SeqRange
 ) -> list[tuple[Any, ...]]:
     prefix = subject_prefix(opts.bucket)
+    stage = _stage(opts)
     rows = []
     async with opts.connection.session() as js:
         async for message in _messages(js, opts, first=part.first, until_caught_up=True):
             if message.metadata.stream_seq > part.last:
                 break
             if opts.include_deletes or op_from_headers(message.headers) is Op.PUT:
-                rows.append(_row(message, prefix, projection))
+                rows.append(_row(message, prefix, projection, stage, opts.bucket))
     return rows

@@ -61,6 +61,9 @@ class ObjectReader(AsyncResource):
     (the server down, say) fails then. An object renamed while it is read still reads whole.
 
     Raises (while iterating):
+        DecryptionError, UnknownKeyIdError, PlaintextValueError: (encrypted stores) a chunk
+            that does not decrypt: changed, reordered, dropped, from another object or store,
+            the object cut short, the wrong key; or a plain object (see ``allow_plaintext``).
         ObjectNotFoundError: the object was deleted or replaced while being read.
         DigestMismatchError: chunks are missing although the meta record is unchanged (e.g.
             expired, or never stored by a lying peer), more bytes arrive than the record
@@ -95,6 +98,7 @@ class ObjectReader(AsyncResource):
         self._short_checked = False  # the server's pending count was checked against the meta
         self._started = False
         self._done = info.chunks == 0
+        self._plain: bool | None = None  # encrypted store: whether the chunks so far were plain
 
     def __aiter__(self) -> Self:
         return self
@@ -112,13 +116,36 @@ class ObjectReader(AsyncResource):
                 f"object {self.info.name!r}: more than the {self.info.size} bytes its meta "
                 f"record promises after {self._received} of {self.info.chunks} chunks"
             )
-        await self._hasher.update(chunk)
+        await self._hasher.update(chunk)  # the digest covers the stored (sealed) bytes
+        chunk = self._plaintext(message)
         if self._received == self.info.chunks:
             self._done = True
         elif message.metadata.pending == 0:
             await self._check_still_there()  # the server has nothing more for us: provable now
         elif message.metadata.pending < self.info.chunks - self._received:
             await self._short()
+        return chunk
+
+    def _plaintext(self, message: PullMessage) -> bytes:
+        """The chunk decrypted when the store is encrypted (the bytes as stored otherwise).
+
+        Raises:
+            DecryptionError, UnknownKeyIdError, PlaintextValueError: see ChunkCipher.open.
+        """
+        cipher = self._store._cipher
+        if cipher is None:
+            return message.data
+        index = self._received - 1
+        chunk, self._plain = cipher.open(
+            self._store.name,
+            self.info.name,
+            self.info.nuid,
+            index,
+            index == self.info.chunks - 1,
+            message.data,
+            message.headers,
+            plain=self._plain,
+        )
         return chunk
 
     async def _next_message(self) -> PullMessage:
@@ -196,6 +223,9 @@ class ObjectReader(AsyncResource):
 
     async def _finish(self) -> None:
         await self._consumer.close()
+        cipher = self._store._cipher
+        if cipher is not None and self.info.chunks == 0:
+            cipher.check_empty(self.info.name, self.info.headers)
         digest = await self._hasher.digest()
         info = self.info
         if self._size != info.size or self._received != info.chunks:

@@ -9,11 +9,13 @@ from typing import Any
 from jetstream import (
     Feature,
     JetStream,
+    Keyring,
     StreamExistsError,
     StreamNotFoundError,
     validate_bucket_name,
 )
 
+from ._encryption import cipher_for
 from ._errors import StoreExistsError, StoreNotFoundError
 from ._models import StoreConfig, stream_config_for_store, stream_name
 from ._store import ObjectStore, open_store, store_info
@@ -22,19 +24,29 @@ __all__ = ["create_store", "delete_store", "list_stores", "open_store", "store_i
 
 
 async def create_store(
-    js: JetStream, name: str, config: StoreConfig | None = None, **options: Any
+    js: JetStream,
+    name: str,
+    config: StoreConfig | None = None,
+    *,
+    encryption: Keyring | None = None,
+    allow_plaintext: bool = False,
+    **options: Any,
 ) -> ObjectStore:
     """Create an object store (``OBJ_<name>``) with fast ingest (server 2.14+) and per-object
     TTL; give a :class:`StoreConfig` or its fields as keywords. Creating the same store again
     returns it. Expiry markers (``marker_ttl``) are off unless asked for: other NATS clients
-    cannot read them (see :attr:`StoreConfig.marker_ttl`).
+    cannot read them (see :attr:`StoreConfig.marker_ttl`). ``encryption`` and
+    ``allow_plaintext`` as in :func:`open_store`.
 
     Raises:
         InvalidBucketNameError, InvalidBucketConfigError: bad input; nothing is sent.
+        ClientValidationError: ``encryption`` is not a Keyring, or ``allow_plaintext``
+            without it; nothing is sent.
         UnsupportedServerFeatureError: the server lacks fast ingest (API level < 4).
         StoreExistsError: a store of that name exists with another configuration.
     """
     validate_bucket_name(name)
+    cipher_for(encryption, allow_plaintext)
     config = (
         dataclasses.replace(config or StoreConfig(), **options)
         if options
@@ -49,7 +61,13 @@ async def create_store(
             code=exc.code,
             err_code=exc.err_code,
         ) from exc
-    return ObjectStore(js, name, marker_ttl=config.marker_ttl)
+    return ObjectStore(
+        js,
+        name,
+        marker_ttl=config.marker_ttl,
+        encryption=encryption,
+        allow_plaintext=allow_plaintext,
+    )
 
 
 async def delete_store(js: JetStream, name: str) -> None:

@@ -14,8 +14,10 @@ from jetstream import (
     ClientValidationError,
     JetStream,
     JetStreamError,
+    Keyring,
     MessageNotFoundError,
     OrderedConsumer,
+    RekeyReport,
     StoredMessage,
     StreamInfo,
     StreamNotFoundError,
@@ -30,6 +32,7 @@ from jetstream import (
 from jetstream import headers as hdr
 
 from ._download import DEFAULT_STALL_TIMEOUT, ObjectReader, check_stall_timeout
+from ._encryption import OVERHEAD, cipher_for
 from ._errors import (
     InvalidObjectMetaError,
     InvalidObjectNameError,
@@ -54,6 +57,7 @@ from ._models import (
     store_config_from_stream,
     stream_name,
 )
+from ._rekey import rekey_store
 from ._trust import is_literal_token
 from ._upload import Progress, upload
 
@@ -109,7 +113,10 @@ class ObjectStore:
         direct: bool = True,
         marker_ttl: timedelta | None = None,
         batched: bool | None = None,
+        encryption: Keyring | None = None,
+        allow_plaintext: bool = False,
     ) -> None:
+        self._cipher = cipher_for(encryption, allow_plaintext)
         self._js = js
         self.name = name
         self.stream = stream_name(name)
@@ -119,7 +126,13 @@ class ObjectStore:
         self._fallback_logged = False
 
     def __repr__(self) -> str:
-        return f"<ObjectStore {self.name!r}>"
+        enc = f" encryption={self._cipher.keyring!r}" if self._cipher is not None else ""
+        return f"<ObjectStore {self.name!r}{enc}>"
+
+    @property
+    def encryption(self) -> Keyring | None:
+        """The keyring objects are encrypted with (None: stored as given)."""
+        return None if self._cipher is None else self._cipher.keyring
 
     # -- writing ------------------------------------------------------------------------------
 
@@ -158,8 +171,8 @@ class ObjectStore:
         _check_metadata(meta, headers)
         ttl_headers = {hdr.TTL: format_ttl(self._checked_ttl(ttl))} if ttl is not None else {}
         # A chunk and its headers must fit the server's max_payload (it would drop the
-        # connection otherwise): shrink the chunks to fit.
-        chunk_size = min(chunk_size, payload_room(self._js.nc, ttl_headers))
+        # connection otherwise): shrink the chunks to fit (sealed chunks are larger).
+        chunk_size = min(chunk_size, self._chunk_room(ttl_headers))
         return await upload(
             self,
             name,
@@ -171,6 +184,13 @@ class ObjectStore:
             metadata=meta,
             progress=progress,
         )
+
+    def _chunk_room(self, ttl_headers: dict[str, str]) -> int:
+        """The largest (plaintext) chunk that fits the server's max_payload when stored."""
+        if self._cipher is None:
+            return payload_room(self._js.nc, ttl_headers)
+        sealed = {**ttl_headers, **self._cipher.chunk_headers()}
+        return payload_room(self._js.nc, sealed) - OVERHEAD
 
     async def _fast_ingest(self) -> bool:
         """Whether uploads may use fast ingest: the stream's ``allow_batched``, looked up once
@@ -416,6 +436,23 @@ class ObjectStore:
                 continue
             return info
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def rekey(self) -> RekeyReport:
+        """Re-encrypt every live object sealed with a key other than the keyring's primary
+        (and, with ``allow_plaintext``, every plain object) with the primary: each is streamed
+        from its own chunks into a new upload that commits only if its meta record is still
+        the one read (an object replaced, renamed or deleted meanwhile is left to its writer:
+        ``changed``). Names, descriptions, metadata, headers and the TTL left are kept; the
+        nuid changes. Safe to interrupt and run again: it continues with what is left.
+        Objects stay readable throughout (keep the old keys in the ring until it returns).
+
+        Raises:
+            ClientValidationError: the store was opened without ``encryption=``.
+            JetStreamError: a listing, read or upload failed (run it again to continue).
+        """
+        if self._cipher is None:
+            raise ClientValidationError(f"store {self.name!r} was opened without encryption=")
+        return await rekey_store(self, self._cipher)
 
     async def seal(self) -> None:
         """Make the store read-only, for good.
@@ -682,7 +719,14 @@ class _OpeningReader:
 
 
 async def _open_linked(current: ObjectStore, name: str) -> ObjectStore:
-    return await open_store(current._js, name)
+    # A link into another store reads it with this store's keys (its chunks are bound to
+    # the store they are in, so the ring must hold the key they were sealed with).
+    cipher = current._cipher
+    if cipher is None:
+        return await open_store(current._js, name)
+    return await open_store(
+        current._js, name, encryption=cipher.keyring, allow_plaintext=cipher.allow_plaintext
+    )
 
 
 def _check_metadata(meta: dict[str, str] | None, headers: dict[str, list[str]] | None) -> None:
@@ -697,14 +741,30 @@ def _check_metadata(meta: dict[str, str] | None, headers: dict[str, list[str]] |
         raise ClientValidationError("headers must map str to a list of str")
 
 
-async def open_store(js: JetStream, name: str) -> ObjectStore:
+async def open_store(
+    js: JetStream,
+    name: str,
+    *,
+    encryption: Keyring | None = None,
+    allow_plaintext: bool = False,
+) -> ObjectStore:
     """Bind to an existing object store (made by any NATS client). Stores made by other clients
     lack ``allow_batched`` (which :func:`create_store` sets): uploads to them use acked publishes
     in a bounded window instead of fast ingest, with the same guarantees (logged once, at info).
 
+    With ``encryption`` (a :class:`jetstream.Keyring`) objects are encrypted chunk by chunk on
+    the client (AES-256-GCM, each chunk bound to the store, the object's nuid, its index and
+    the last-chunk mark) and decrypted while read; a plain object raises
+    :class:`jetstream.PlaintextValueError` when read unless ``allow_plaintext``. The meta
+    record (name, size and digest of the stored bytes, metadata) stays plain. See
+    docs/CODECS.md, "Encrypted objects".
+
     Raises:
+        ClientValidationError: ``encryption`` is not a Keyring, or ``allow_plaintext``
+            without it; nothing is sent.
         StoreNotFoundError: no such store.
     """
+    cipher_for(encryption, allow_plaintext)  # bad options: before anything is sent
     info = await store_info(js, name)
     marker_ttl = store_config_from_stream(info.config).marker_ttl
     return ObjectStore(
@@ -713,6 +773,8 @@ async def open_store(js: JetStream, name: str) -> ObjectStore:
         direct=info.config.allow_direct,
         marker_ttl=marker_ttl,
         batched=info.config.allow_batched,
+        encryption=encryption,
+        allow_plaintext=allow_plaintext,
     )
 
 

@@ -16,6 +16,7 @@ may point at them) and :class:`CommitUnknownError` raised.
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, NoReturn, TypeAlias
 
@@ -36,16 +37,20 @@ from jetstream import (
 )
 
 from ._download import WINDOW_BYTES
+from ._encryption import OVERHEAD
 from ._errors import UploadFailedError
 from ._finish import run_to_end
 from ._io import Hasher, Source, chunks_of, known_size
-from ._meta import MetaRecord, read_record, replace_record
+from ._meta import MetaRecord, read_record, replace_record, write_record
 from ._models import ObjectInfo, ObjectMetaOptions, chunk_subject, now_rfc3339
 
 if TYPE_CHECKING:
     from ._store import ObjectStore
 
 __all__ = ["Progress", "upload"]
+
+Sealer = Callable[[int, bool, bytes], tuple[bytes, dict[str, str]]]
+"""``seal(index, last, chunk) -> (stored bytes, headers)``: a chunk's encryption."""
 
 Progress = Callable[[int, int | None], None]
 """``progress(bytes_done, total_or_None)``, called after each chunk is sent."""
@@ -62,16 +67,26 @@ async def upload(
     headers: dict[str, list[str]] | None,
     metadata: dict[str, str] | None,
     progress: Progress | None,
+    replacing: MetaRecord | None = None,
 ) -> ObjectInfo:
+    """Upload ``source`` as ``name``; with ``replacing`` (rekey) only if that record is still
+    the name's record when the upload commits (else UploadFailedError from a
+    WrongLastSequenceError, the new chunks removed)."""
     chunks = chunks_of(source, chunk_size)  # raises TypeError/OSError before anything is sent
     total = known_size(source)
     previous = await read_record(store, name, strict=False)  # the commit is conditional on it
     nuid = NUID().next().decode()
     subject = chunk_subject(store.name, nuid)
+    cipher = store._cipher
+    seal: Sealer | None = None
+    if cipher is not None:
+        headers = {**(headers or {}), **cipher.meta_headers()}
+        seal = functools.partial(cipher.seal, cipher.keyring.sealer(), store.name, nuid)
+        chunk_size += OVERHEAD  # what is stored per chunk
     publisher = await _publisher(store, chunk_size)
     try:
         size, count, digest = await _send_chunks(
-            publisher, subject, chunks, ttl_headers, total, progress
+            publisher, subject, chunks, ttl_headers, total, progress, seal
         )
     except BaseException as exc:
         await _abandon(store, subject, name, exc, publisher)
@@ -91,7 +106,30 @@ async def upload(
     # From here the meta record may be stored at any moment, and once it is, the chunks of the
     # record it replaced must go: the commit runs to its end even if the upload is cancelled
     # (a cancelled put then either stored the object whole or left nothing; never orphans).
+    if replacing is not None:
+        return await run_to_end(_commit_over(store, info, ttl_headers, replacing, subject))
     return await run_to_end(_commit(store, info, ttl_headers, previous, subject))
+
+
+async def _commit_over(
+    store: ObjectStore,
+    info: ObjectInfo,
+    ttl_headers: dict[str, str],
+    replacing: MetaRecord,
+    subject: str,
+) -> ObjectInfo:
+    """Write the meta record only over ``replacing`` (one conditional write, no retry), then
+    purge the chunks it named; when another write came first, purge the new chunks instead."""
+    try:
+        await write_record(store, info, ttl_headers, expected=replacing.seq, msg_id=info.nuid)
+    except MessageIdInProcessError as exc:
+        raise _unknown(info.name, [info.nuid], exc) from exc
+    except Exception as exc:
+        if not isinstance(exc, _NOT_STORED):
+            raise _unknown(info.name, [info.nuid], exc) from exc
+        await _abandon(store, subject, info.name, exc)  # WrongLastSequenceError among them
+    await _purge(store, chunk_subject(store.name, replacing.info.nuid))
+    return info
 
 
 async def _commit(
@@ -183,26 +221,40 @@ async def _send_chunks(
     ttl_headers: dict[str, str],
     total: int | None,
     progress: Progress | None,
+    seal: Sealer | None = None,
 ) -> tuple[int, int, str]:
-    """Publish every chunk; the last one commits. Returns (size, chunks, digest) once the server
-    confirmed every chunk. On failure the caller abandons the publisher (never here: the
-    cleanup must survive a cancellation)."""
+    """Publish every chunk; the last one commits. Returns (size, chunks, digest) of what is
+    stored once the server confirmed every chunk. With ``seal`` each chunk is encrypted first
+    (the look-ahead tells which one is last), and an empty object is one sealed empty chunk.
+    On failure the caller abandons the publisher (never here: the cleanup must survive a
+    cancellation)."""
     hasher = Hasher()
-    headers = ttl_headers or None
-    size = count = 0
+    size = count = done = 0
     held: bytes | None = None  # one chunk of look-ahead: the last one carries the commit
+
+    async def send(chunk: bytes, last: bool) -> None:
+        nonlocal size, count, done
+        data, headers = chunk, ttl_headers
+        if seal is not None:
+            data, sealed_headers = seal(count, last, chunk)
+            headers = {**ttl_headers, **sealed_headers}
+        await hasher.update(data)  # the digest covers what is stored: peers verify it
+        if last:
+            await publisher.commit(subject, data, headers or None)
+        else:
+            await publisher.add(subject, data, headers or None)
+        size, count, done = size + len(data), count + 1, done + len(chunk)
+        _report(progress, done, total)
+
     try:
         async for chunk in chunks:
             if held is not None:
-                await publisher.add(subject, held, headers)
-                size, count = size + len(held), count + 1
-                _report(progress, size, total)
-            await hasher.update(chunk)
+                await send(held, False)
             held = chunk
+        if held is None and seal is not None:
+            held = b""  # encrypted objects have a last chunk to authenticate
         if held is not None:
-            await publisher.commit(subject, held, headers)
-            size, count = size + len(held), count + 1
-            _report(progress, size, total)
+            await send(held, True)
         return size, count, await hasher.digest()
     finally:
         hasher.close()

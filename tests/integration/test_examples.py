@@ -12,10 +12,14 @@ import pytest
 
 import jetstream
 
-EXAMPLES = sorted((Path(__file__).parents[2] / "examples").glob("*.py"))
+ROOT = Path(__file__).parents[2]
+EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
 
 
 def _run(script: Path, env: dict[str, str]) -> str:
+    # The packages of this checkout, not whichever one the venv's editable install points at
+    # (a script's own directory comes first on sys.path, the working directory not at all).
+    env = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))}
     result = subprocess.run(
         [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120
     )

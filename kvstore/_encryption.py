@@ -1,0 +1,96 @@
+"""Client-side encryption of KV values: a value stage (``_stages.py``) sealing every value with
+the keyring's primary key (AES-256-GCM, see ``jetstream._envelope``), bound to the bucket and
+the stored key, and opening values sealed with any key of the ring.
+
+Tombstones and server markers never reach a stage, so they stay plain and peers keep reading
+them; only the value bytes are hidden (see docs/CODECS.md, "Encryption", for the threat model).
+"""
+
+from __future__ import annotations
+
+import functools
+
+from jetstream import (
+    ClientValidationError,
+    DecryptionError,
+    Keyring,
+    PlaintextValueError,
+)
+from jetstream import headers as hdr
+from jetstream._envelope import associated_data
+
+from ._stages import ValueContext
+
+__all__ = ["EncryptionStage", "value_associated_data"]
+
+
+def value_associated_data(bucket: str, stored_key: str) -> bytes:
+    """What a KV value is bound to: its bucket and stored key (after the key codec), i.e.
+    ``associated_data("kv", bucket, stored_key)``."""
+    return _bucket_prefix(bucket) + associated_data(stored_key)
+
+
+@functools.lru_cache(maxsize=256)
+def _bucket_prefix(bucket: str) -> bytes:
+    return associated_data("kv", bucket)  # the same for every value of a bucket
+
+
+class EncryptionStage:
+    """Seals values with ``keyring``'s primary key and opens values sealed with any of its
+    keys. A stored value without the ``Jetstore-Enc`` header is refused
+    (:class:`PlaintextValueError`) unless ``allow_plaintext`` (migrating a plain bucket).
+
+    Raises:
+        ClientValidationError: ``keyring`` is not a :class:`jetstream.Keyring`.
+    """
+
+    def __init__(self, keyring: Keyring, *, allow_plaintext: bool = False) -> None:
+        if not isinstance(keyring, Keyring):
+            raise ClientValidationError(f"encryption must be a jetstream.Keyring, not {keyring!r}")
+        self.keyring = keyring
+        self.allow_plaintext = bool(allow_plaintext)
+
+    def seal(self, value: bytes, context: ValueContext) -> bytes:
+        """``value`` encrypted; adds the ``Jetstore-Enc`` header to ``context.headers``."""
+        header, payload = self.keyring.seal(
+            value, value_associated_data(context.bucket, context.key)
+        )
+        context.headers[hdr.ENCRYPTION] = header
+        return payload
+
+    def open(self, value: bytes, context: ValueContext) -> bytes:
+        """The plaintext of a stored value.
+
+        Raises:
+            PlaintextValueError: no ``Jetstore-Enc`` header and not ``allow_plaintext``.
+            UnknownKeyIdError: its key id is not in the ring.
+            DecryptionError: wrong key, changed bytes or header, or moved from another key or
+                bucket. Each names the stored key and the revision (the bucket sets
+                ``.key`` to the user key).
+        """
+        header = context.headers.get(hdr.ENCRYPTION)
+        where = f"bucket {context.bucket!r} stored key {context.key!r} revision {context.revision}"
+        if header is None:
+            if self.allow_plaintext:
+                return value
+            raise PlaintextValueError(
+                f"{where}: value is not encrypted (open the bucket with allow_plaintext=True "
+                "to read plain values while migrating)",
+                key=context.key,
+                revision=context.revision,
+            )
+        try:
+            return self.keyring.open(
+                header, value, value_associated_data(context.bucket, context.key)
+            )
+        except DecryptionError as exc:
+            raise type(exc)(
+                f"{where}: {exc.description}",
+                key=context.key,
+                revision=context.revision,
+                key_id=exc.key_id,
+            ) from None
+
+    def __repr__(self) -> str:
+        plain = ", allow_plaintext=True" if self.allow_plaintext else ""
+        return f"EncryptionStage({self.keyring!r}{plain})"
