@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,13 @@ import kvstore.spark  # noqa: E402
 import objstore.spark  # noqa: E402
 
 from .spark_session import ROOT  # noqa: E402
+
+
+def _packages() -> list[str]:
+    """The packages pyproject.toml installs (a copy without one of them fails to install)."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    return list(config["tool"]["setuptools"]["packages"])
+
 
 pytestmark = pytest.mark.spark
 
@@ -231,7 +239,7 @@ def test_formats_are_found_after_an_editable_install_without_register(
     _run(lambda: _bucket(nats_server.url, name))
     source = tmp_path / "src"
     files = subprocess.run(
-        ["git", "ls-files", "jetstream", "kvstore", "objstore", "pyspark_*.py", "README.md"],
+        ["git", "ls-files", *_packages(), "pyspark_*.py", "README.md"],
         cwd=ROOT, capture_output=True, text=True, check=True,
     ).stdout.split()  # fmt: skip
     for file in [*files, "pyproject.toml"]:  # pyproject as in the work tree
