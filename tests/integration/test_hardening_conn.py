@@ -219,6 +219,8 @@ async def test_every_public_call_on_a_closed_context_raises_connection_closed(
             "payload": b"x",
             "feature": jetstream.Feature.MESSAGE_TTL,
             "config": ConsumerConfig(durable_name="c2"),
+            "consumer": "c",
+            "group": "PCG",
         },
         no_io={"close", "ensure_open", "note_error"},
         overrides={
@@ -238,7 +240,8 @@ async def test_every_public_call_on_a_closed_context_raises_connection_closed(
             "keys": ["k"],
             "items": {"k": b"v"},
         },
-        no_io={"batch"},
+        # typed() makes a view; rekey() refuses a bucket without encryption= before any I/O
+        no_io={"batch", "typed", "rekey"},
         overrides={},
     )
     assert {"put", "get", "watch", "keys", "get_many", "put_many"} <= set(checked)
@@ -257,14 +260,14 @@ async def test_every_public_call_on_a_closed_context_raises_connection_closed(
             "store": store,
             "path": tmp_path / "o",
         },
-        no_io=set(),
+        no_io={"rekey"},  # refuses a store without encryption= before any I/O
         overrides={},
     )
     assert {"put", "get_bytes", "get_file", "list", "watch", "open"} <= set(checked)
 
     consumer: jetstream.Consumer = closed_world["consumer"]
     checked = await _assert_all_closed(
-        consumer, {}, no_io=set(), overrides={"consume": lambda: consumer.consume()}
+        consumer, {}, no_io={"pin_id"}, overrides={"consume": lambda: consumer.consume()}
     )
     assert {"consume", "fetch", "next", "info"} <= set(checked)
     await _assert_all_closed(closed_world["message"], {}, no_io=set(), overrides={})
