@@ -32,6 +32,7 @@ from jetstream import (
     JetStreamError,
 )
 from jetstream._consumer import MessageStream
+from jetstream._pull import PullMessage
 from kvstore import Op
 
 from ._assign import PRIORITY_GROUP, config_key
@@ -49,6 +50,7 @@ _log = logging.getLogger("pcgroups")
 _JOIN_RETRY: Final = (0.25, 0.5)  # a join refused (10100: the previous owner of a partition
 # has not let it go yet) is retried after this long (orbit: ack_wait + 500 ms)
 _REJOIN_DELAY: Final = 0.2  # after a consume ended (consumer deleted): retry soon
+_WIND_DOWN: Final = 5.0  # seconds for the drain of a stopping consume (one round trip)
 _BACKOFF: Final = (0.4, 0.5)  # orbit: an unpinned instance waits 400-499 ms on a change
 
 
@@ -81,6 +83,8 @@ class GroupMember:
         self._watch_task: asyncio.Task[None] | None = None
         self._task: asyncio.Task[None] | None = None
         self._iter_done = False
+        self._draining = False
+        self._held: list[PullMessage] = []  # received while winding down: nak'ed after
 
     @property
     def member(self) -> str:
@@ -265,12 +269,8 @@ class GroupMember:
             await asyncio.wait({pump, changed}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             changed.cancel()
-            await stream.stop()  # a running handler finishes; the pump then ends
-            if self._handler is None and not pump.done():
-                pump.cancel()  # it waits to hand a message to the iterator: drop it
-            await asyncio.wait({pump})
+            await self._wind_down(stream, pump)
             self._pump = None
-            self._drop_queued()
         error = None if pump.cancelled() else pump.exception()
         if isinstance(error, ConnectionClosedError):
             raise error
@@ -279,8 +279,66 @@ class GroupMember:
             return True
         return not self._changed.is_set()
 
+    async def _wind_down(self, stream: MessageStream, pump: asyncio.Task[None]) -> None:
+        """Stop pulling. A running handler finishes; what was received but not handled is
+        nak'ed in order once the pulls are gone, so whoever gets the partition next receives
+        it at once and before newer messages (dropped, it would come back only after
+        ``ack_wait``, behind them; nak'ed while a pull of ours still waited, the server would
+        hand it straight back to that pull)."""
+        self._draining = True
+        self._held = []
+        try:
+            if self._handler is None and not pump.done():
+                pump.cancel()  # it waits to hand a message to the iterator
+                await asyncio.wait({pump})
+            self._held.extend(m.raw for m in self._take_queued())  # the oldest
+            rest = pump if not pump.done() else asyncio.create_task(self._hold_rest(stream))
+            drain = asyncio.create_task(stream.drain())  # unsubscribes
+            _, pending = await asyncio.wait({drain, rest}, timeout=_WIND_DOWN)
+            if pending:  # the server did not answer the drain: give up on the rest
+                await stream.stop()
+                for task in pending:
+                    task.cancel()
+                await asyncio.wait(pending)
+            if self._held and self._stopping:
+                await self._nak_held()
+            # on a hand over the consumer is deleted: the work queue gives them out again
+        finally:
+            self._draining = False
+
+    async def _hold_rest(self, stream: MessageStream) -> None:
+        with contextlib.suppress(JetStreamError):
+            async for msg in stream:
+                self._held.append(msg)
+
+    async def _nak_held(self) -> None:
+        """Nak the held messages in order and wait until the server has processed them,
+        before the pin is released: they are redelivered at once instead of after
+        ``ack_wait``. (On 2.15.1 the first one or two of them were still seen to come back
+        only after ``ack_wait``, behind newer ones: per-key order across a takeover needs
+        ``max_ack_pending=1``.)"""
+        held, self._held = self._held, []
+        with contextlib.suppress(JetStreamError):  # unsent: redelivered after ack_wait
+            for msg in held[:-1]:
+                await msg.nak()
+            if held:
+                await held[-1].nak(wait=True)
+
+    def _take_queued(self) -> list[GroupMessage]:
+        """The messages not yet handed to the iterator, no longer counted as in flight."""
+        taken = []
+        while not self._queue.empty():
+            item = self._queue.get_nowait()
+            if item is not None:
+                self._settled(item)
+                taken.append(item)
+        return taken
+
     async def _run_pump(self, stream: MessageStream) -> None:
         async for msg in stream:
+            if self._draining:
+                self._held.append(msg)
+                continue
             message = GroupMessage(msg, self._settled)
             self._unsettled.add(message)
             self._all_settled.clear()
@@ -299,13 +357,6 @@ class GroupMember:
         self._unsettled.discard(message)
         if not self._unsettled:
             self._all_settled.set()
-
-    def _drop_queued(self) -> None:
-        """Messages not yet handed to the iterator go back to the server (unacked)."""
-        while not self._queue.empty():
-            item = self._queue.get_nowait()
-            if item is not None:
-                self._settled(item)
 
     async def _wait_settled(self) -> None:
         """Wait until the messages handed out are settled, at most ``ack_wait`` (after which
@@ -345,7 +396,7 @@ class GroupMember:
             with contextlib.suppress(JetStreamError):
                 if await self._is_pinned(consumer):
                     await self._js.unpin_consumer(consumer.stream, consumer.name, PRIORITY_GROUP)
-        self._drop_queued()
+        self._take_queued()
         self._queue.put_nowait(None)
 
 

@@ -141,14 +141,24 @@ async def test_static_members_share_the_stream_in_order(
     names = ["m1", "m2", "m3"]
     await pcgroups.create_static(js, static_stream, "g", max_members=3, members=names)
     journal = Journal()
+
+    async def iterate(member: pcgroups.GroupMember) -> None:
+        handle = journal.handler(member.member)
+        async for msg in member:
+            await handle(msg)  # type: ignore[misc]
+
     async with contextlib.AsyncExitStack() as stack:
         for conn, name in zip(conns, names, strict=True):
+            handler = None if name == "m3" else journal.handler(name)  # m3 iterates
             member = pcgroups.consume_static(
-                conn, static_stream, "g", name, journal.handler(name), config=template()
+                conn, static_stream, "g", name, handler, config=template()
             )
             await stack.enter_async_context(member)
+            if handler is None:
+                reader = asyncio.create_task(iterate(member))
         await publish(js, static_stream, 0, MESSAGES)
         await wait_for(lambda: len(journal.processed()) == MESSAGES, "all messages")
+    await reader  # the iterator ended when the member stopped
     journal.check(MESSAGES)
     # each member consumed only its own partitions: every key went to exactly one member
     owners = {key: {m for _, m, _, _ in items} for key, items in journal.entries.items()}
@@ -191,6 +201,8 @@ async def test_elastic_members_share_the_stream_and_survive_a_drop(
         names_now = {n async for n in js.consumer_names(pcgroups.elastic_stream_name(source, "g"))}
         assert "m3" not in names_now
     journal.check(MESSAGES)
+    moved = [k for k, items in journal.entries.items() if len({m for _, m, _, _ in items}) > 1]
+    assert moved  # the drop moved keys between members mid-flow
     # the work queue is empty: everything was acknowledged
     info = await js.stream_info(pcgroups.elastic_stream_name(source, "g"))
     assert info.state.messages == 0
@@ -205,30 +217,36 @@ async def test_a_new_instance_takes_over_a_cancelled_one(
     def handler(instance: str) -> Callable[[pcgroups.GroupMessage], object]:
         async def handle(msg: pcgroups.GroupMessage) -> None:
             received.append((instance, int(msg.data.decode().split(":")[1]), time.monotonic()))
+            await asyncio.sleep(0.02)  # slower than the burst below: a holds a backlog
             await msg.ack()
 
         return handle
 
+    # one message outstanding at a time: what a leaves unacked comes back before anything
+    # newer, so the key's order holds across the takeover
+    strict = jetstream.ConsumerConfig(ack_wait=ACK_WAIT, max_ack_pending=1)
+
     async def run(conn: jetstream.JetStream, instance: str) -> None:
         async with pcgroups.consume_elastic(
-            conn, source, "g", "m1", handler(instance), config=template()
+            conn, source, "g", "m1", handler(instance), config=strict
         ) as member:
             await member.done()
 
     first = asyncio.create_task(run(conns[0], "a"))
     total = 0
 
-    async def produce(count: int) -> None:
+    async def produce(count: int, pause: float = 0.01) -> None:
         nonlocal total
         for _ in range(count):
             await js.publish(f"{source}.k0", f"k0:{total}".encode())
             total += 1
-            await asyncio.sleep(0.01)
+            await asyncio.sleep(pause)
 
     await produce(20)
-    await wait_for(lambda: len(received) == 20, "a receives")
+    await wait_for(lambda: len(received) == 20, "a receives", timeout=10)
     second = asyncio.create_task(run(conns[1], "b"))
-    await produce(10)
+    await produce(40, pause=0)  # a burst: a has received more than it has handled
+    await wait_for(lambda: len(received) >= 25, "a works on the burst")
     assert {i for i, _, _ in received} == {"a"}  # b waits while a holds the pin
     first.cancel()
     cancelled_at = time.monotonic()
@@ -242,6 +260,9 @@ async def test_a_new_instance_takes_over_a_cancelled_one(
     await asyncio.wait({second})
     print(f"takeover after {takeover:.3f}s")
     assert takeover < ACK_WAIT
+    # order kept across the takeover (max_ack_pending=1)
+    first_seen = list(dict.fromkeys(n for _, n, _ in received))
+    assert first_seen == sorted(first_seen)
 
 
 async def test_deleting_the_group_ends_members_with_a_typed_error(
