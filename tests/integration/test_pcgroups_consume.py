@@ -11,7 +11,10 @@ import asyncio
 import contextlib
 import dataclasses
 import itertools
+import os
+import pathlib
 import random
+import sys
 import time
 from collections.abc import AsyncIterator, Callable
 
@@ -315,3 +318,97 @@ async def test_static_non_member_and_missing_group_are_refused(
             pass
     with pytest.raises(pcgroups.InvalidGroupNameError):
         pcgroups.consume_static(js, static_stream, "g", "a.b")
+
+
+class MemberProcess:
+    """A member instance in a child process (``pcg_member_process.py``), read line by line."""
+
+    def __init__(self, proc: asyncio.subprocess.Process, name: str) -> None:
+        self.proc = proc
+        self.name = name
+        self.got: list[tuple[int, int, float]] = []  # (n, delivered, wall time)
+        self.ready = asyncio.Event()
+        self.reader = asyncio.create_task(self._read())
+
+    @classmethod
+    async def start(cls, url: str, stream: str, name: str) -> MemberProcess:
+        script = pathlib.Path(__file__).with_name("pcg_member_process.py")
+        root = script.parent.parent.parent
+        env = {**os.environ, "PYTHONPATH": str(root)}
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            str(script),
+            url,
+            stream,
+            "g",
+            "m1",
+            str(ACK_WAIT),
+            stdout=asyncio.subprocess.PIPE,
+            cwd=root,
+            env=env,
+        )
+        return cls(proc, name)
+
+    async def _read(self) -> None:
+        assert self.proc.stdout is not None
+        async for line in self.proc.stdout:
+            words = line.decode().split()
+            if words[:1] == ["ready"]:
+                self.ready.set()
+            elif words[:1] == ["got"]:
+                self.got.append((int(words[1]), int(words[2]), float(words[3])))
+
+    async def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            self.proc.kill()  # SIGKILL: no goodbye, the pin stays until it times out
+        await self.proc.wait()
+        await self.reader
+
+
+async def test_kill_9_of_the_pinned_process_fails_over_to_another_instance(
+    js: jetstream.JetStream, nats_server: jetstream.EmbeddedServer, source: str
+) -> None:
+    await create_elastic(js, source, ["m1"])
+    a = await MemberProcess.start(nats_server.url, source, "a")
+    b = None
+    sent = 0
+    try:
+        await asyncio.wait_for(a.ready.wait(), DEADLINE)
+
+        async def produce(count: int) -> None:
+            nonlocal sent
+            for _ in range(count):
+                await js.publish(f"{source}.k0", f"k0:{sent}".encode())
+                sent += 1
+                await asyncio.sleep(0.01)
+
+        await produce(20)
+        await wait_for(lambda: len(a.got) >= 20, "a receives")
+        b = await MemberProcess.start(nats_server.url, source, "b")
+        await asyncio.wait_for(b.ready.wait(), DEADLINE)
+        await produce(20)
+        assert not b.got  # a holds the pin
+        killed_at = time.time()
+        await a.kill()
+        producer = asyncio.create_task(produce(200))
+        await wait_for(lambda: bool(b.got), "b takes over")
+        takeover = b.got[0][2] - killed_at
+        await producer
+        everything = set(range(sent))
+        await wait_for(lambda: {n for n, _, _ in a.got + b.got} >= everything, "everything")
+        print(f"kill -9 takeover after {takeover:.3f}s")
+        # the pin times out priority_timeout (= ack_wait) after a's last pull; b's next pull
+        # (at most a pull expiry later) is pinned
+        assert takeover < ACK_WAIT + 2 * max(ACK_WAIT / 2, 1.0)
+        # only the one message a held unacked (max_ack_pending=1) comes again, first, and
+        # it is not older than what a had handled
+        redelivered = [n for n, delivered, _ in b.got if delivered > 1]
+        assert len(redelivered) <= 1
+        if redelivered:
+            assert redelivered[0] == b.got[0][0] >= max(n for n, _, _ in a.got)
+        b_order = [n for n, _, _ in b.got]
+        assert b_order == sorted(b_order)
+    finally:
+        await a.kill()
+        if b is not None:
+            await b.kill()
