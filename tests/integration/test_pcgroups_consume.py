@@ -412,3 +412,38 @@ async def test_kill_9_of_the_pinned_process_fails_over_to_another_instance(
         await a.kill()
         if b is not None:
             await b.kill()
+
+
+async def test_a_stopping_member_hands_back_its_backlog_at_once(
+    js: jetstream.JetStream, conns: list[jetstream.JetStream], source: str
+) -> None:
+    """What a stopping instance received but did not handle is nak'ed (confirmed) before it
+    releases the pin: the next instance gets it at once, not ``ack_wait`` later."""
+    await create_elastic(js, source, ["m1"])
+    got: list[tuple[str, int, int, float]] = []  # (instance, n, delivered, when)
+
+    def handler(instance: str) -> Callable[[pcgroups.GroupMessage], object]:
+        async def handle(msg: pcgroups.GroupMessage) -> None:
+            n = int(msg.data.decode().split(":")[1])
+            got.append((instance, n, msg.raw.metadata.delivered, time.monotonic()))
+            await asyncio.sleep(0.02)
+            await msg.ack()
+
+        return handle
+
+    a = pcgroups.consume_elastic(conns[0], source, "g", "m1", handler("a"), config=template())
+    b = pcgroups.consume_elastic(conns[1], source, "g", "m1", handler("b"), config=template())
+    async with a:
+        await js.publish(f"{source}.k0", b"k0:0")
+        await wait_for(lambda: len(got) == 1, "a pinned")
+        async with b:
+            for n in range(1, 60):  # a backlog a receives in one go and works through slowly
+                await js.publish(f"{source}.k0", f"k0:{n}".encode())
+            await wait_for(lambda: len(got) >= 10, "a works")
+            stopped_at = time.monotonic()
+            await a.stop()
+            await wait_for(lambda: any(i == "b" for i, *_ in got), "b takes over")
+            _, _, delivered, when = next(g for g in got if g[0] == "b")
+            assert delivered > 1  # a's backlog, redelivered ...
+            assert when - stopped_at < ACK_WAIT / 2  # ... at once
+            await wait_for(lambda: {n for _, n, _, _ in got} == set(range(60)), "everything")
