@@ -447,3 +447,41 @@ async def test_a_stopping_member_hands_back_its_backlog_at_once(
             assert delivered > 1  # a's backlog, redelivered ...
             assert when - stopped_at < ACK_WAIT / 2  # ... at once
             await wait_for(lambda: {n for _, n, _, _ in got} == set(range(60)), "everything")
+
+
+async def consume_across_a_delete(
+    js: jetstream.JetStream,
+    conn: jetstream.JetStream,
+    consume: Callable[..., pcgroups.GroupMember],
+    stream: str,
+    consumer_stream: str,
+    consumer: str,
+) -> None:
+    seen: set[int] = set()
+
+    async def handle(msg: pcgroups.GroupMessage) -> None:
+        seen.add(int(msg.data.decode().split(":")[1]))
+        await msg.ack()
+
+    async with consume(conn, stream, "g", "m1", handle, config=template()):
+        await publish(js, stream, 0, KEYS)  # n = 0
+        await wait_for(lambda: 0 in seen, "first round")
+        await js.delete_consumer(consumer_stream, consumer)
+        await publish(js, stream, KEYS, 2 * KEYS)  # n = 1
+        await wait_for(lambda: 1 in seen, "after the delete")
+        info = await js.consumer_info(consumer_stream, consumer)
+        assert info.config.priority_groups == ["PCG"]
+
+
+async def test_a_deleted_member_consumer_is_recreated(
+    js: jetstream.JetStream, conns: list[jetstream.JetStream], source: str, static_stream: str
+) -> None:
+    await create_elastic(js, source, ["m1"])
+    await pcgroups.create_static(js, static_stream, "g", max_members=3, members=["m1"])
+    elastic_stream = pcgroups.elastic_stream_name(source, "g")
+    await consume_across_a_delete(
+        js, conns[0], pcgroups.consume_elastic, source, elastic_stream, "m1"
+    )
+    await consume_across_a_delete(
+        js, conns[0], pcgroups.consume_static, static_stream, static_stream, "g-m1"
+    )
