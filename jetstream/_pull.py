@@ -75,6 +75,7 @@ __all__ = [
 
 _NS: Final = 1_000_000_000
 _INFO_CHECK_EVERY: Final = 1.0
+_CONFIRM_TIMEOUT: Final = 5.0  # seconds to wait for the server to confirm an acknowledgement
 """Seconds between consumer-info checks after pulls found no responders."""
 
 
@@ -107,10 +108,21 @@ class PullMessage:
         """
         await self._reply_with(b"+ACK")
 
-    async def nak(self, delay: float | None = None) -> None:
-        """Ask for redelivery, after ``delay`` seconds if given."""
+    async def nak(self, delay: float | None = None, *, wait: bool = False) -> None:
+        """Ask for redelivery, after ``delay`` seconds if given. With ``wait``, return only
+        once the consumer has processed it (the server confirms; acknowledgements sent
+        earlier on this connection are processed before it).
+
+        Raises:
+            ConnectionClosedError, DisconnectedError: the connection is closed or down.
+            RequestTimeoutError: ``wait`` and no confirmation within the request timeout.
+        """
         body = b"-NAK" if delay is None else b'-NAK {"delay":%d}' % int(delay * _NS)
-        await self._reply_with(body)
+        if not wait:
+            await self._reply_with(body)
+            return
+        with nats_errors(f"nak of {self.subject}"):
+            await self._nc.request(self.reply, body, timeout=_CONFIRM_TIMEOUT)
 
     async def in_progress(self) -> None:
         """Reset the ack timer: still working on it."""

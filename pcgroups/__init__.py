@@ -28,6 +28,7 @@ from ._assign import (
     validate_elastic_config,
     validate_static_config,
 )
+from ._consume import DEFAULT_ACK_WAIT, consume_elastic, consume_static
 from ._elastic import (
     add_members,
     create_elastic,
@@ -41,6 +42,8 @@ from ._elastic import (
 )
 from ._errors import (
     CorruptGroupConfigError,
+    GroupConfigChangedError,
+    GroupDeletedError,
     GroupExistsError,
     GroupNotFoundError,
     InvalidGroupConfigError,
@@ -49,12 +52,14 @@ from ._errors import (
     InvalidPartitioningFilterError,
     MemberNotFoundError,
 )
+from ._group_member import GroupMember
 from ._members import (
     elastic_active_members,
     elastic_step_down,
     static_active_members,
     static_step_down,
 )
+from ._message import GroupMessage
 from ._models import (
     ELASTIC_BUCKET,
     STATIC_BUCKET,
@@ -70,12 +75,17 @@ from ._models import (
 from ._static import create_static, delete_static, list_static, static_config
 
 __all__ = [
+    "DEFAULT_ACK_WAIT",
     "ELASTIC_BUCKET",
     "PRIORITY_GROUP",
     "STATIC_BUCKET",
     "CorruptGroupConfigError",
     "ElasticConfig",
+    "GroupConfigChangedError",
+    "GroupDeletedError",
     "GroupExistsError",
+    "GroupMember",
+    "GroupMessage",
     "GroupNotFoundError",
     "InvalidGroupConfigError",
     "InvalidGroupNameError",
@@ -88,6 +98,8 @@ __all__ = [
     "add_members",
     "balanced_assignment",
     "config_key",
+    "consume_elastic",
+    "consume_static",
     "create_elastic",
     "create_static",
     "decode_elastic_config",

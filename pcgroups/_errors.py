@@ -11,7 +11,9 @@
     ├── GroupNotFoundError                   no config for <stream>.<group> (or no bucket)
     ├── GroupExistsError                     a group of that name exists with another config
     ├── MemberNotFoundError                  step down of a name that is not a member
-    └── CorruptGroupConfigError              the stored value is not a valid orbit config
+    ├── CorruptGroupConfigError              the stored value is not a valid orbit config
+    ├── GroupDeletedError                    a consuming member's group was deleted
+    └── GroupConfigChangedError              its partitioning (static: its config) changed
 
 Validation errors are raised before anything is written.
 """
@@ -22,6 +24,8 @@ from jetstream import ClientValidationError, InvalidNameError, JetStreamError
 
 __all__ = [
     "CorruptGroupConfigError",
+    "GroupConfigChangedError",
+    "GroupDeletedError",
     "GroupExistsError",
     "GroupNotFoundError",
     "InvalidGroupConfigError",
@@ -86,3 +90,25 @@ class MemberNotFoundError(JetStreamError):
         self.stream = stream
         self.group = group
         self.member = member
+
+
+class GroupDeletedError(JetStreamError):
+    """The group's config was deleted (or purged) while a member consumed: the member ended."""
+
+    def __init__(self, stream: str, group: str, kind: str) -> None:
+        super().__init__(f"the {kind} consumer group {group!r} on stream {stream!r} was deleted")
+        self.stream = stream
+        self.group = group
+
+
+class GroupConfigChangedError(JetStreamError):
+    """The group's config changed in a way a running member cannot follow (elastic: the
+    partitioning, ``max_members`` or buffered limits; static: anything, as orbit): the member
+    ended. Start it again to consume under the new config."""
+
+    def __init__(self, stream: str, group: str, kind: str, what: str) -> None:
+        super().__init__(
+            f"the {kind} consumer group {group!r} on stream {stream!r} changed its {what}"
+        )
+        self.stream = stream
+        self.group = group

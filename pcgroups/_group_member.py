@@ -1,0 +1,404 @@
+"""A running member of a partitioned consumer group (static or elastic, see ``_consume``).
+
+Two tasks: the *watch* follows the group's config key and computes the member's consumer
+config (None = owns nothing); the *supervisor* makes the consumer match it and consumes
+with our ADR-37 ``consume(group="PCG")``. On a change of the member's partitions the
+supervisor stops pulling, waits until the messages it handed out are settled (bounded by
+``ack_wait``), and only then lets the old consumer go (deleted by the instance holding the
+pin, as orbit does). On a work-queue stream the server refuses a consumer whose filters
+overlap another's (10100), so the member taking over a partition cannot receive its
+messages before the previous owner has finished: no two members work on one key at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import logging
+import random
+from collections.abc import Awaitable, Callable
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Final, Self
+
+from jetstream import (
+    ClientValidationError,
+    ConnectionClosedError,
+    Consumer,
+    ConsumerConfig,
+    ConsumerExistsError,
+    ConsumerNotFoundError,
+    JetStream,
+    JetStreamError,
+)
+from jetstream._consumer import MessageStream
+from jetstream._pull import PullMessage
+from kvstore import Op
+
+from ._assign import PRIORITY_GROUP, config_key
+from ._errors import GroupConfigChangedError, GroupDeletedError, MemberNotFoundError
+from ._message import GroupMessage
+from ._store import existing_bucket, read_config
+
+if TYPE_CHECKING:
+    from ._consume import GroupKind
+
+__all__ = ["GroupMember", "Handler"]
+
+Handler = Callable[[GroupMessage], Awaitable[None] | None]
+_log = logging.getLogger("pcgroups")
+_JOIN_RETRY: Final = (0.25, 0.5)  # a join refused (10100: the previous owner of a partition
+# has not let it go yet) is retried after this long (orbit: ack_wait + 500 ms)
+_REJOIN_DELAY: Final = 0.2  # after a consume ended (consumer deleted): retry soon
+_WIND_DOWN: Final = 5.0  # seconds for the drain of a stopping consume (one round trip)
+_BACKOFF: Final = (0.4, 0.5)  # orbit: an unpinned instance waits 400-499 ms on a change
+
+
+class GroupMember:
+    """A member consuming its partitions of a group; from :func:`consume_static` /
+    :func:`consume_elastic`.
+
+    ``async with`` starts it (and stops it on exit). With a handler it runs by itself;
+    without one, iterate it for :class:`GroupMessage` objects. ``stop()`` ends it (releasing
+    the pin so another instance of the member takes over at once); ``done()`` waits for the
+    end and raises what ended it (:class:`GroupDeletedError`, :class:`GroupConfigChangedError`,
+    ``ConnectionClosedError`` ...).
+    """
+
+    def __init__(self, js: JetStream, kind: GroupKind, handler: Handler | None) -> None:
+        self._js = js
+        self._kind = kind
+        self._handler = handler
+        self._first: Any = None
+        self._desired: ConsumerConfig | None = None
+        self._changed = asyncio.Event()
+        self._stopping = False
+        self._error: BaseException | None = None
+        self._queue: asyncio.Queue[GroupMessage | None] = asyncio.Queue(maxsize=1)
+        self._unsettled: set[GroupMessage] = set()
+        self._all_settled = asyncio.Event()
+        self._all_settled.set()
+        self._consumer: Consumer | None = None
+        self._pump: asyncio.Task[None] | None = None
+        self._watch_task: asyncio.Task[None] | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._iter_done = False
+        self._draining = False
+        self._held: list[PullMessage] = []  # received while winding down: nak'ed after
+
+    @property
+    def member(self) -> str:
+        """The member name."""
+        return self._kind.member
+
+    @property
+    def partitions(self) -> tuple[int, ...]:
+        """The partitions this member owns under the config it follows now."""
+        if self._desired is None or not self._desired.filter_subjects:
+            return ()
+        return tuple(sorted({int(f.split(".", 1)[0]) for f in self._desired.filter_subjects}))
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    async def start(self) -> Self:
+        """Read the config, then start watching it and consuming.
+
+        Raises:
+            GroupNotFoundError: no such group.
+            MemberNotFoundError: (static) the member is not in the group.
+            CorruptGroupConfigError: the stored config is unreadable.
+        """
+        kind = self._kind
+        bucket = await existing_bucket(self._js, kind.bucket)
+        data, revision = await read_config(bucket, kind.stream, kind.group, kind.kind)
+        assert bucket is not None  # read_config raised otherwise
+        self._first = kind.decode(data)
+        if not kind.elastic and not _is_member(self._first, kind.member):
+            raise MemberNotFoundError(kind.stream, kind.group, kind.member)
+        self._desired = kind.consumer_config(self._first)
+        watcher = bucket.watch(config_key(kind.stream, kind.group), resume_from=revision + 1)
+        self._watch_task = asyncio.create_task(self._watch(watcher))
+        self._task = asyncio.create_task(self._supervise())
+        return self
+
+    async def __aenter__(self) -> Self:
+        return await self.start()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    async def stop(self) -> None:
+        """Stop consuming and end (a handler that is running finishes first). Safe to call
+        from a handler and more than once."""
+        self._end(None)
+        task = self._task
+        if task is None or self._pump is asyncio.current_task() or task is asyncio.current_task():
+            return
+        await asyncio.wait({task})
+
+    async def done(self) -> None:
+        """Wait until the member has ended.
+
+        Raises:
+            GroupDeletedError, GroupConfigChangedError, JetStreamError: what ended it (nothing
+                when it was stopped).
+        """
+        if self._task is not None:
+            await asyncio.wait({self._task})
+        if self._error is not None:
+            raise self._error
+
+    def _end(self, error: BaseException | None) -> None:
+        if error is not None and self._error is None and not self._stopping:
+            self._error = error
+        self._stopping = True
+        self._changed.set()
+
+    # -- iteration ----------------------------------------------------------------------------
+
+    def __aiter__(self) -> Self:
+        if self._handler is not None:
+            raise ClientValidationError("this member has a handler: it cannot be iterated")
+        return self
+
+    async def __anext__(self) -> GroupMessage:
+        if self._iter_done:
+            raise StopAsyncIteration
+        item = await self._queue.get()
+        if item is None:
+            self._iter_done = True
+            if self._error is not None:
+                raise self._error
+            raise StopAsyncIteration
+        return item
+
+    # -- the config watch ---------------------------------------------------------------------
+
+    async def _watch(self, watcher: Any) -> None:
+        kind = self._kind
+        try:
+            async with watcher:
+                async for entry in watcher:
+                    if entry.op is not Op.PUT:
+                        raise GroupDeletedError(kind.stream, kind.group, kind.kind)
+                    config = kind.decode(entry.value)
+                    what = kind.incompatible(self._first, config)
+                    if what is not None:
+                        raise GroupConfigChangedError(kind.stream, kind.group, kind.kind, what)
+                    desired = kind.consumer_config(config)
+                    if desired != self._desired:
+                        self._desired = desired
+                        self._changed.set()
+        except JetStreamError as exc:
+            self._end(exc)
+
+    # -- the supervisor -----------------------------------------------------------------------
+
+    async def _supervise(self) -> None:
+        try:
+            while not self._stopping:
+                self._changed.clear()
+                desired = self._desired
+                if desired is None:
+                    await self._changed.wait()
+                    continue
+                consumer = await self._join(desired)
+                if consumer is None:
+                    await self._wait_change(random.uniform(*_JOIN_RETRY))
+                    continue
+                ended = await self._session(consumer)
+                if self._stopping:
+                    break
+                await self._wait_settled()
+                if ended:  # the consumer went away (deleted, timed out): join again
+                    await self._wait_change(_REJOIN_DELAY)
+                else:
+                    await self._hand_over(consumer)
+        except JetStreamError as exc:
+            self._end(exc)
+        finally:
+            await self._leave()
+
+    async def _wait_change(self, seconds: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._changed.wait(), seconds)
+
+    async def _join(self, desired: ConsumerConfig) -> Consumer | None:
+        """Create the member's consumer; None when it cannot be now (retried later).
+
+        Raises:
+            ConnectionClosedError: the connection is closed (ends the member).
+        """
+        kind = self._kind
+        try:
+            try:
+                await kind.create(self._js, desired)
+            except ConsumerExistsError:
+                # another config under our name: replace it unless an instance holding the pin
+                # is still working with it (it deletes it itself once its messages are settled)
+                info = await self._js.consumer_info(kind.consumer_stream, kind.consumer_name)
+                if any(g.pinned for g in info.priority_groups or ()):
+                    return None
+                with contextlib.suppress(ConsumerNotFoundError):
+                    await self._js.delete_consumer(kind.consumer_stream, kind.consumer_name)
+                await kind.create(self._js, desired)
+            self._consumer = await self._js.consumer(kind.consumer_stream, kind.consumer_name)
+        except ConnectionClosedError:
+            raise
+        except JetStreamError as exc:  # 10100 while filters overlap, stream gone ...: retry
+            _log.debug("member %s cannot join yet: %r", kind.member, exc)
+            return None
+        return self._consumer
+
+    async def _session(self, consumer: Consumer) -> bool:
+        """Consume until the desired config changes or the member stops (False), or the
+        consume ends by itself (True: the consumer is gone).
+
+        Raises:
+            ConnectionClosedError: the connection closed.
+        """
+        stream = await consumer.consume(group=PRIORITY_GROUP, expires=self._kind.pull_expires)
+        pump = self._pump = asyncio.create_task(self._run_pump(stream))
+        changed = asyncio.create_task(self._changed.wait())
+        try:
+            await asyncio.wait({pump, changed}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            changed.cancel()
+            await self._wind_down(stream, pump)
+            self._pump = None
+        error = None if pump.cancelled() else pump.exception()
+        if isinstance(error, ConnectionClosedError):
+            raise error
+        if error is not None:
+            _log.debug("member %s: consume ended: %r", self._kind.member, error)
+            return True
+        return not self._changed.is_set()
+
+    async def _wind_down(self, stream: MessageStream, pump: asyncio.Task[None]) -> None:
+        """Stop pulling. A running handler finishes; what was received but not handled is
+        nak'ed in order once the pulls are gone, so whoever gets the partition next receives
+        it at once and before newer messages (dropped, it would come back only after
+        ``ack_wait``, behind them; nak'ed while a pull of ours still waited, the server would
+        hand it straight back to that pull)."""
+        self._draining = True
+        self._held = []
+        try:
+            if self._handler is None and not pump.done():
+                pump.cancel()  # it waits to hand a message to the iterator
+                await asyncio.wait({pump})
+            self._held.extend(m.raw for m in self._take_queued())  # the oldest
+            rest = pump if not pump.done() else asyncio.create_task(self._hold_rest(stream))
+            drain = asyncio.create_task(stream.drain())  # unsubscribes
+            _, pending = await asyncio.wait({drain, rest}, timeout=_WIND_DOWN)
+            if pending:  # the server did not answer the drain: give up on the rest
+                await stream.stop()
+                for task in pending:
+                    task.cancel()
+                await asyncio.wait(pending)
+            if self._held and self._stopping:
+                await self._nak_held()
+            # on a hand over the consumer is deleted: the work queue gives them out again
+        finally:
+            self._draining = False
+
+    async def _hold_rest(self, stream: MessageStream) -> None:
+        with contextlib.suppress(JetStreamError):
+            async for msg in stream:
+                self._held.append(msg)
+
+    async def _nak_held(self) -> None:
+        """Nak the held messages in order and wait until the server has processed them,
+        before the pin is released: they are redelivered at once instead of after
+        ``ack_wait``. (On 2.15.1 the first one or two of them were still seen to come back
+        only after ``ack_wait``, behind newer ones: per-key order across a takeover needs
+        ``max_ack_pending=1``.)"""
+        held, self._held = self._held, []
+        with contextlib.suppress(JetStreamError):  # unsent: redelivered after ack_wait
+            for msg in held[:-1]:
+                await msg.nak()
+            if held:
+                await held[-1].nak(wait=True)
+
+    def _take_queued(self) -> list[GroupMessage]:
+        """The messages not yet handed to the iterator, no longer counted as in flight."""
+        taken = []
+        while not self._queue.empty():
+            item = self._queue.get_nowait()
+            if item is not None:
+                self._settled(item)
+                taken.append(item)
+        return taken
+
+    async def _run_pump(self, stream: MessageStream) -> None:
+        async for msg in stream:
+            if self._draining:
+                self._held.append(msg)
+                continue
+            message = GroupMessage(msg, self._settled)
+            self._unsettled.add(message)
+            self._all_settled.clear()
+            if self._handler is None:
+                await self._queue.put(message)
+                continue
+            try:
+                result = self._handler(message)
+                if inspect.isawaitable(result):
+                    await result
+            except Exception:  # the handler's problem: the message is redelivered later
+                _log.exception("group member %s: handler failed", self._kind.member)
+            self._settled(message)  # in handler mode, in flight only while the handler runs
+
+    def _settled(self, message: GroupMessage) -> None:
+        self._unsettled.discard(message)
+        if not self._unsettled:
+            self._all_settled.set()
+
+    async def _wait_settled(self) -> None:
+        """Wait until the messages handed out are settled, at most ``ack_wait`` (after which
+        the server redelivers them anyway)."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._all_settled.wait(), self._kind.ack_wait)
+        self._unsettled.clear()
+        self._all_settled.set()
+
+    async def _is_pinned(self, consumer: Consumer) -> bool:
+        pin = consumer.pin_id(PRIORITY_GROUP)
+        if not pin:
+            return False
+        try:
+            info = await consumer.info()
+        except JetStreamError:
+            return False
+        return any(g.pinned_client_id == pin for g in info.priority_groups or ())
+
+    async def _hand_over(self, consumer: Consumer) -> None:
+        """After a change of partitions: the instance holding the pin deletes the consumer
+        (its messages are settled), the others give it time to (orbit's order)."""
+        if await self._is_pinned(consumer):
+            with contextlib.suppress(ConsumerNotFoundError):
+                await self._js.delete_consumer(consumer.stream, consumer.name)
+        else:
+            await asyncio.sleep(random.uniform(*_BACKOFF))
+
+    async def _leave(self) -> None:
+        """Ending: release the pin so another instance of the member takes over at once, and
+        end the iterator."""
+        if self._watch_task is not None:
+            self._watch_task.cancel()
+            await asyncio.wait({self._watch_task})
+        consumer = self._consumer
+        if consumer is not None:
+            with contextlib.suppress(JetStreamError):
+                if await self._is_pinned(consumer):
+                    await self._js.unpin_consumer(consumer.stream, consumer.name, PRIORITY_GROUP)
+        self._take_queued()
+        self._queue.put_nowait(None)
+
+
+def _is_member(config: Any, member: str) -> bool:
+    return member in config.members or any(m.member == member for m in config.member_mappings)
