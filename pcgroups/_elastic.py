@@ -51,7 +51,7 @@ from ._models import (
     decode_elastic_config,
     encode_elastic_config,
 )
-from ._store import ensure_bucket, existing_bucket, read_config
+from ._store import ensure_bucket, existing_bucket, group_names, read_config
 
 __all__ = [
     "add_members",
@@ -226,10 +226,7 @@ async def list_elastic(js: JetStream, stream: str) -> list[str]:
         InvalidGroupNameError: bad stream name; nothing is sent.
     """
     validate_key_token(stream, "stream")
-    bucket = await existing_bucket(js, ELASTIC_BUCKET)
-    if bucket is None:
-        return []
-    return sorted([key.split(".", 1)[1] async for key in bucket.keys(f"{stream}.*")])
+    return await group_names(js, ELASTIC_BUCKET, stream)
 
 
 async def delete_elastic(js: JetStream, stream: str, group: str) -> None:

@@ -40,7 +40,7 @@ from ._models import (
     decode_static_config,
     encode_static_config,
 )
-from ._store import ensure_bucket, existing_bucket, read_config
+from ._store import ensure_bucket, existing_bucket, group_names, read_config
 
 __all__ = ["create_static", "delete_static", "list_static", "static_config"]
 
@@ -159,10 +159,7 @@ async def list_static(js: JetStream, stream: str) -> list[str]:
         InvalidGroupNameError: bad stream name; nothing is sent.
     """
     validate_key_token(stream, "stream")
-    bucket = await existing_bucket(js, STATIC_BUCKET)
-    if bucket is None:
-        return []
-    return sorted([key.split(".", 1)[1] async for key in bucket.keys(f"{stream}.*")])
+    return await group_names(js, STATIC_BUCKET, stream)
 
 
 async def delete_static(js: JetStream, stream: str, group: str) -> None:

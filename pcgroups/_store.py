@@ -53,3 +53,12 @@ async def read_config(
     except KeyNotFoundError as exc:
         raise GroupNotFoundError(stream, group, kind) from exc
     return entry.value, entry.revision
+
+
+async def group_names(js: JetStream, bucket_name: str, stream: str) -> list[str]:
+    """The names of the groups on ``stream`` in the config bucket ``bucket_name``, sorted
+    (none when the bucket does not exist yet). ``stream`` must be validated by the caller."""
+    bucket = await existing_bucket(js, bucket_name)
+    if bucket is None:
+        return []
+    return sorted([key.split(".", 1)[1] async for key in bucket.keys(f"{stream}.*")])
