@@ -203,6 +203,8 @@ class KeyBatch(AsyncResource):
             ack = await batch.commit()
         except WrongLastSequenceError as exc:
             raise await self._conflict(writes, exc) from exc
+        for write, seq in zip(writes, ack.sequences, strict=True):
+            self._bucket._own_writes.note(write.subject, seq)
         self.revisions = {w.key: seq for w, seq in zip(writes, ack.sequences, strict=True)}
         return self.revisions
 

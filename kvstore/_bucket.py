@@ -58,6 +58,7 @@ from ._models import (
     stream_name,
     subject_prefix,
 )
+from ._own_writes import OwnWrites
 from ._rekey import rekey_bucket
 from ._snapshot import Snapshot, read_snapshot
 from ._stages import ValueContext, ValueStage
@@ -126,6 +127,7 @@ class Bucket:
         self._prefix = subject_prefix(name)
         self._max_key_length: tuple[int, int] | None = None  # (max_payload, its key limit)
         self._contended: OrderedDict[str, None] = OrderedDict()  # keys create found taken
+        self._own_writes = OwnWrites()  # so this handle's reads never predate its writes
 
     @property
     def name(self) -> str:
@@ -236,7 +238,7 @@ class Bucket:
                 return revision
             last = await peek if peek is not None else None
             if last is None or error.last_sequence is None or last.seq < error.last_sequence:
-                last = await self._last_message_or_none(key)
+                last = await self._last_message_or_none(key, at_least=error.last_sequence or 0)
             if last is None:
                 continue  # the blocking value expired meanwhile: try again from scratch
             if op_from_headers(last.headers) is Op.PUT:
@@ -633,6 +635,7 @@ class Bucket:
             data = self._seal(subject, data, headers)
         msg_id = NUID().next().decode()
         ack = await self._js.publish(subject, data, headers=headers, msg_id=msg_id)
+        self._own_writes.note(subject, ack.seq)
         return ack.seq
 
     def _seal(self, subject: str, data: bytes, headers: dict[str, str]) -> bytes:
@@ -674,25 +677,49 @@ class Bucket:
         if len(self._contended) > _CONTENDED_KEYS:
             self._contended.popitem(last=False)
 
-    async def _last_message_or_none(self, key: str) -> StoredMessage | None:
+    async def _last_message_or_none(self, key: str, *, at_least: int = 0) -> StoredMessage | None:
         try:
-            return await self._last_message(key)
+            return await self._last_message(key, at_least=at_least)
         except MessageNotFoundError:
             return None
 
-    async def _last_message(self, key: str) -> StoredMessage:
+    async def _last_message(self, key: str, *, at_least: int = 0) -> StoredMessage:
+        """The newest message of ``key``, never older than this handle's own write of it nor
+        than ``at_least`` (a revision the server named): a replica that answers before it has
+        caught up is overruled by the stream leader."""
         subject = self._subject(key)
-        return await self._js.get_last_message(self._stream, subject, direct=self._direct)
+        if not self._direct:
+            return await self._js.get_last_message(self._stream, subject, direct=False)
+        floor = max(self._own_writes.revision(subject), at_least)
+        try:
+            message = await self._js.get_last_message(self._stream, subject)
+        except MessageNotFoundError:
+            if not floor:
+                raise
+        else:
+            if message.seq >= floor:
+                return message
+        return await self._js.get_last_message(self._stream, subject, direct=False)
 
     async def _message_at(self, key: str, revision: int) -> StoredMessage:
         subject = self._subject(key)
         try:
-            message = await self._js.get_message(self._stream, revision, direct=self._direct)
+            message = await self._stored_message(revision)
         except MessageNotFoundError as exc:
             raise KeyNotFoundError(key, f"key {key!r} has no revision {revision}") from exc
         if message.subject != subject:
             raise KeyNotFoundError(key, f"revision {revision} is not a revision of key {key!r}")
         return message
+
+    async def _stored_message(self, revision: int) -> StoredMessage:
+        """The message at ``revision``; a replica that lacks it (it may trail the leader) is
+        overruled by the stream leader before the revision is called missing."""
+        try:
+            return await self._js.get_message(self._stream, revision, direct=self._direct)
+        except MessageNotFoundError:
+            if not self._direct:
+                raise
+        return await self._js.get_message(self._stream, revision, direct=False)
 
     def _entry(self, message: StoredMessage) -> Entry:
         return self._entry_of(

@@ -74,6 +74,8 @@ async def read_snapshot(bucket: Bucket, keys: Iterable[str]) -> Snapshot:
         found, pin = await _read_pinned(bucket, chunks)
         if pin is not None and any(message.seq > pin for message in found.values()):
             continue  # a message past the point the answer claims: not one point in time
+        if pin is not None and pin < bucket._own_writes.latest:
+            continue  # a replica that trails this handle's own writes answered: ask again
         absent = [subject for subject in subjects if subject not in found]
         if not absent or not await _any_stored(bucket, _chunks(absent, bucket._js.nc.max_payload)):
             return _snapshot(bucket, wanted, subjects, found, pin)

@@ -1,0 +1,110 @@
+"""A handle reads its own writes even when a replica that trails the leader answers.
+
+Direct gets go to any replica. A sealed mirror with ``mirror_direct`` is a replica that stays
+behind for good: it answers about half of the bucket's direct gets, with what the bucket held
+when it was sealed. (On a cluster the same happens for milliseconds after each write; the
+cluster fault test met it.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import msgspec
+import pytest
+
+import jetstream
+import kvstore
+from tests.conftest import BucketFactory
+
+READS = 40  # a trailing replica answers each with even odds: all 40 right by luck is 2**-40
+
+
+@pytest.fixture
+async def trailed(
+    js: jetstream.JetStream, make_bucket: BucketFactory
+) -> AsyncIterator[kvstore.Bucket]:
+    """A bucket holding k=old, with a replica frozen at that point answering direct gets."""
+    bucket = await make_bucket()
+    await bucket.put("k", b"old")
+    mirror = jetstream.StreamConfig(
+        name=f"{bucket.stream}_TRAIL",
+        mirror={"name": bucket.stream},
+        storage="memory",
+        allow_direct=True,
+        mirror_direct=True,
+    )
+    await js.add_stream(mirror)
+    async with asyncio.timeout(10):
+        while (await js.stream_info(mirror.name)).state.last_seq < 1:
+            await asyncio.sleep(0.02)  # the mirror copies k=old, then starts answering
+    await js.update_stream(msgspec.structs.replace(mirror, sealed=True))
+    yield bucket
+    await js.delete_stream(mirror.name)
+
+
+async def test_the_trailing_replica_does_answer(
+    js: jetstream.JetStream, trailed: kvstore.Bucket
+) -> None:
+    """The premise of the tests below: raw direct gets see the frozen value."""
+    await trailed.put("k", b"new")
+    values = set()
+    for _ in range(READS):
+        message = await js.get_last_message(trailed.stream, "$KV." + trailed.name + ".k")
+        values.add(message.data)
+    assert values == {b"old", b"new"}
+
+
+async def test_get_returns_the_handles_own_write(trailed: kvstore.Bucket) -> None:
+    revision = await trailed.put("k", b"new")
+    for _ in range(READS):
+        entry = await trailed.get("k")
+        assert (entry.value, entry.revision) == (b"new", revision)
+
+
+async def test_a_key_written_after_the_replica_froze_is_found(trailed: kvstore.Bucket) -> None:
+    """The trailing replica has no message for it at all (404), which is not the answer."""
+    revision = await trailed.put("fresh", b"v")
+    for _ in range(READS):
+        assert (await trailed.get("fresh")).value == b"v"
+        assert (await trailed.get("fresh", revision=revision)).value == b"v"
+
+
+async def test_a_delete_by_this_handle_is_seen(trailed: kvstore.Bucket) -> None:
+    await trailed.delete("k")
+    for _ in range(READS):
+        with pytest.raises(kvstore.KeyNotFoundError):
+            await trailed.get("k")
+
+
+async def test_put_many_then_get_many_sees_the_whole_record(trailed: kvstore.Bucket) -> None:
+    revisions = await trailed.put_many({"k": b"new", "other": b"x"})
+    for _ in range(READS // 4):
+        snapshot = await trailed.get_many(["k", "other"])
+        assert snapshot.revision >= max(revisions.values())
+        assert {key: entry.value for key, entry in snapshot.items()} == {
+            "k": b"new",
+            "other": b"x",
+        }
+
+
+async def test_create_after_own_delete_is_not_refused(trailed: kvstore.Bucket) -> None:
+    """create reads the key first; the frozen replica still shows the live value."""
+    await trailed.delete("k")
+    for i in range(READS // 4):
+        revision = await trailed.create("k", f"v{i}".encode())
+        assert (await trailed.get("k")).revision == revision
+        await trailed.delete("k")
+
+
+async def test_create_over_another_handles_delete_is_not_refused(
+    js: jetstream.JetStream, trailed: kvstore.Bucket
+) -> None:
+    """The refusal names the tombstone's revision: an older answer is a trailing replica."""
+    other = await kvstore.open_bucket(js, trailed.name)
+    for i in range(READS // 4):
+        await other.delete("k")
+        fresh = await kvstore.open_bucket(js, trailed.name)  # no writes of its own
+        revision = await fresh.create("k", f"v{i}".encode())
+        assert (await other.get("k", revision=revision)).value == f"v{i}".encode()
