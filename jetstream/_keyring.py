@@ -24,7 +24,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from . import headers as hdr
 from ._envelope import (
@@ -57,7 +59,7 @@ class Keyring:
             that is not one of the key ids.
     """
 
-    __slots__ = ("_ciphers", "_primary")
+    __slots__ = ("_ciphers", "_keys", "_primary")
 
     def __init__(self, keys: Mapping[str, bytes], *, primary: str) -> None:
         if not isinstance(keys, Mapping) or not keys:
@@ -76,6 +78,7 @@ class Keyring:
                 f"primary {primary!r} is not one of the key ids {sorted(ciphers)}"
             )
         self._ciphers = ciphers
+        self._keys = {key_id: bytes(key) for key_id, key in keys.items()}
         self._primary = primary
 
     @staticmethod
@@ -174,6 +177,23 @@ class Keyring:
                 f"key id {key_id!r} is not in the keyring {list(self.key_ids)}", key_id=key_id
             )
         return open_payload(cipher, key_id, payload, associated_data)
+
+    def derive(self, purpose: str, length: int, *, key_id: str | None = None) -> bytes:
+        """A key of ``length`` bytes for another algorithm, derived from key ``key_id`` (the
+        primary by default) with HKDF-SHA256 and ``purpose`` as its info: one key never
+        serves two algorithms, and different purposes get unrelated keys.
+
+        Raises:
+            UnknownKeyIdError: ``key_id`` is not in the ring.
+        """
+        key_id = self._primary if key_id is None else key_id
+        key = self._keys.get(key_id)
+        if key is None:
+            raise UnknownKeyIdError(
+                f"key id {key_id!r} is not in the keyring {list(self.key_ids)}", key_id=key_id
+            )
+        info = f"jetstore {purpose}".encode()
+        return HKDF(algorithm=hashes.SHA256(), length=length, salt=None, info=info).derive(key)
 
     def key_id_of(self, headers: Mapping[str, str]) -> str | None:
         """The key id a stored message's headers name (None: not encrypted).

@@ -53,6 +53,7 @@ from ._manage import (
     update_bucket,
 )
 from ._models import MAX_HISTORY, BucketConfig, BucketStatus, Entry, Op
+from ._name_codec import EncryptedKeyCodec
 from ._permissions import (
     prefix_writer_permissions,
     reader_permissions,
@@ -75,6 +76,7 @@ __all__ = [
     "BucketStatus",
     "ChainKeyCodec",
     "CommitUnknownError",
+    "EncryptedKeyCodec",
     "Entry",
     "FilterNotSupportedError",
     "FilterableKeyCodec",

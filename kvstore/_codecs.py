@@ -274,7 +274,7 @@ def _b64_token(token: str, key: str) -> str:
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
 
 
-def _unb64_token(token: str, stored: str) -> str:
+def _unb64_bytes(token: str, stored: str) -> bytes:
     # Go's RawURLEncoding refuses '=' and characters outside the alphabet, as we do; it
     # accepts non-zero trailing bits, which we refuse so that every key has one stored form.
     if not token or len(token) % 4 == 1 or not _BASE64URL.fullmatch(token):
@@ -285,6 +285,11 @@ def _unb64_token(token: str, stored: str) -> str:
         raise KeyDecodeError(stored, f"token {token!r}: {exc}") from None
     if base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii") != token:
         raise KeyDecodeError(stored, f"token {token!r} is not canonical base64url")
+    return raw
+
+
+def _unb64_token(token: str, stored: str) -> str:
+    raw = _unb64_bytes(token, stored)
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
