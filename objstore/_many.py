@@ -13,8 +13,10 @@ from jetstream import (
     ClientValidationError,
     ConnectionOptions,
     JetStreamError,
+    Keyring,
 )
 
+from ._encryption import cipher_for
 from ._errors import DuplicateObjectNameError, StoreNotFoundError
 from ._manage import open_store
 from ._models import DEFAULT_CHUNK_SIZE
@@ -52,6 +54,7 @@ async def upload_many(
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     concurrency: int = 4,
     allowed_root: str | None = None,
+    encryption: Keyring | None = None,
 ) -> list[UploadOutcome]:
     """Upload every item into the store, ``concurrency`` at a time; never raises for one
     object's failure (its outcome carries the error). A missing store is such a failure for
@@ -61,21 +64,24 @@ async def upload_many(
     An item's ``path`` is read with this process's rights: any file it can read. With
     ``allowed_root`` (an absolute directory) a path that resolves, after symlinks, outside it
     or to something other than a regular file fails that item (``PathNotAllowedError`` in its
-    outcome) and nothing of it is read.
+    outcome) and nothing of it is read. With ``encryption`` (a :class:`jetstream.Keyring`)
+    every object is encrypted chunk by chunk, as :func:`open_store` does.
 
     Raises:
-        ClientValidationError: ``concurrency`` below 1, ``allowed_root`` not absolute.
+        ClientValidationError: ``concurrency`` below 1, ``allowed_root`` not absolute,
+            ``encryption`` not a Keyring.
         DuplicateObjectNameError: a name appears more than once (nothing is uploaded).
         ConnectionFailedError: the server cannot be reached.
     """
     if concurrency < 1:
         raise ClientValidationError(f"concurrency must be at least 1: {concurrency}")
+    cipher_for(encryption, False)  # bad options: before anything is sent
     root = None if allowed_root is None else check_root(allowed_root)
     items = list(items)
     _refuse_duplicates(items)
     async with connection.session() as js:
         try:
-            store = await open_store(js, store_name)
+            store = await open_store(js, store_name, encryption=encryption)
         except StoreNotFoundError as exc:
             error = f"{type(exc).__name__}: {exc}"
             return [UploadOutcome(item.name, error=error) for item in items]

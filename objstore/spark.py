@@ -37,6 +37,7 @@ from jetstream import (
     ClientValidationError,
     ColumnError,
     ConnectionOptions,
+    Keyring,
     bool_option,
     check_options,
     int_option,
@@ -81,6 +82,7 @@ def upload_objects(
     concurrency: int = 4,
     eager: bool = True,
     allowed_root: str | None = None,
+    key_file: str | None = None,
     **connection: str,
 ) -> Any:
     """Upload one object per row, from a column of file paths (streamed from disk on the
@@ -103,6 +105,10 @@ def upload_objects(
     after symlinks, outside it (or to anything but a regular file) fails with
     ``PathNotAllowedError`` in its ``error`` column and nothing of it is read or uploaded.
 
+    With ``key_file`` (a key file, as ``natskv``'s ``keyFile``: each executor reads it where it
+    runs, so keys never travel with the job) every object is encrypted chunk by chunk with
+    the file's primary key (see docs/CODECS.md, "Encrypted objects").
+
     ``connection`` takes the ``natskv`` connection options (``connectTimeout``,
     ``connect_timeout``, ``connectAttempts``, ``user``, ``creds``, ...) as strings.
 
@@ -110,6 +116,7 @@ def upload_objects(
         ClientValidationError: not exactly one of ``path_col``/``data_col``, a bad store name,
             ``concurrency`` below 1, an unknown connection option, no server, or an
             ``allowed_root`` that is not an absolute path (or given with ``data_col``).
+        InvalidKeyringError: ``key_file`` cannot be read or is not a key file.
         ColumnError: a missing column, or one of the wrong type (names: string, paths:
             string, data: binary).
         DuplicateObjectNameError: a name appears on more than one row (nothing is uploaded).
@@ -124,6 +131,8 @@ def upload_objects(
             raise ClientValidationError("allowed_root applies to path_col uploads only")
         allowed_root = check_root(allowed_root)
     check_options(connection, CONNECTION_OPTIONS, "upload_objects")
+    if key_file is not None:
+        Keyring.from_file(key_file)  # a bad key file fails here, not in every task
     name_col = _column(df, name_col, "string")
     if path_col is not None:
         path_col = _column(df, path_col, "string")
@@ -140,6 +149,7 @@ def upload_objects(
         chunk_size,
         concurrency,
         allowed_root,
+        key_file,
     )
     result = df.select(*{name_col, path_col or data_col}).mapInArrow(task, RESULT_SCHEMA)
     if eager:
@@ -195,6 +205,8 @@ class _UploadTask:
     chunk_size: int
     concurrency: int
     allowed_root: str | None = None
+    key_file: str | None = None
+    """Read where the task runs: the keys are never pickled into the job."""
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         items = [item for batch in batches for item in self._items(batch)]
@@ -206,6 +218,7 @@ class _UploadTask:
                 chunk_size=self.chunk_size,
                 concurrency=self.concurrency,
                 allowed_root=self.allowed_root,
+                encryption=None if self.key_file is None else Keyring.from_file(self.key_file),
             )
         )
         yield pa.RecordBatch.from_pylist(

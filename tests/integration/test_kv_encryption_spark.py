@@ -1,5 +1,6 @@
 """natskv with ``keyFile``: a DataFrame written into an encrypted bucket is stored as
-ciphertext and reads back (batch and stream) as plaintext; a bad key file fails at planning."""
+ciphertext and reads back (batch and stream) as plaintext; a bad key file fails at planning.
+``upload_objects(key_file=)`` does the same for objects."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import pytest
 
 import jetstream
 import kvstore
+import objstore
+import objstore.spark
 
 pyspark = pytest.importorskip("pyspark", reason="needs the 'spark' extra")
 
@@ -74,3 +77,44 @@ def test_write_and_read_an_encrypted_bucket(
         spark.read.format("natskv").options(
             servers=nats_server.url, bucket=name, allowPlaintext="true"
         ).load().collect()
+
+
+async def _objects(url: str, name: str, create: bool) -> tuple[list[bytes], dict[str, bytes]]:
+    async with await jetstream.connect(url) as js:
+        if create:
+            await objstore.create_store(js, name)
+            return [], {}
+        raw = [
+            m.data
+            async for m in jetstream.scan_stream(
+                js, f"OBJ_{name}", [f"$O.{name}.C.>"], last_per_subject=False
+            )
+        ]
+        ring = jetstream.Keyring({"k1": KEY}, primary="k1")
+        store = await objstore.open_store(js, name, encryption=ring)
+        return raw, {o: await store.get_bytes(o) for o in ("a", "b")}
+
+
+def test_upload_objects_with_a_key_file(
+    spark: SparkSession,
+    nats_server: jetstream.EmbeddedServer,
+    unique_name: Callable[[str], str],
+    tmp_path: Path,
+) -> None:
+    name = unique_name("soe")
+    key_file = _key_file(tmp_path / "keys.json")
+    jetstream.run_sync(lambda: _objects(nats_server.url, name, create=True))
+    contents = {"a": b"secret-a" * 5000, "b": b"secret-b"}
+    df = spark.createDataFrame(list(contents.items()), "name string, data binary").repartition(2)
+    (tmp_path / "bad.json").write_text("nope")
+    with pytest.raises(jetstream.InvalidKeyringError):  # before any task runs
+        objstore.spark.upload_objects(
+            df, name, servers=nats_server.url, data_col="data", key_file=str(tmp_path / "bad.json")
+        )
+    results = objstore.spark.upload_objects(
+        df, name, servers=nats_server.url, data_col="data", key_file=key_file, chunk_size=4096
+    ).collect()
+    assert all(r.error is None for r in results), results
+    raw, read = jetstream.run_sync(lambda: _objects(nats_server.url, name, create=False))
+    assert read == contents
+    assert raw and all(b"secret" not in chunk for chunk in raw)

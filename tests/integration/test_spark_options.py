@@ -89,3 +89,29 @@ async def test_upload_many_reports_a_missing_store_on_every_row(
     assert [o.name for o in outcomes] == ["a", "b"]
     assert all(o.error and "StoreNotFoundError" in o.error for o in outcomes)
     assert all("nosuchstore" in (o.error or "") for o in outcomes)
+
+
+async def test_upload_many_encrypts_with_a_keyring(
+    js: jetstream.JetStream,
+    nats_server: jetstream.EmbeddedServer,
+    unique_name: Callable[[str], str],
+) -> None:
+    name = unique_name("ume")
+    await objstore.create_store(js, name)
+    options = jetstream.ConnectionOptions.from_strings({"servers": nats_server.url})
+    ring = jetstream.Keyring({"k1": jetstream.Keyring.new_key()}, primary="k1")
+    with pytest.raises(jetstream.ClientValidationError):
+        await upload_many(options, name, [UploadItem("x", data=b"1")], encryption="key")  # type: ignore[arg-type]
+    items = [UploadItem(f"o{i}", data=b"plaintext!" * 300) for i in range(3)]
+    outcomes = await upload_many(options, name, items, chunk_size=1000, encryption=ring)
+    assert all(o.error is None for o in outcomes), outcomes
+    chunks = [
+        m.data
+        async for m in jetstream.scan_stream(
+            js, f"OBJ_{name}", [f"$O.{name}.C.>"], last_per_subject=False
+        )
+    ]
+    assert len(chunks) == sum(o.chunks or 0 for o in outcomes) >= 3
+    assert all(b"plaintext!" not in c for c in chunks)
+    store = await objstore.open_store(js, name, encryption=ring)
+    assert await store.get_bytes("o1") == b"plaintext!" * 300
