@@ -13,17 +13,19 @@ bound; the whole-subject hash needs neither.) The group is an ordinary elastic g
 
 from __future__ import annotations
 
+import asyncio
 import inspect
+import time
 from collections.abc import Awaitable, Callable, Iterable
 from types import TracebackType
 from typing import Final, Self
 
 import msgspec
 
-from jetstream import ClientValidationError, ConsumerConfig, StreamNotFoundError
+from jetstream import ClientValidationError, ConsumerConfig, JetStream, StreamNotFoundError
 from kvstore import Bucket, BucketNotFoundError
 
-from ._assign import validate_group_names, validate_member_name
+from ._assign import elastic_stream_name, validate_group_names, validate_member_name
 from ._consume import consume_elastic
 from ._elastic import add_members, create_elastic, delete_elastic
 from ._errors import InvalidGroupConfigError
@@ -43,6 +45,9 @@ __all__ = [
 
 ChangeHandler = Callable[[KeyChange], Awaitable[None] | None]
 _STRICT_ACK_PENDING: Final = 1
+CATCH_UP: Final = 10.0
+"""Seconds :func:`create_bucket_group` waits for the group's stream to read the bucket."""
+_POLL: Final = 0.02
 
 
 def bucket_group_filter(bucket: str) -> PartitioningFilter:
@@ -89,6 +94,7 @@ async def create_bucket_group(
     validate_group_names(bucket.stream, group)
     names = _member_names(group, members)
     try:
+        held = (await bucket.js.stream_info(bucket.stream)).state.last_seq
         config = await create_elastic(
             bucket.js,
             bucket.stream,
@@ -100,9 +106,23 @@ async def create_bucket_group(
         )
     except StreamNotFoundError as exc:
         raise BucketNotFoundError(f"bucket {bucket.name!r} not found", code=exc.code) from exc
+    await _wait_sourced(bucket.js, elastic_stream_name(bucket.stream, group), held)
     if names:
         config = await add_members(bucket.js, bucket.stream, group, names)
     return config
+
+
+async def _wait_sourced(js: JetStream, stream: str, revision: int) -> None:
+    """Wait (at most ``CATCH_UP``) until the work queue has read the bucket up to
+    ``revision``: the server starts sourcing some 100 ms after the create, and a revision
+    the bucket drops before that (overwritten beyond its history, purged) would never reach
+    the group although it was stored when the group was created."""
+    deadline = time.monotonic() + CATCH_UP
+    while time.monotonic() < deadline:
+        sources = (await js.stream_info(stream)).sources or []
+        if any(s.active >= 0 and (s.seq >= revision or s.lag == 0) for s in sources):
+            return
+        await asyncio.sleep(_POLL)
 
 
 def _member_names(group: str, members: Iterable[str]) -> tuple[str, ...]:
