@@ -346,3 +346,92 @@ async def test_a_killed_member_process_loses_nothing(
     redelivered = [r for _, r, _, d, _ in b.starts if d > 1]
     assert len(redelivered) <= 1
     assert all(r >= max(r for _, r, *_ in a.ends) for r in redelivered)
+
+
+async def test_bad_input_is_refused_before_anything_is_written(
+    js: jetstream.JetStream, make_bucket: BucketFactory, groups: list[kvstore.Bucket]
+) -> None:
+    bucket = await make_bucket()
+    groups.append(bucket)
+    refused: list[tuple[type[Exception], object, str, dict[str, object]]] = [
+        (jetstream.ClientValidationError, "b", "g", {"max_members": 2}),
+        (pcgroups.InvalidGroupNameError, bucket, "a.b", {"max_members": 2}),
+        (pcgroups.InvalidGroupConfigError, bucket, "g", {"max_members": 0}),
+        (pcgroups.InvalidGroupConfigError, bucket, "g", {"max_members": True}),
+        (
+            pcgroups.InvalidGroupConfigError,
+            bucket,
+            "g",
+            {"max_members": 2, "max_buffered_msgs": -1},
+        ),
+        (pcgroups.InvalidGroupNameError, bucket, "g", {"max_members": 2, "members": ["a b"]}),
+        (pcgroups.InvalidGroupConfigError, bucket, "g", {"max_members": 2, "members": ["m", "m"]}),
+        (pcgroups.InvalidGroupConfigError, bucket, "g", {"max_members": 2, "members": "m1"}),
+    ]
+    for error, target, group, options in refused:
+        with pytest.raises(error):
+            await pcgroups.create_bucket_group(target, group, **options)  # type: ignore[arg-type]
+    assert await pcgroups.list_elastic(js, bucket.stream) == []
+    with pytest.raises(jetstream.StreamNotFoundError):  # no work-queue stream either
+        await js.stream_info(pcgroups.elastic_stream_name(bucket.stream, "g"))
+    with pytest.raises(jetstream.ClientValidationError):
+        pcgroups.watch_group("b", "g", "m1")  # type: ignore[arg-type]
+    with pytest.raises(pcgroups.InvalidGroupNameError):
+        pcgroups.watch_group(bucket, "g", "a.b")
+    with pytest.raises(jetstream.ClientValidationError):
+        pcgroups.watch_group(bucket, "g", "m1", config="fast")  # type: ignore[arg-type]
+    with pytest.raises(pcgroups.GroupNotFoundError):
+        async with pcgroups.watch_group(bucket, "g", "m1"):
+            pass
+    with pytest.raises(pcgroups.GroupNotFoundError):
+        await pcgroups.delete_bucket_group(bucket, "g")
+    # an existing group keeps its partitioning; a deleted bucket gets no group
+    config = await pcgroups.create_bucket_group(bucket, "g", max_members=2, members=["m1"])
+    assert config.partitioning_filters == (pcgroups.bucket_group_filter(bucket.name),)
+    assert await pcgroups.create_bucket_group(bucket, "g", max_members=2) == config
+    with pytest.raises(pcgroups.GroupExistsError):
+        await pcgroups.create_bucket_group(bucket, "g", max_members=3)
+    assert await pcgroups.elastic_config(js, bucket.stream, "g") == config
+    watch = pcgroups.watch_group(bucket, "g", "m1", lambda change: None)
+    with pytest.raises(jetstream.ClientValidationError):
+        aiter(watch)
+    await kvstore.delete_bucket(js, bucket.name)
+    with pytest.raises(kvstore.BucketNotFoundError):
+        await pcgroups.create_bucket_group(bucket, "h", max_members=2)
+    assert await pcgroups.list_elastic(js, bucket.stream) == ["g"]
+
+
+async def test_encrypted_values_and_codec_keys_arrive_decoded(
+    js: jetstream.JetStream, make_bucket: BucketFactory, groups: list[kvstore.Bucket]
+) -> None:
+    ring = jetstream.Keyring({"k1": os.urandom(32)}, primary="k1")
+    bucket = await make_bucket(key_codec=kvstore.Base64KeyCodec(), encryption=ring)
+    groups.append(bucket)
+    await pcgroups.create_bucket_group(bucket, "g", max_members=2, members=["m1"])
+    other_ring = jetstream.Keyring({"k1": os.urandom(32)}, primary="k1")
+    other = await kvstore.open_bucket(
+        js, bucket.name, key_codec=kvstore.Base64KeyCodec(), encryption=other_ring
+    )
+    plain = await kvstore.open_bucket(js, bucket.name)
+    first = await bucket.put("Acme Inc.contact", b"secret")
+    wrong = await other.put("mallory", b"sealed with another key")
+    await plain.put("not=base64", b"foreign")  # a key the codec did not write
+    await bucket.delete("Acme Inc.contact")
+    last = await bucket.put("Acme Inc.contact", b"again")
+    seen: list[tuple[str, int, Op, bytes | None]] = []
+    async with pcgroups.watch_group(bucket, "g", "m1", config=template()) as watch:
+        async for change in watch:
+            try:
+                seen.append((change.key, change.revision, change.op, change.value))
+                await change.ack()
+            except jetstream.DecryptionError:
+                seen.append((change.key, change.revision, change.op, None))
+                await change.term()  # a change whose value does not open can be settled
+            if change.revision == last:
+                break
+    assert seen == [
+        ("Acme Inc.contact", first, Op.PUT, b"secret"),
+        ("mallory", wrong, Op.PUT, None),
+        ("Acme Inc.contact", first + 3, Op.DELETE, b""),  # the foreign key was skipped
+        ("Acme Inc.contact", last, Op.PUT, b"again"),
+    ]
