@@ -435,3 +435,60 @@ async def test_encrypted_values_and_codec_keys_arrive_decoded(
         ("Acme Inc.contact", first + 3, Op.DELETE, b""),  # the foreign key was skipped
         ("Acme Inc.contact", last, Op.PUT, b"again"),
     ]
+
+
+async def test_sourcing_keeps_ttl_marker_and_rollup_headers_and_applies_none(
+    js: jetstream.JetStream, make_bucket: BucketFactory, groups: list[kvstore.Bucket]
+) -> None:
+    """The facts the watch group relies on (nats-server 2.15.1), read from the work queue
+    itself: every copy keeps the bucket's headers and gets ``Nats-Stream-Source`` with its
+    revision; ``Nats-TTL`` and ``Nats-Rollup`` are stored but not applied there (the stream
+    allows neither), so a purge does not remove the key's earlier changes and a TTL'd value
+    stays until processed; the server's expiry marker is sourced like any message;
+    ``Nats-Expected-*`` is dropped."""
+    bucket = await make_bucket(history=5, marker_ttl=timedelta(seconds=1))
+    groups.append(bucket)
+    await pcgroups.create_bucket_group(bucket, "g", max_members=3)  # no members: it fills up
+    queue = pcgroups.elastic_stream_name(bucket.stream, "g")
+    revisions = [
+        await bucket.put("k", b"1"),
+        await bucket.put("a.b.c.d.e", b"deep"),  # any number of tokens
+        await bucket.purge("k"),
+        await bucket.put("t", b"short-lived", ttl=1),
+    ]
+    revisions.append(await bucket.update("a.b.c.d.e", b"cas", revisions[1]))
+    while (await js.stream_info(queue)).state.messages < 6:  # the marker, after 1 s
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(1.5)  # the TTL'd copy is older than its TTL by now: still there
+    copies = [await js.get_message(queue, seq) for seq in range(1, 7)]
+    marker = copies[5]
+    revisions.append(pcgroups.origin_revision(marker.headers))
+    assert [pcgroups.origin_revision(c.headers) for c in copies] == revisions
+    for copy in copies:
+        token, _, subject = copy.subject.partition(".")
+        assert int(token) == pcgroups.hash_partition(subject.encode(), 3)
+        assert copy.headers["Nats-Stream-Source"].split(" ")[0] == bucket.stream
+        assert not any(h.startswith("Nats-Expected-") for h in copy.headers)
+    assert copies[0].data == b"1"  # not removed by the purge's rollup
+    assert copies[2].headers["KV-Operation"] == "PURGE"
+    assert copies[2].headers["Nats-Rollup"] == "sub"
+    assert copies[3].headers["Nats-TTL"] == "1"
+    assert copies[3].data == b"short-lived"
+    assert marker.subject.endswith(f"$KV.{bucket.name}.t")
+    assert marker.headers["Nats-Marker-Reason"] == "MaxAge"
+    assert "Nats-TTL" in marker.headers
+    assert marker.data == b""
+    assert (await js.stream_info(queue)).state.messages == 6
+
+
+def test_origin_revision_reads_every_header_form() -> None:
+    source = "Nats-Stream-Source"
+    current = "KV_b 12 $KV.b.> {{Partition(4)}}.$KV.b.> $KV.b.a ebqg0kTw"
+    assert pcgroups.origin_revision({source: current}) == 12
+    assert pcgroups.origin_revision({source: "KV_b:hash 7 $KV.b.> x $KV.b.a"}) == 7
+    assert pcgroups.origin_revision({source: "KV_b 9"}) == 9
+    old = "$JS.ACK.KV_b.src.1.33.30.1700000000000000000.0"  # before 2.10: the ack reply
+    assert pcgroups.origin_revision({source: old}) == 33
+    for bad in ("", "KV_b", "KV_b x", "KV_b 0 a b c", "$JS.ACK.bad"):
+        assert pcgroups.origin_revision({source: bad}) is None
+    assert pcgroups.origin_revision({}) is None
