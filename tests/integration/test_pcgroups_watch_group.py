@@ -18,7 +18,7 @@ import random
 import sys
 import time
 from collections.abc import AsyncIterator, Callable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -395,6 +395,10 @@ async def test_bad_input_is_refused_before_anything_is_written(
     watch = pcgroups.watch_group(bucket, "g", "m1", lambda change: None)
     with pytest.raises(jetstream.ClientValidationError):
         aiter(watch)
+    now = datetime.now(UTC)
+    for subject in ("$KV.other.k", f"$KV.{bucket.name}.", "k"):  # not a key of this bucket
+        with pytest.raises(kvstore.KeyDecodeError):
+            bucket.decode_entry(subject, b"", revision=1, created=now, headers={})
     await kvstore.delete_bucket(js, bucket.name)
     with pytest.raises(kvstore.BucketNotFoundError):
         await pcgroups.create_bucket_group(bucket, "h", max_members=2)
