@@ -51,8 +51,9 @@ class KeyChange:
     same change (``revision`` is the bucket's, not the work queue's sequence). ``value`` went
     through the bucket's value stages (decrypted); if it does not open, reading ``value``
     raises the bucket's error (``DecryptionError``...) and the change can still be settled.
-    Settle every change with :meth:`ack` (or :meth:`nak` / :meth:`term`): the next change of
-    its partition is delivered only then.
+    Settle every change with :meth:`ack` (or :meth:`nak` / :meth:`term`): with the default
+    ``max_ack_pending`` of 1 the member's next change is delivered only then (an unsettled one
+    comes again after ``ack_wait``).
     """
 
     __slots__ = ("_entry", "_error", "created", "key", "message", "op", "revision")
