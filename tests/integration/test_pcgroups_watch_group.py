@@ -485,6 +485,33 @@ async def test_sourcing_keeps_ttl_marker_and_rollup_headers_and_applies_none(
     assert (await js.stream_info(queue)).state.messages == 6
 
 
+async def test_star_filters_would_drop_deeper_keys(
+    js: jetstream.JetStream, make_bucket: BucketFactory, groups: list[kvstore.Bucket]
+) -> None:
+    """Why a watch group hashes the whole subject: partitioning filters made of ``*`` tokens
+    (one per key length) source only keys of those lengths; a deeper key never reaches the
+    group, silently."""
+    bucket = await make_bucket()
+    groups.append(bucket)
+    stars = [
+        pcgroups.PartitioningFilter(f"$KV.{bucket.name}.*", [1]),
+        pcgroups.PartitioningFilter(f"$KV.{bucket.name}.*.*", [1, 2]),
+    ]
+    await pcgroups.create_elastic(js, bucket.stream, "stars", max_members=3, filters=stars)
+    await pcgroups.create_bucket_group(bucket, "whole", max_members=3)
+    for key in ("a.b.c", "a", "a.b"):  # the deep key first: sourcing keeps this order
+        await bucket.put(key, b"x")
+    copies: dict[str, list[str]] = {}
+    for group in ("stars", "whole"):
+        queue = pcgroups.elastic_stream_name(bucket.stream, group)
+        while (await js.stream_info(queue)).state.last_seq < (2 if group == "stars" else 3):
+            await asyncio.sleep(0.02)
+        last = (await js.stream_info(queue)).state.last_seq
+        messages = [await js.get_message(queue, seq) for seq in range(1, last + 1)]
+        copies[group] = [m.subject.split(".", 3)[3] for m in messages]
+    assert copies == {"stars": ["a", "a.b"], "whole": ["a.b.c", "a", "a.b"]}
+
+
 def test_origin_revision_reads_every_header_form() -> None:
     source = "Nats-Stream-Source"
     current = "KV_b 12 $KV.b.> {{Partition(4)}}.$KV.b.> $KV.b.a ebqg0kTw"
