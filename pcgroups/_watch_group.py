@@ -276,7 +276,9 @@ def watch_group(
 
     Every change of the keys of the member's partitions is delivered at least once (a change
     not acknowledged is delivered again), one member at a time per key, in revision order.
-    ``handler`` (sync or async, called with each :class:`KeyChange`) makes it run by itself.
+    A name not (yet) among the group's members owns no partition and waits until it is
+    added. ``handler`` (sync or async, called with each :class:`KeyChange`) makes it run by
+    itself.
     ``config`` is a ConsumerConfig template as for :func:`consume_elastic`; by default, and
     whenever it leaves ``max_ack_pending`` unset, ``max_ack_pending`` is 1: a redelivered
     change (not acknowledged in ``ack_wait``, nak'ed, or handed over by a member that
