@@ -124,6 +124,18 @@ class StreamState(msgspec.Struct, frozen=True):
     consumer_count: int = 0
 
 
+class StreamSourceInfo(msgspec.Struct, frozen=True):
+    """How far a stream has read one of its sources (``sources[]`` of ``STREAM.INFO``)."""
+
+    name: str
+    lag: int = 0
+    """Messages the source had beyond ``seq`` at the last delivery."""
+    active: int = -1
+    """Nanoseconds since the last contact with the source; -1 before the first."""
+    seq: int = 0
+    """The source's sequence of the last message stored from it (0 before the first)."""
+
+
 class StreamInfo(msgspec.Struct, frozen=True):
     """Reply of ``STREAM.INFO``, ``STREAM.CREATE`` and ``STREAM.UPDATE``."""
 
@@ -131,6 +143,8 @@ class StreamInfo(msgspec.Struct, frozen=True):
     state: StreamState
     created: datetime | None = None
     cluster: dict[str, Any] | None = None
+    sources: list[StreamSourceInfo] | None = None
+    """Progress of each source of a stream that sources others."""
 
 
 class ApiStats(msgspec.Struct, frozen=True):

@@ -140,6 +140,11 @@ class Bucket:
         return self._stream
 
     @property
+    def js(self) -> JetStream:
+        """The JetStream context this handle reads and writes through."""
+        return self._js
+
+    @property
     def key_codec(self) -> KeyCodec | None:
         """The key codec every key and filter goes through (None: keys are stored as given)."""
         return self._key_codec
@@ -720,6 +725,30 @@ class Bucket:
             if not self._direct:
                 raise
         return await self._js.get_message(self._stream, revision, direct=False)
+
+    def decode_entry(
+        self,
+        subject: str,
+        value: bytes,
+        *,
+        revision: int,
+        created: datetime,
+        headers: dict[str, str],
+    ) -> Entry:
+        """The entry a message of this bucket's stream stands for, decoded exactly as
+        :meth:`get` and :meth:`watch` decode it: the key through the key codec, the value
+        through the value stages (decrypted), ``op`` from the headers (``Op.EXPIRED`` for a
+        server expiry marker). For messages read elsewhere, e.g. a copy sourced into another
+        stream, with ``subject`` and ``revision`` as they were in this bucket.
+
+        Raises:
+            KeyDecodeError: ``subject`` is not a key subject of this bucket, or the key codec
+                cannot decode its key (it was not written through the codec).
+            DecryptionError: (encrypted bucket) the value does not open; ``.key`` names it.
+        """
+        if not subject.startswith(self._prefix) or len(subject) == len(self._prefix):
+            raise KeyDecodeError(subject, f"not a key subject of bucket {self._name!r}")
+        return self._entry_of(subject, value, revision, created, headers)
 
     def _entry(self, message: StoredMessage) -> Entry:
         return self._entry_of(

@@ -53,6 +53,7 @@ from ._errors import (
     MemberNotFoundError,
 )
 from ._group_member import GroupMember
+from ._key_change import KeyChange, origin_revision
 from ._members import (
     elastic_active_members,
     elastic_step_down,
@@ -73,12 +74,20 @@ from ._models import (
     encode_static_config,
 )
 from ._static import create_static, delete_static, list_static, static_config
+from ._watch_group import (
+    BucketGroupWatch,
+    bucket_group_filter,
+    create_bucket_group,
+    delete_bucket_group,
+    watch_group,
+)
 
 __all__ = [
     "DEFAULT_ACK_WAIT",
     "ELASTIC_BUCKET",
     "PRIORITY_GROUP",
     "STATIC_BUCKET",
+    "BucketGroupWatch",
     "CorruptGroupConfigError",
     "ElasticConfig",
     "GroupConfigChangedError",
@@ -91,19 +100,23 @@ __all__ = [
     "InvalidGroupNameError",
     "InvalidMemberMappingError",
     "InvalidPartitioningFilterError",
+    "KeyChange",
     "MemberMapping",
     "MemberNotFoundError",
     "PartitioningFilter",
     "StaticConfig",
     "add_members",
     "balanced_assignment",
+    "bucket_group_filter",
     "config_key",
     "consume_elastic",
     "consume_static",
+    "create_bucket_group",
     "create_elastic",
     "create_static",
     "decode_elastic_config",
     "decode_static_config",
+    "delete_bucket_group",
     "delete_elastic",
     "delete_member_mappings",
     "delete_members",
@@ -122,6 +135,7 @@ __all__ = [
     "list_elastic",
     "list_static",
     "member_partitions",
+    "origin_revision",
     "set_member_mappings",
     "static_active_members",
     "static_config",
@@ -131,6 +145,7 @@ __all__ = [
     "transform_destination",
     "validate_elastic_config",
     "validate_static_config",
+    "watch_group",
 ]
 
 _show_as(__name__, ElasticConfig, MemberMapping, PartitioningFilter, StaticConfig)
