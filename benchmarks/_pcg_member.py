@@ -1,9 +1,9 @@
 """A group member process for the consumer-group benchmark: joins once "go" arrives on stdin,
-handles messages (1 ms of awaited work, then ack) until it has handled ``share`` of them,
-prints "done" and leaves. A separate process per member, as a group is deployed, so members
+handles messages (``work`` seconds of awaited work, then ack) until it has handled ``share``
+of them, prints "done" and leaves. A separate process per member, as a group is deployed, so members
 do not share one event loop.
 
-Usage: python -m benchmarks._pcg_member URL STREAM GROUP MEMBER SHARE
+Usage: python -m benchmarks._pcg_member URL STREAM GROUP MEMBER SHARE WORK_SECONDS
 """
 
 from __future__ import annotations
@@ -14,16 +14,14 @@ import sys
 import jetstream
 import pcgroups
 
-from .consumer_groups import WORK
 
-
-async def main(url: str, stream: str, group: str, member: str, share: int) -> None:
+async def main(url: str, stream: str, group: str, member: str, share: int, work: float) -> None:
     handled = 0
     all_handled = asyncio.Event()
 
     async def handle(msg: pcgroups.GroupMessage) -> None:
         nonlocal handled
-        await asyncio.sleep(WORK)
+        await asyncio.sleep(work)
         await msg.ack()
         handled += 1
         if handled == share:
@@ -39,5 +37,5 @@ async def main(url: str, stream: str, group: str, member: str, share: int) -> No
 
 
 if __name__ == "__main__":
-    url, stream, group, member, share = sys.argv[1:6]
-    asyncio.run(main(url, stream, group, member, int(share)))
+    url, stream, group, member, share, work = sys.argv[1:7]
+    asyncio.run(main(url, stream, group, member, int(share), float(work)))

@@ -14,6 +14,7 @@ sets the pace.
 
 python -m benchmarks.consumer_groups                    # 2000 messages, 3 rounds
 python -m benchmarks.consumer_groups --messages 500 --rounds 1
+python -m benchmarks.consumer_groups --messages 600 --work-ms 5   # where the overhead is small
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from ._harness import Scenario, machine, table
 
 MEMBERS: Final = 4
 KEYS_PER_PARTITION: Final = 8
-WORK: Final = 0.001  # seconds of work per message
+WORK: Final = 0.001  # seconds of work per message (default)
 SOURCE, SINGLE, GROUP = "bench_pcg", "bench_pcg_one", "g"
 PROCESSES_VARIANT = f"{MEMBERS}-member elastic group, {MEMBERS} processes"
 IN_PROCESS_VARIANT = f"{MEMBERS}-member elastic group, 1 process"
@@ -58,10 +59,11 @@ def balanced_keys() -> list[str]:
 class Bench:
     """The two setups on one server; each variant returns the seconds it measured."""
 
-    def __init__(self, url: str, js: jetstream.JetStream, messages: int) -> None:
+    def __init__(self, url: str, js: jetstream.JetStream, messages: int, work: float) -> None:
         self.url = url
         self.js = js
         self.messages = messages
+        self.work = work
         self.keys = balanced_keys()
 
     async def setup(self) -> None:
@@ -125,7 +127,7 @@ class Bench:
         procs = []
         try:
             for member, share in (await self.shares()).items():
-                procs.append(await _member_process(self.url, member, share))
+                procs.append(await _member_process(self.url, member, share, self.work))
             for proc in procs:
                 assert proc.stdout is not None
                 assert (await proc.stdout.readline()).strip() == b"ready"
@@ -155,7 +157,7 @@ class Bench:
 
         async def handle(msg: pcgroups.GroupMessage) -> None:
             nonlocal handled
-            await asyncio.sleep(WORK)
+            await asyncio.sleep(self.work)
             await msg.ack()
             handled += 1
             if handled == self.messages:
@@ -185,7 +187,7 @@ class Bench:
 
         async def handle(msg: jetstream.PullMessage) -> None:
             nonlocal handled
-            await asyncio.sleep(WORK)
+            await asyncio.sleep(self.work)
             await msg.ack()
             handled += 1
             if handled == self.messages:
@@ -216,12 +218,12 @@ async def run_rounds(scenario: Scenario, variants: dict[str, Timed], rounds: int
                 scenario.timings.setdefault(name, []).append(elapsed)
 
 
-async def measure(url: str, messages: int, rounds: int) -> list[Scenario]:
+async def measure(url: str, messages: int, rounds: int, work: float = WORK) -> list[Scenario]:
     """The group (in member processes, then in one process) vs the single consumer over
-    ``messages`` messages, ``rounds`` rounds each."""
+    ``messages`` messages, ``rounds`` rounds each, ``work`` seconds of work per message."""
     scenarios = []
     async with await jetstream.connect(url) as js:
-        bench = Bench(url, js, messages)
+        bench = Bench(url, js, messages, work)
         await bench.setup()
         try:
             for name, group in (
@@ -230,7 +232,7 @@ async def measure(url: str, messages: int, rounds: int) -> list[Scenario]:
             ):
                 variants: dict[str, Timed] = {name: group, SINGLE_VARIANT: bench.single}
                 scenario = Scenario(
-                    f"{messages:,} msgs, max_ack_pending=1, {WORK * 1e3:g} ms work each",
+                    f"{messages:,} msgs, max_ack_pending=1, {work * 1e3:g} ms work each",
                     messages,
                     {variant: _untimed for variant in variants},
                     baseline=name,
@@ -243,8 +245,10 @@ async def measure(url: str, messages: int, rounds: int) -> list[Scenario]:
     return scenarios
 
 
-async def _member_process(url: str, member: str, share: int) -> asyncio.subprocess.Process:
-    args = ["-m", "benchmarks._pcg_member", url, SOURCE, GROUP, member, str(share)]
+async def _member_process(
+    url: str, member: str, share: int, work: float
+) -> asyncio.subprocess.Process:
+    args = ["-m", "benchmarks._pcg_member", url, SOURCE, GROUP, member, str(share), str(work)]
     return await asyncio.create_subprocess_exec(
         sys.executable, *args, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
     )
@@ -260,9 +264,10 @@ def main() -> None:
     )
     parser.add_argument("--messages", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--work-ms", type=float, default=WORK * 1e3, help="work per message")
     args = parser.parse_args()
     with jetstream.EmbeddedServer() as server:
-        scenarios = asyncio.run(measure(server.url, args.messages, args.rounds))
+        scenarios = asyncio.run(measure(server.url, args.messages, args.rounds, args.work_ms / 1e3))
     command = "python -m benchmarks.consumer_groups " + " ".join(sys.argv[1:])
     print(f"Command: `{command.strip()}`  \nMachine: {machine()}  \n")
     print(f"Medians of {args.rounds} interleaved rounds after one warm-up.\n")
