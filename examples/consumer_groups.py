@@ -59,8 +59,8 @@ async def worker(url: str, member: str) -> None:
         print("done", json.dumps(line), flush=True)  # before the ack: never lost if acked
         await msg.ack()
 
-    # max_ack_pending=1: a customer's next order is only handed out once the previous one
-    # is acked, so after a kill the unacked order comes back first and order holds.
+    # max_ack_pending=1: the next order is handed out only once the previous one is acked, so
+    # after a kill the one unacked order comes back first and each customer's order holds.
     config = jetstream.ConsumerConfig(ack_wait=ACK_WAIT, max_ack_pending=1)
     async with (
         await jetstream.connect(url) as js,
