@@ -4,6 +4,7 @@ python -m benchmarks                     # all scenarios, 15 rounds
 python -m benchmarks --rounds 3 --sizes 10 100
 python -m benchmarks --write benchmarks/RESULTS.md
 python -m benchmarks --sizes --get-size 0 --watch-rounds 0 --object-sizes --rss-mib 0   # CAS only
+python -m benchmarks.consumer_groups     # consumer groups only (also part of the full run)
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import jetstream
 
-from . import kv_atomic, kv_watch, objects, rss
+from . import consumer_groups, kv_atomic, kv_watch, objects, rss
 from ._harness import Scenario, machine, table
 
 
@@ -39,6 +40,8 @@ async def measure(args: argparse.Namespace, url: str) -> list[Scenario]:
             getting = await objects.get_scenario(store, peer, mib)
             await getting.run(args.object_rounds)
             scenarios += [putting, getting]
+    if args.pcg_messages:
+        scenarios += await consumer_groups.measure(url, args.pcg_messages, args.pcg_rounds)
     return scenarios
 
 
@@ -67,6 +70,10 @@ def main() -> None:
     parser.add_argument("--watch-rounds", type=int, default=3, help="0 skips the watch")
     parser.add_argument("--object-sizes", type=int, nargs="*", default=[1, 16, 128])
     parser.add_argument("--object-rounds", type=int, default=3)
+    parser.add_argument(
+        "--pcg-messages", type=int, default=2000, help="consumer groups; 0 skips them"
+    )
+    parser.add_argument("--pcg-rounds", type=int, default=3)
     parser.add_argument("--rss-mib", type=int, default=1024, help="0 skips the RSS run")
     parser.add_argument("--write", type=Path, help="also write a markdown report here")
     args = parser.parse_args()
@@ -76,7 +83,8 @@ def main() -> None:
     report = (
         f"Command: `{command.strip()}`  \nMachine: {machine()}  \n"
         f"Medians of {args.rounds} interleaved rounds ({args.watch_rounds} for the watch, "
-        f"{args.object_rounds} for objects) after one warm-up; KV values of 100 bytes.\n\n"
+        f"{args.object_rounds} for objects, {args.pcg_rounds} for consumer groups) after one "
+        "warm-up; KV values of 100 bytes.\n\n"
         f"{table(scenarios)}\n"
     )
     if args.rss_mib:

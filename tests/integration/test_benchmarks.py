@@ -18,6 +18,7 @@ def test_benchmark_runner_prints_a_table(tmp_path: Path) -> None:
          "10", "--cas-writes", "5", "--watch-keys", "200", "--watch-updates", "100",
          "--watch-rounds", "1",
          "--object-sizes", "1", "--object-rounds", "1", "--rss-mib", "4",
+         "--pcg-messages", "100", "--pcg-rounds", "1",
          "--write", str(report)],
         cwd=ROOT, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
@@ -27,6 +28,7 @@ def test_benchmark_runner_prints_a_table(tmp_path: Path) -> None:
         "kvstore put_many", "nats-py kv.put sequential", "hand-written", "get_many",
         "kvstore watch()", "nats-py kv.watchall()",
         "kvstore update refused", "kvstore create refused", "objstore put", "nats-py obs.get",
+        "4-member elastic group, 4 processes", "4-member elastic group, 1 process", "1 consumer",
     ):  # fmt: skip
         assert variant in text
     assert "Machine:" in text and "nats-server" in text

@@ -38,3 +38,11 @@ def test_quickstart_uses_nats_url_when_set(nats_server: jetstream.EmbeddedServer
     out = _run(EXAMPLES[0].with_name("quickstart.py"), {**os.environ, "NATS_URL": nats_server.url})
     assert f"using the NATS server at {nats_server.url}" in out
     assert "stale update refused" in out and "after its TTL" in out
+
+
+def test_consumer_groups_example_survives_the_kill(nats_server: jetstream.EmbeddedServer) -> None:
+    script = EXAMPLES[0].with_name("consumer_groups.py")
+    out = _run(script, {**os.environ, "NATS_URL": nats_server.url})
+    assert f"using the NATS server at {nats_server.url}" in out
+    assert "killed worker-2" in out and "started a new worker-2" in out
+    assert "all 360 orders processed" in out and "every customer's orders in order" in out
