@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import binascii
 import dataclasses
+import itertools
 import json
 import os
 from collections.abc import Mapping
@@ -219,14 +220,18 @@ class Sealer:
         self._key_id = key_id
         self._header = format_header(key_id)
         self._base = int.from_bytes(os.urandom(NONCE_SIZE), "big")
-        self._count = 0
+        self._count = itertools.count()  # next() is atomic: threads never share a nonce
 
     def seal(self, plaintext: bytes, associated_data: bytes) -> tuple[str, bytes]:
-        """The ``Jetstore-Enc`` header value and the payload of the next ``plaintext``."""
-        if self._count >= _MAX_SEALS:
+        """The ``Jetstore-Enc`` header value and the payload of the next ``plaintext``.
+
+        Raises:
+            InvalidKeyringError: the sealer has sealed 2**32 payloads.
+        """
+        count = next(self._count)
+        if count >= _MAX_SEALS:
             raise InvalidKeyringError("a sealer seals at most 2**32 payloads; use a new one")
-        nonce = (self._base ^ self._count).to_bytes(NONCE_SIZE, "big")
-        self._count += 1
+        nonce = (self._base ^ count).to_bytes(NONCE_SIZE, "big")
         payload = seal_payload(self._cipher, self._key_id, plaintext, associated_data, nonce)
         return self._header, payload
 

@@ -13,6 +13,7 @@ import functools
 from jetstream import (
     ClientValidationError,
     DecryptionError,
+    InvalidKeyringError,
     Keyring,
     PlaintextValueError,
 )
@@ -27,7 +28,8 @@ __all__ = ["EncryptionStage", "value_associated_data"]
 def value_associated_data(bucket: str, stored_key: str) -> bytes:
     """What a KV value is bound to: its bucket and stored key (after the key codec), i.e.
     ``associated_data("kv", bucket, stored_key)``."""
-    return _bucket_prefix(bucket) + associated_data(stored_key)
+    raw = stored_key.encode("utf-8", "surrogatepass")  # associated_data(stored_key), inline:
+    return _bucket_prefix(bucket) + len(raw).to_bytes(4, "big") + raw  # it is on every write
 
 
 @functools.lru_cache(maxsize=256)
@@ -49,12 +51,18 @@ class EncryptionStage:
             raise ClientValidationError(f"encryption must be a jetstream.Keyring, not {keyring!r}")
         self.keyring = keyring
         self.allow_plaintext = bool(allow_plaintext)
+        # One random nonce base per stage, XOR a counter (as object chunks are sealed): a
+        # system call less per value than a random nonce each.
+        self._sealer = keyring.sealer()
 
     def seal(self, value: bytes, context: ValueContext) -> bytes:
         """``value`` encrypted; adds the ``Jetstore-Enc`` header to ``context.headers``."""
-        header, payload = self.keyring.seal(
-            value, value_associated_data(context.bucket, context.key)
-        )
+        associated = value_associated_data(context.bucket, context.key)
+        try:
+            header, payload = self._sealer.seal(value, associated)
+        except InvalidKeyringError:  # 2**32 values sealed: a fresh nonce base
+            self._sealer = self.keyring.sealer()
+            header, payload = self._sealer.seal(value, associated)
         context.headers[hdr.ENCRYPTION] = header
         return payload
 

@@ -10,14 +10,14 @@ peers keep reading them.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Protocol, runtime_checkable
+
+import msgspec
 
 __all__ = ["ValueContext", "ValueStage"]
 
 
-@dataclasses.dataclass(frozen=True)
-class ValueContext:
+class ValueContext(msgspec.Struct, frozen=True):
     """What a stage may bind a value to."""
 
     bucket: str

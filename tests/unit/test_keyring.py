@@ -238,3 +238,18 @@ def test_a_sealer_numbers_its_nonces_from_one_random_base() -> None:
     for header, payload in payloads:
         assert header == "v1;k2" and ring.open(header, payload, ad) == b"chunk"
     assert "k2" in repr(first) and K2.hex() not in repr(first)
+
+
+def test_a_sealer_shared_by_threads_never_repeats_a_nonce() -> None:
+    """KV buckets keep one sealer per handle; a handle used from several threads (Spark
+    tasks, run_sync) must still never seal two values under one nonce."""
+    import concurrent.futures
+
+    sealer = Keyring({"k": bytes(32)}, primary="k").sealer()
+
+    def seal_many(_: int) -> list[bytes]:
+        return [sealer.seal(b"x", b"ad")[1][:12] for _ in range(2000)]
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        nonces = [n for batch in pool.map(seal_many, range(8)) for n in batch]
+    assert len(set(nonces)) == len(nonces) == 16_000
