@@ -1,0 +1,62 @@
+"""``jetstore server``: a nats-server with JetStream on loopback, for development."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from pathlib import Path
+from types import FrameType
+
+import click
+
+import jetstream
+
+from ._connect import Settings, guarded, verb
+from ._output import EXIT_FAILED, emit_json
+
+__all__ = ["server"]
+
+
+@click.command("server")
+@click.option("--port", "-p", type=click.IntRange(0, 65535), default=4222, show_default=True, help="Client port on 127.0.0.1 (0 = a free one).")  # fmt: skip
+@click.option("--store", type=click.Path(file_okay=False, path_type=Path), help="Keep the JetStream store here (default: a temporary directory, removed on exit).")  # fmt: skip
+@verb
+def server(settings: Settings, port: int, store: Path | None) -> None:
+    """Run an embedded nats-server with JetStream, print its URL, stop cleanly on Ctrl-C (or
+    SIGTERM). It listens on 127.0.0.1 only."""
+    raise click.exceptions.Exit(guarded(settings, lambda: _serve(settings, port or None, store)))
+
+
+def _serve(settings: Settings, port: int | None, store: Path | None) -> int:
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = signal.signal(signal.SIGTERM, on_signal)
+    embedded = jetstream.EmbeddedServer(port=port, store_dir=store)
+    embedded.start()
+    try:
+        _announce(settings, embedded)
+        while not stop.wait(0.2):
+            if not embedded.running:
+                click.echo(f"jetstore: error: nats-server exited; see {embedded.log_file}", err=True)
+                return EXIT_FAILED
+    except KeyboardInterrupt:
+        pass
+    finally:
+        embedded.stop()
+        signal.signal(signal.SIGTERM, previous)
+    if not settings.quiet and not settings.json:
+        click.echo("stopped", err=True)
+    return 0
+
+
+def _announce(settings: Settings, embedded: jetstream.EmbeddedServer) -> None:
+    if settings.json:
+        emit_json({"url": embedded.url, "port": embedded.port, "store": str(embedded.store_dir)})
+        return
+    click.echo(embedded.url)
+    if not settings.quiet:
+        click.echo(f"store: {embedded.store_dir}", err=True)
+        click.echo(f"export NATS_URL={embedded.url}  # then: jetstore kv ls; Ctrl-C stops", err=True)
