@@ -3,19 +3,34 @@ the documented exit code (usage errors as one line, exit 2)."""
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import click
 
-from ._kv import kv
-from ._obj import obj
 from ._output import EXIT_INTERRUPTED, EXIT_USAGE
-from ._server import server
 
 __all__ = ["cli", "main"]
 
+# Each group is imported when used: `jetstore kv ...` never loads objstore or the server
+# code (every invocation is a new process, and scripts run many).
+_GROUPS = {"kv": "jetstore._kv", "obj": "jetstore._obj", "server": "jetstore._server"}
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+
+class _LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(_GROUPS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module = _GROUPS.get(cmd_name)
+        if module is None:
+            return None
+        command = getattr(importlib.import_module(module), cmd_name)
+        assert isinstance(command, click.Command)
+        return command
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="jetstore", prog_name="jetstore")
 def cli() -> None:
     """KV buckets and object stores on NATS JetStream.
@@ -26,10 +41,6 @@ def cli() -> None:
     3 connection, authentication or timeout. See docs/CLI.md.
     """
 
-
-cli.add_command(kv)
-cli.add_command(obj)
-cli.add_command(server)
 
 
 def main(argv: list[str] | None = None) -> None:

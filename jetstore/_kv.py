@@ -128,6 +128,25 @@ def _note(settings: Settings, line: str) -> None:
 
 # -- writes ------------------------------------------------------------------------------------
 
+
+def checked(*, key: str | None = None, ttl: str | None = None, filters: tuple[str, ...] = ()) -> None:
+    """Refuse a bad key, filter or TTL before connecting (exit 2; nothing is sent, and a
+    missing bucket does not hide the mistake).
+
+    Raises:
+        click.UsageError: names the library's error class and its message.
+    """
+    try:
+        if key is not None:
+            kvstore.validate_key(key)
+        for pattern in filters:
+            kvstore.validate_filter(pattern)
+        if ttl is not None:
+            jetstream.parse_ttl(ttl)
+    except jetstream.ClientValidationError as exc:
+        raise click.UsageError(f"{type(exc).__name__}: {exc}") from None
+
+
 _value_arg = click.argument("value", required=False)
 _file_opt = click.option(
     "--file",
@@ -155,6 +174,7 @@ def put(
     settings: Settings, bucket: str, key: str, value: str | None, file: Path | None, ttl: str | None
 ) -> None:
     """Store VALUE (or --file, or stdin) under KEY; prints the new revision."""
+    checked(key=key, ttl=ttl)
     data = read_value(value, file)
 
     async def work(js: jetstream.JetStream) -> None:
@@ -175,6 +195,7 @@ def create(
     settings: Settings, bucket: str, key: str, value: str | None, file: Path | None, ttl: str | None
 ) -> None:
     """Store a value only if KEY has no live value (exit 1 if it has)."""
+    checked(key=key, ttl=ttl)
     data = read_value(value, file)
 
     async def work(js: jetstream.JetStream) -> None:
@@ -202,6 +223,7 @@ def update(
     revision: int,
 ) -> None:
     """Compare-and-set: store only if KEY is at --revision (exit 1 naming the current one)."""
+    checked(key=key, ttl=ttl)
     data = read_value(value, file)
 
     async def work(js: jetstream.JetStream) -> None:
@@ -218,6 +240,7 @@ def update(
 @verb
 def delete(settings: Settings, bucket: str, key: str, revision: int | None) -> None:
     """Delete KEY (a DEL tombstone; history kept); prints the tombstone's revision."""
+    checked(key=key)
 
     async def work(js: jetstream.JetStream) -> None:
         opened = await kvstore.open_bucket(js, bucket)
@@ -234,6 +257,7 @@ def delete(settings: Settings, bucket: str, key: str, revision: int | None) -> N
 @verb
 def purge(settings: Settings, bucket: str, key: str, ttl: str | None, revision: int | None) -> None:
     """Purge KEY: a PURGE tombstone, earlier revisions removed."""
+    checked(key=key, ttl=ttl)
 
     async def work(js: jetstream.JetStream) -> None:
         opened = await kvstore.open_bucket(js, bucket)
@@ -283,11 +307,9 @@ def put_many(
 
 def _check_records(records: list[Record], ttl: str | None) -> None:
     """Every key and TTL checked before the first batch is sent (exit 2, nothing stored)."""
+    checked(ttl=ttl)
     for record in records:
-        kvstore.validate_key(record.key)
-        for value in (record.ttl, ttl):
-            if value is not None:
-                jetstream.parse_ttl(value)
+        checked(key=record.key, ttl=record.ttl)
 
 
 async def _put_batch(bucket: kvstore.Bucket, batch: list[Record], ttl: str | None) -> dict[str, int]:
@@ -316,6 +338,7 @@ def _report_revisions(settings: Settings, stored: dict[str, int]) -> None:
 @verb
 def get(settings: Settings, bucket: str, key: str, revision: int | None) -> None:
     """Print KEY's value (raw bytes; --json: value and metadata). Exit 1 if it has none."""
+    checked(key=key)
 
     async def work(js: jetstream.JetStream) -> None:
         opened = await kvstore.open_bucket(js, bucket)
@@ -336,6 +359,8 @@ def get(settings: Settings, bucket: str, key: str, revision: int | None) -> None
 def get_many(settings: Settings, bucket: str, keys: tuple[str, ...]) -> None:
     """Read KEYS as of one point in time (never half of a put-many). Prints `key value` lines
     (missing keys on stderr); --json: revision, entries, missing."""
+    for key in keys:
+        checked(key=key)
 
     async def work(js: jetstream.JetStream) -> None:
         opened = await kvstore.open_bucket(js, bucket)
@@ -369,6 +394,7 @@ def _shown(value: bytes, limit: int | None = None) -> str:
 @verb
 def history(settings: Settings, bucket: str, key: str) -> None:
     """Every stored revision of KEY, oldest first (tombstones and expiry markers included)."""
+    checked(key=key)
 
     async def work(js: jetstream.JetStream) -> None:
         opened = await kvstore.open_bucket(js, bucket)
@@ -397,6 +423,7 @@ def _line(entry: kvstore.Entry, *, limit: int | None = None, colour: bool = Fals
 @verb
 def keys(settings: Settings, bucket: str, filters: tuple[str, ...]) -> None:
     """Keys with a live value, optionally matching FILTERS (e.g. 'alice.>', 'user.*.name')."""
+    checked(filters=filters)
 
     async def work(js: jetstream.JetStream) -> None:
         opened = await kvstore.open_bucket(js, bucket)
@@ -429,6 +456,9 @@ def watch(
 ) -> None:
     """Print changes as they happen (current values first), until Ctrl-C or --count. Ops are
     coloured on a terminal: PUT, DEL, PURGE, EXPIRED (a key's TTL ran out)."""
+    checked(filters=filters)
+    if include_history and updates_only:
+        raise click.UsageError("--include-history and --updates-only exclude each other")
     colour = sys.stdout.isatty()
 
     async def work(js: jetstream.JetStream) -> int | None:

@@ -70,12 +70,14 @@ def exit_code_for(error: BaseException) -> int:
 
 def error_line(error: BaseException) -> str:
     """One line for stderr: the error's class (for library errors) and its message."""
+    if isinstance(error, KeyboardInterrupt):
+        return "jetstore: interrupted"
     text = " ".join(str(error).split()) or type(error).__name__
     if isinstance(error, jetstream.JetStreamError):
         return f"jetstore: error: {type(error).__name__}: {text}"
     if isinstance(error, OSError) and error.filename is not None:
         return f"jetstore: error: {error.strerror or text}: {error.filename}"
-    if isinstance(error, jetstream.JetStreamError | OSError | ValueError):
+    if isinstance(error, OSError | ValueError):
         return f"jetstore: error: {text}"
     return f"jetstore: error: {type(error).__name__}: {text} (a bug? --debug shows where)"
 
