@@ -17,7 +17,7 @@ from ._confirm import confirm
 from ._connect import Settings, run, verb
 from ._fields import object_fields, store_fields
 from ._output import emit_json, emit_json_line
-from ._transfer import download, upload
+from ._transfer import download, plan_uploads, upload
 from ._values import SIZE, DurationType, pairs
 
 __all__ = ["obj"]
@@ -168,7 +168,8 @@ def put(
     if ttl is not None:
         _check_ttl(ttl)
     options = {"ttl": ttl, "meta": pairs(meta, "--meta") or None, "description": description}
-    run(settings, lambda js: upload(settings, js, store, paths, name, prefix, options, parallel))
+    uploads = plan_uploads(paths, name, prefix)
+    run(settings, lambda js: upload(settings, js, store, uploads, options, parallel))
 
 
 def _check_ttl(ttl: str) -> None:

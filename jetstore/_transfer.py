@@ -21,7 +21,7 @@ from ._fields import object_fields
 from ._output import emit_json_line, error_line, exit_code_for
 from ._progress import Reporter, reporter
 
-__all__ = ["download", "plan_uploads", "safe_target", "upload"]
+__all__ = ["Upload", "download", "plan_uploads", "safe_target", "upload"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,14 +88,11 @@ async def upload(
     settings: Settings,
     js: jetstream.JetStream,
     store_name: str,
-    paths: tuple[str, ...],
-    name: str | None,
-    prefix: str,
+    uploads: list[Upload],
     options: dict[str, Any],
     parallel: int,
 ) -> int:
-    """``obj put``: every planned upload; returns the exit code."""
-    uploads = plan_uploads(paths, name, prefix)
+    """``obj put``: every planned upload (:func:`plan_uploads`); returns the exit code."""
     store = await objstore.open_store(js, store_name)
     progress = reporter(
         quiet=settings.quiet,
