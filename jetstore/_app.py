@@ -42,7 +42,6 @@ def cli() -> None:
     """
 
 
-
 def main(argv: list[str] | None = None) -> None:
     """Run the command line and exit with its code."""
     try:

@@ -55,7 +55,10 @@ class BarReporter(Reporter):
         return self
 
     def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         self._progress.stop()
 
@@ -94,5 +97,3 @@ class BarReporter(Reporter):
 
 def _short(name: str, width: int = 32) -> str:
     return name if len(name) <= width else "…" + name[-(width - 1) :]
-
-

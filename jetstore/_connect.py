@@ -15,7 +15,7 @@ import dataclasses
 import functools
 import ssl
 from collections.abc import Awaitable, Callable
-from typing import Any, Concatenate, ParamSpec
+from typing import Any
 
 import click
 
@@ -25,7 +25,6 @@ from ._output import EXIT_OK, report_error, setup_logging
 
 __all__ = ["Settings", "run", "verb"]
 
-P = ParamSpec("P")
 DEFAULT_TIMEOUT = 5.0
 
 
@@ -107,20 +106,60 @@ class Settings:
 
 def _shared_options(function: Callable[..., Any]) -> Callable[..., Any]:
     options = [
-        click.option("--server", "-s", envvar="NATS_URL", help="NATS URL(s), comma-separated [$NATS_URL]."),
-        click.option("--creds", envvar="NATS_CREDS", type=click.Path(exists=True, dir_okay=False), help="User credentials (.creds) file [$NATS_CREDS]."),
-        click.option("--nkey", envvar="NATS_NKEY", type=click.Path(exists=True, dir_okay=False), help="NKey seed file [$NATS_NKEY]."),
+        click.option(
+            "--server", "-s", envvar="NATS_URL", help="NATS URL(s), comma-separated [$NATS_URL]."
+        ),
+        click.option(
+            "--creds",
+            envvar="NATS_CREDS",
+            type=click.Path(exists=True, dir_okay=False),
+            help="User credentials (.creds) file [$NATS_CREDS].",
+        ),
+        click.option(
+            "--nkey",
+            envvar="NATS_NKEY",
+            type=click.Path(exists=True, dir_okay=False),
+            help="NKey seed file [$NATS_NKEY].",
+        ),
         click.option("--user", envvar="NATS_USER", help="User name [$NATS_USER]."),
         click.option("--password", envvar="NATS_PASSWORD", help="Password [$NATS_PASSWORD]."),
         click.option("--token", envvar="NATS_TOKEN", help="Authentication token [$NATS_TOKEN]."),
-        click.option("--tlscert", "tls_cert", type=click.Path(exists=True, dir_okay=False), help="TLS client certificate (PEM)."),
-        click.option("--tlskey", "tls_key", type=click.Path(exists=True, dir_okay=False), help="TLS client key (PEM)."),
-        click.option("--tlsca", "tls_ca", type=click.Path(exists=True, dir_okay=False), help="CA certificate(s) to verify the server (PEM)."),
-        click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_TIMEOUT, show_default=True, help="Seconds to wait for the server (connect and each request)."),
-        click.option("--json", "json_output", is_flag=True, help="Machine-readable JSON output (fields in docs/CLI.md)."),
-        click.option("--quiet", "-q", is_flag=True, help="No progress bars or result lines; errors only."),
+        click.option(
+            "--tlscert",
+            "tls_cert",
+            type=click.Path(exists=True, dir_okay=False),
+            help="TLS client certificate (PEM).",
+        ),
+        click.option(
+            "--tlskey",
+            "tls_key",
+            type=click.Path(exists=True, dir_okay=False),
+            help="TLS client key (PEM).",
+        ),
+        click.option(
+            "--tlsca",
+            "tls_ca",
+            type=click.Path(exists=True, dir_okay=False),
+            help="CA certificate(s) to verify the server (PEM).",
+        ),
+        click.option(
+            "--timeout",
+            type=click.FloatRange(min=0, min_open=True),
+            default=DEFAULT_TIMEOUT,
+            show_default=True,
+            help="Seconds to wait for the server (connect and each request).",
+        ),
+        click.option(
+            "--json",
+            "json_output",
+            is_flag=True,
+            help="Machine-readable JSON output (fields in docs/CLI.md).",
+        ),
+        click.option(
+            "--quiet", "-q", is_flag=True, help="No progress bars or result lines; errors only."
+        ),
         click.option("--debug", is_flag=True, help="Tracebacks and library debug logs on stderr."),
-    ]  # fmt: skip
+    ]
     for option in reversed(options):
         function = option(function)
     return function
@@ -140,7 +179,7 @@ _SHARED = (
 )
 
 
-def verb(function: Callable[Concatenate[Settings, P], None]) -> Callable[P, None]:
+def verb(function: Callable[..., None]) -> Callable[..., None]:
     """Give a verb the shared options; it is called with a :class:`Settings` first."""
 
     @_shared_options

@@ -10,17 +10,17 @@ import click
 
 import jetstream
 import kvstore
+from jetstream import TTLValue
 
 from ._confirm import confirm
 from ._connect import Settings, run, verb
 from ._fields import bucket_fields, entry_fields, text_of
 from ._output import emit_json, emit_json_line
 from ._records import Record, format_of, parse_records
-from ._values import SIZE, DurationType, pairs, read_value
+from ._values import duration_option, pairs, read_value, size_option
 
 __all__ = ["kv"]
 
-DURATION = DurationType()
 _OP_COLOURS = {"PUT": "green", "DEL": "yellow", "PURGE": "red", "EXPIRED": "magenta"}
 
 
@@ -35,18 +35,41 @@ def kv() -> None:
 
 @kv.command("add")
 @click.argument("bucket")
-@click.option("--history", type=click.IntRange(1, kvstore.MAX_HISTORY), default=1, show_default=True, help="Revisions kept per key.")
-@click.option("--max-age", "--ttl", "max_age", type=DURATION, help="Lifetime of every value (e.g. 30d).")
-@click.option("--marker-ttl", type=DURATION, help="Leave expiry markers (Op EXPIRED) this long.")
-@click.option("--max-value-size", type=SIZE, default=-1, help="Largest value (e.g. 1MiB; -1 = server max).")
-@click.option("--max-bytes", type=SIZE, default=-1, help="Largest bucket size (-1 = unlimited).")
+@click.option(
+    "--history",
+    type=click.IntRange(1, kvstore.MAX_HISTORY),
+    default=1,
+    show_default=True,
+    help="Revisions kept per key.",
+)
+@click.option(
+    "--max-age",
+    "--ttl",
+    "max_age",
+    callback=duration_option,
+    help="Lifetime of every value (e.g. 30d).",
+)
+@click.option(
+    "--marker-ttl", callback=duration_option, help="Leave expiry markers (Op EXPIRED) this long."
+)
+@click.option(
+    "--max-value-size",
+    callback=size_option,
+    default="-1",
+    help="Largest value (e.g. 1MiB; -1 = server max).",
+)
+@click.option(
+    "--max-bytes", callback=size_option, default="-1", help="Largest bucket size (-1 = unlimited)."
+)
 @click.option("--storage", type=click.Choice(["file", "memory"]), default="file", show_default=True)
 @click.option("--replicas", type=click.IntRange(1, 5), default=1, show_default=True)
 @click.option("--compression", is_flag=True, help="S2-compress stored values.")
 @click.option("--description", default="", help="Free text.")
-@click.option("--metadata", multiple=True, metavar="NAME=VALUE", help="Bucket metadata (repeatable).")
+@click.option(
+    "--metadata", multiple=True, metavar="NAME=VALUE", help="Bucket metadata (repeatable)."
+)
 @verb
-def add(settings: Settings, bucket: str, metadata: tuple[str, ...], **config: Any) -> None:  # fmt: skip
+def add(settings: Settings, bucket: str, metadata: tuple[str, ...], **config: Any) -> None:
     """Create a bucket (with per-key TTL and atomic batches) and show it."""
     config["metadata"] = pairs(metadata, "--metadata")
 
@@ -129,7 +152,9 @@ def _note(settings: Settings, line: str) -> None:
 # -- writes ------------------------------------------------------------------------------------
 
 
-def checked(*, key: str | None = None, ttl: str | None = None, filters: tuple[str, ...] = ()) -> None:
+def checked(
+    *, key: str | None = None, ttl: str | None = None, filters: tuple[str, ...] = ()
+) -> None:
     """Refuse a bad key, filter or TTL before connecting (exit 2; nothing is sent, and a
     missing bucket does not hide the mistake).
 
@@ -211,7 +236,9 @@ def create(
 @_value_arg
 @_file_opt
 @_ttl_opt
-@click.option("--revision", type=click.IntRange(min=0), required=True, help="Expected current revision.")  # fmt: skip
+@click.option(
+    "--revision", type=click.IntRange(min=0), required=True, help="Expected current revision."
+)
 @verb
 def update(
     settings: Settings,
@@ -268,10 +295,23 @@ def purge(settings: Settings, bucket: str, key: str, ttl: str | None, revision: 
 
 @kv.command("put-many")
 @click.argument("bucket")
-@click.argument("input_file", metavar="FILE", type=click.Path(exists=True, dir_okay=False, allow_dash=True))  # fmt: skip
-@click.option("--format", "fmt", type=click.Choice(["json", "jsonl", "csv"]), help="Input format (default: from the file suffix).")  # fmt: skip
+@click.argument(
+    "input_file", metavar="FILE", type=click.Path(exists=True, dir_okay=False, allow_dash=True)
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["json", "jsonl", "csv"]),
+    help="Input format (default: from the file suffix).",
+)
 @click.option("--ttl", help="One TTL for every key without its own.")
-@click.option("--batch-size", type=click.IntRange(1, 100_000), default=jetstream.DEFAULT_MAX_BATCH, show_default=True, help="Keys per atomic batch.")  # fmt: skip
+@click.option(
+    "--batch-size",
+    type=click.IntRange(1, 100_000),
+    default=jetstream.DEFAULT_MAX_BATCH,
+    show_default=True,
+    help="Keys per atomic batch.",
+)
 @verb
 def put_many(
     settings: Settings,
@@ -312,8 +352,14 @@ def _check_records(records: list[Record], ttl: str | None) -> None:
         checked(key=record.key, ttl=record.ttl)
 
 
-async def _put_batch(bucket: kvstore.Bucket, batch: list[Record], ttl: str | None) -> dict[str, int]:
-    ttls = {r.key: r.ttl or ttl for r in batch if (r.ttl or ttl) is not None}
+async def _put_batch(
+    bucket: kvstore.Bucket, batch: list[Record], ttl: str | None
+) -> dict[str, int]:
+    ttls: dict[str, TTLValue] = {}
+    for record in batch:
+        key_ttl = record.ttl or ttl
+        if key_ttl is not None:
+            ttls[record.key] = key_ttl
     expect = {r.key: r.revision for r in batch if r.revision is not None}
     return await bucket.put_many(
         [(r.key, r.value) for r in batch], expect=expect, ttl=ttls, max_keys=len(batch)
@@ -368,7 +414,11 @@ def get_many(settings: Settings, bucket: str, keys: tuple[str, ...]) -> None:
         if settings.json:
             entries = [entry_fields(entry) for entry in snapshot.values()]
             emit_json(
-                {"revision": snapshot.revision, "entries": entries, "missing": list(snapshot.missing)}
+                {
+                    "revision": snapshot.revision,
+                    "entries": entries,
+                    "missing": list(snapshot.missing),
+                }
             )
             return
         for key, entry in snapshot.items():
@@ -482,4 +532,3 @@ def watch(
         return None
 
     run(settings, work, interrupt_ok=True)
-

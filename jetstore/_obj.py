@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from collections.abc import AsyncGenerator
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
 import click
 
@@ -18,11 +19,9 @@ from ._connect import Settings, run, verb
 from ._fields import object_fields, store_fields
 from ._output import emit_json, emit_json_line
 from ._transfer import download, plan_uploads, upload
-from ._values import SIZE, DurationType, pairs
+from ._values import duration_option, pairs, size_option
 
 __all__ = ["obj"]
-
-DURATION = DurationType()
 
 
 @click.group()
@@ -32,16 +31,30 @@ def obj() -> None:
 
 @obj.command("add")
 @click.argument("store")
-@click.option("--max-age", "--ttl", "max_age", type=DURATION, help="Lifetime of every object (e.g. 30d).")
-@click.option("--marker-ttl", type=DURATION, help="Expiry markers, so watchers see expiries (see docs).")
-@click.option("--max-bytes", type=SIZE, default=-1, help="Largest store size (-1 = unlimited).")
+@click.option(
+    "--max-age",
+    "--ttl",
+    "max_age",
+    callback=duration_option,
+    help="Lifetime of every object (e.g. 30d).",
+)
+@click.option(
+    "--marker-ttl",
+    callback=duration_option,
+    help="Expiry markers, so watchers see expiries (see docs).",
+)
+@click.option(
+    "--max-bytes", callback=size_option, default="-1", help="Largest store size (-1 = unlimited)."
+)
 @click.option("--storage", type=click.Choice(["file", "memory"]), default="file", show_default=True)
 @click.option("--replicas", type=click.IntRange(1, 5), default=1, show_default=True)
 @click.option("--compression", is_flag=True, help="S2-compress stored chunks.")
 @click.option("--description", default="", help="Free text.")
-@click.option("--metadata", multiple=True, metavar="NAME=VALUE", help="Store metadata (repeatable).")
+@click.option(
+    "--metadata", multiple=True, metavar="NAME=VALUE", help="Store metadata (repeatable)."
+)
 @verb
-def add(settings: Settings, store: str, metadata: tuple[str, ...], **config: Any) -> None:  # fmt: skip
+def add(settings: Settings, store: str, metadata: tuple[str, ...], **config: Any) -> None:
     """Create an object store (fast-ingest uploads, per-object TTL) and show it."""
     config["metadata"] = pairs(metadata, "--metadata")
 
@@ -149,7 +162,13 @@ def _note(settings: Settings, line: str) -> None:
 @click.option("--ttl", help="Object TTL: seconds, 1h, 30d or never.")
 @click.option("--meta", multiple=True, metavar="NAME=VALUE", help="Object metadata (repeatable).")
 @click.option("--description", default="", help="Object description.")
-@click.option("--parallel", type=click.IntRange(1, 64), default=4, show_default=True, help="Uploads at a time.")  # fmt: skip
+@click.option(
+    "--parallel",
+    type=click.IntRange(1, 64),
+    default=4,
+    show_default=True,
+    help="Uploads at a time.",
+)
 @verb
 def put(
     settings: Settings,
@@ -183,9 +202,22 @@ def _check_ttl(ttl: str) -> None:
 @obj.command("get")
 @click.argument("store")
 @click.argument("names", nargs=-1)
-@click.option("--output", "-o", help="A file, a directory, or - for stdout (default: the object's base name here; a directory '.' for several).")  # fmt: skip
-@click.option("--all", "all_objects", is_flag=True, help="Every object of the store (links left out).")  # fmt: skip
-@click.option("--parallel", type=click.IntRange(1, 64), default=4, show_default=True, help="Downloads at a time.")  # fmt: skip
+@click.option(
+    "--output",
+    "-o",
+    help="A file, a directory, or - for stdout (default: the object's base name here; "
+    "the current directory for several).",
+)
+@click.option(
+    "--all", "all_objects", is_flag=True, help="Every object of the store (links left out)."
+)
+@click.option(
+    "--parallel",
+    type=click.IntRange(1, 64),
+    default=4,
+    show_default=True,
+    help="Downloads at a time.",
+)
 @verb
 def get(
     settings: Settings,
@@ -239,7 +271,10 @@ def watch(
 
     async def work(js: jetstream.JetStream) -> None:
         opened = await objstore.open_store(js, store)
-        changes = opened.watch(include_history=include_history, updates_only=updates_only)
+        changes = cast(
+            AsyncGenerator[objstore.ObjectInfo, None],
+            opened.watch(include_history=include_history, updates_only=updates_only),
+        )
         seen = 0
         async with contextlib.aclosing(changes):
             async for change in changes:
@@ -291,7 +326,13 @@ def seal(settings: Settings, store: str, force: bool) -> None:
 
 @obj.command("cleanup")
 @click.argument("store")
-@click.option("--older-than", type=DURATION, default="1m", show_default=True, help="Leave chunks newer than this (uploads in progress).")  # fmt: skip
+@click.option(
+    "--older-than",
+    callback=duration_option,
+    default="1m",
+    show_default=True,
+    help="Leave chunks newer than this (uploads in progress).",
+)
 @verb
 def cleanup(settings: Settings, store: str, older_than: timedelta) -> None:
     """Remove chunks no object refers to (left by a crashed uploader); prints how many

@@ -26,7 +26,12 @@ import click
 __all__ = ["Format", "Record", "format_of", "parse_records"]
 
 Format = Literal["json", "jsonl", "csv"]
-_SUFFIXES: dict[str, Format] = {".json": "json", ".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv"}
+_SUFFIXES: dict[str, Format] = {
+    ".json": "json",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".csv": "csv",
+}
 
 
 @dataclasses.dataclass(frozen=True)

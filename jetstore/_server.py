@@ -12,14 +12,25 @@ import click
 import jetstream
 
 from ._connect import Settings, guarded, verb
-from ._output import EXIT_FAILED, emit_json
+from ._output import EXIT_FAILED, emit_json_line
 
 __all__ = ["server"]
 
 
 @click.command("server")
-@click.option("--port", "-p", type=click.IntRange(0, 65535), default=4222, show_default=True, help="Client port on 127.0.0.1 (0 = a free one).")  # fmt: skip
-@click.option("--store", type=click.Path(file_okay=False, path_type=Path), help="Keep the JetStream store here (default: a temporary directory, removed on exit).")  # fmt: skip
+@click.option(
+    "--port",
+    "-p",
+    type=click.IntRange(0, 65535),
+    default=4222,
+    show_default=True,
+    help="Client port on 127.0.0.1 (0 = a free one).",
+)
+@click.option(
+    "--store",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Keep the JetStream store here (default: a temporary directory, removed on exit).",
+)
 @verb
 def server(settings: Settings, port: int, store: Path | None) -> None:
     """Run an embedded nats-server with JetStream, print its URL, stop cleanly on Ctrl-C (or
@@ -40,7 +51,9 @@ def _serve(settings: Settings, port: int | None, store: Path | None) -> int:
         _announce(settings, embedded)
         while not stop.wait(0.2):
             if not embedded.running:
-                click.echo(f"jetstore: error: nats-server exited; see {embedded.log_file}", err=True)
+                click.echo(
+                    f"jetstore: error: nats-server exited; see {embedded.log_file}", err=True
+                )
                 return EXIT_FAILED
     except KeyboardInterrupt:
         pass
@@ -54,9 +67,13 @@ def _serve(settings: Settings, port: int | None, store: Path | None) -> int:
 
 def _announce(settings: Settings, embedded: jetstream.EmbeddedServer) -> None:
     if settings.json:
-        emit_json({"url": embedded.url, "port": embedded.port, "store": str(embedded.store_dir)})
+        emit_json_line(
+            {"url": embedded.url, "port": embedded.port, "store": str(embedded.store_dir)}
+        )
         return
     click.echo(embedded.url)
     if not settings.quiet:
         click.echo(f"store: {embedded.store_dir}", err=True)
-        click.echo(f"export NATS_URL={embedded.url}  # then: jetstore kv ls; Ctrl-C stops", err=True)
+        click.echo(
+            f"export NATS_URL={embedded.url}  # then: jetstore kv ls; Ctrl-C stops", err=True
+        )

@@ -66,9 +66,7 @@ def _directory(root: Path, prefix: str) -> list[Upload]:
     ]
 
 
-async def _each(
-    items: list[Any], parallel: int, one: Callable[[Any], Awaitable[int]]
-) -> int:
+async def _each(items: list[Any], parallel: int, one: Callable[[Any], Awaitable[int]]) -> int:
     """Run ``one`` over the items, ``parallel`` at a time; the first failure's exit code."""
     limit = asyncio.Semaphore(parallel)
 
@@ -136,7 +134,12 @@ def safe_target(directory: Path, name: str) -> Path:
         ValueError: the name is absolute or climbs out (``..``), as a hostile peer could write.
     """
     parts = PurePosixPath(name).parts
-    if not parts or name.startswith("/") or any(p in ("..", ".", "") for p in parts) or "\\" in name:
+    if (
+        not parts
+        or name.startswith("/")
+        or any(p in ("..", ".", "") for p in parts)
+        or "\\" in name
+    ):
         raise ValueError(f"object name {name!r} is not a safe relative path; fetch it with -o FILE")
     return directory.joinpath(*parts)
 
@@ -212,4 +215,3 @@ async def _to_stdout(store: objstore.ObjectStore, info: objstore.ObjectInfo) -> 
             out.write(chunk)
     out.flush()
     return 0
-

@@ -3,40 +3,39 @@ given as an argument, a file or stdin. Bad text is a usage error (exit 2) naming
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sys
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import click
 
 import jetstream
 
-__all__ = ["SIZE", "DurationType", "SizeType", "duration", "pairs", "read_value"]
+__all__ = ["duration", "duration_option", "pairs", "read_value", "size_option"]
 
 _SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?)(i?b?)\s*$", re.IGNORECASE)
-_POWERS = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4}
+_POWERS: dict[str, int] = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4}
 
 
-class SizeType(click.ParamType):
-    """Bytes as ``1048576``, ``512K``, ``10MiB``, ``1G`` (powers of 1024), or -1 = unlimited."""
+def size_option(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    """A size option: bytes as ``1048576``, ``512K``, ``10MiB``, ``1G`` (powers of 1024), or
+    -1 = unlimited.
 
-    name = "size"
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
-        if isinstance(value, int):
-            return value
-        text = str(value)
-        if text.strip() == "-1":
-            return -1
-        match = _SIZE.match(text)
-        if match is None:
-            self.fail(f"{text!r} is not a size (bytes, or 512K, 10MiB, 1G; -1 = unlimited)", param, ctx)
-        return int(match.group(1)) * 1024 ** _POWERS[match.group(2).lower()]
-
-
-SIZE = SizeType()
+    Raises:
+        click.BadParameter: not a size.
+    """
+    if value is None:
+        return None
+    if value.strip() == "-1":
+        return -1
+    match = _SIZE.match(value)
+    if match is None:
+        raise click.BadParameter(
+            f"{value!r} is not a size (bytes, or 512K, 10MiB, 1G; -1 = unlimited)"
+        )
+    return int(match.group(1)) << (10 * _POWERS[match.group(2).lower()])  # powers of 1024
 
 
 def duration(text: str, name: str) -> timedelta:
@@ -46,27 +45,25 @@ def duration(text: str, name: str) -> timedelta:
         click.BadParameter: not a duration.
     """
     value: float | str = text
-    try:
+    with contextlib.suppress(ValueError):
         value = float(text)
-    except ValueError:
-        pass
     try:
         return jetstream.parse_duration(value, name=name)
     except jetstream.ClientValidationError as exc:
         raise click.BadParameter(str(exc), param_hint=f"--{name.replace('_', '-')}") from None
 
 
-class DurationType(click.ParamType):
-    """A duration option: seconds or ``90s``, ``1h30m``, ``30d``."""
+def duration_option(
+    ctx: click.Context, param: click.Parameter, value: str | None
+) -> timedelta | None:
+    """A duration option: seconds or ``90s``, ``1h30m``, ``30d``.
 
-    name = "duration"
-
-    def convert(
-        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
-    ) -> timedelta:
-        if isinstance(value, timedelta):
-            return value
-        return duration(str(value), (param.name if param and param.name else "duration"))
+    Raises:
+        click.BadParameter: not a duration.
+    """
+    if value is None:
+        return None
+    return duration(value, param.name or "duration")
 
 
 def pairs(values: tuple[str, ...], option: str) -> dict[str, str]:

@@ -21,21 +21,48 @@ pytestmark = pytest.mark.integration
 
 
 async def test_bucket_verbs_add_info_ls_rm(
-    js: jetstream.JetStream, nats_server: jetstream.EmbeddedServer, unique_name: Callable[[str], str]
+    js: jetstream.JetStream,
+    nats_server: jetstream.EmbeddedServer,
+    unique_name: Callable[[str], str],
 ) -> None:
     name = unique_name("kv")
     url = ("--server", nats_server.url)
     added = jetstore(
-        "kv", "add", name, "--history", "5", "--marker-ttl", "2s", "--max-value-size", "1KiB",
-        "--max-bytes", "10M", "--description", "profiles", "--metadata", "team=data", "--json", *url,
-    )  # fmt: skip
+        "kv",
+        "add",
+        name,
+        "--history",
+        "5",
+        "--marker-ttl",
+        "2s",
+        "--max-value-size",
+        "1KiB",
+        "--max-bytes",
+        "10M",
+        "--description",
+        "profiles",
+        "--metadata",
+        "team=data",
+        "--json",
+        *url,
+    )
     assert added.code == 0, added.err
     fields = json.loads(added.out)
     assert fields == {
-        "bucket": name, "values": 0, "bytes": 0, "history": 5, "max_age": None, "marker_ttl": 2,
-        "max_value_size": 1024, "max_bytes": 10 * 1024 * 1024, "storage": "file", "replicas": 1,
-        "compression": False, "description": "profiles", "metadata": {"team": "data"},
-    }  # fmt: skip
+        "bucket": name,
+        "values": 0,
+        "bytes": 0,
+        "history": 5,
+        "max_age": None,
+        "marker_ttl": 2,
+        "max_value_size": 1024,
+        "max_bytes": 10 * 1024 * 1024,
+        "storage": "file",
+        "replicas": 1,
+        "compression": False,
+        "description": "profiles",
+        "metadata": {"team": "data"},
+    }
     config = (await (await kvstore.open_bucket(js, name)).status()).config
     assert config.history == 5 and config.max_value_size == 1024
 
@@ -88,8 +115,16 @@ async def test_writes_and_reads(
     entry = json.loads(first.out)
     assert entry["value"] == "Ada" and entry["revision"] == 1 and entry["op"] == "PUT"
     assert set(entry) == {
-        "bucket", "key", "revision", "op", "created", "ttl", "size", "value", "value_base64",
-    }  # fmt: skip
+        "bucket",
+        "key",
+        "revision",
+        "op",
+        "created",
+        "ttl",
+        "size",
+        "value",
+        "value_base64",
+    }
     blob = json.loads(blob_json.out)
     assert blob["value"] is None and base64.b64decode(blob["value_base64"]) == binary
 
@@ -134,9 +169,17 @@ async def test_put_many_and_get_many(
 
     # A failed condition stores nothing of its batch: p.3 is not written either.
     conflict = jetstore(
-        "kv", "put-many", b, "-", "--format", "json", *url,
-        stdin=json.dumps([{"key": "p.3", "value": "x"}, {"key": "p.2.name", "value": "y", "revision": 0}]).encode(),
-    )  # fmt: skip
+        "kv",
+        "put-many",
+        b,
+        "-",
+        "--format",
+        "json",
+        *url,
+        stdin=json.dumps(
+            [{"key": "p.3", "value": "x"}, {"key": "p.2.name", "value": "y", "revision": 0}]
+        ).encode(),
+    )
     assert conflict.code == 1 and "p.2.name" in conflict.err
     with pytest.raises(kvstore.KeyNotFoundError):
         await bucket.get("p.3")
@@ -159,10 +202,14 @@ async def test_watch_shows_changes_and_expiry(
 ) -> None:
     bucket = await make_bucket(marker_ttl=1)
     await bucket.put("a.first", b"1")
-    watch = subprocess.Popen(
-        cli_command("kv", "watch", bucket.name, "a.>", "--json", "--count", "5", "--server", nats_server.url),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=cli_env(),
-    )  # fmt: skip
+    watch = subprocess.Popen(  # noqa: ASYNC220 (starting it is quick; reading waits)
+        cli_command(
+            "kv", "watch", bucket.name, "a.>", "--json", "--count", "5", "--server", nats_server.url
+        ),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=cli_env(),
+    )
     try:
         assert watch.stdout is not None
         first = json.loads(watch.stdout.readline())  # the current value: the watch is live
@@ -178,7 +225,12 @@ async def test_watch_shows_changes_and_expiry(
             watch.communicate()
     assert watch.returncode == 0, err
     ops = [(e["key"], e["op"]) for e in map(json.loads, out.splitlines())]
-    assert ops == [("a.second", "PUT"), ("a.first", "DEL"), ("a.first", "PURGE"), ("a.second", "EXPIRED")]  # fmt: skip
+    assert ops == [
+        ("a.second", "PUT"),
+        ("a.first", "DEL"),
+        ("a.first", "PURGE"),
+        ("a.second", "EXPIRED"),
+    ]
 
     history = jetstore(
         "kv", "watch", bucket.name, "--include-history", "--count", "2", "--server", nats_server.url
@@ -214,7 +266,8 @@ def test_bad_input_exits_2_before_sending(
     assert refused.code == 2 and "no good" in refused.err
 
     missing, debug = jetstore_all(
-        ("kv", "get", "no_such_bucket", "k", *url), ("kv", "get", "no_such_bucket", "k", "--debug", *url)
+        ("kv", "get", "no_such_bucket", "k", *url),
+        ("kv", "get", "no_such_bucket", "k", "--debug", *url),
     )
     assert missing.code == debug.code == 1 and "Traceback" not in missing.err
     assert "Traceback" in debug.err and "BucketNotFoundError" in debug.err.splitlines()[-1]

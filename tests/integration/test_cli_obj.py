@@ -3,6 +3,7 @@ downloaded compared byte for byte; progress bars under a pseudo-terminal and non
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -29,10 +30,8 @@ async def store(
 ) -> AsyncIterator[objstore.ObjectStore]:
     created = await objstore.create_store(js, unique_name("obj"))
     yield created
-    try:
+    with contextlib.suppress(objstore.StoreNotFoundError):  # the test may delete it
         await objstore.delete_store(js, created.name)
-    except objstore.StoreNotFoundError:
-        pass
 
 
 def _tree(root: Path) -> dict[str, bytes]:
@@ -40,17 +39,29 @@ def _tree(root: Path) -> dict[str, bytes]:
 
 
 async def test_store_verbs_add_info_ls_rm(
-    js: jetstream.JetStream, nats_server: jetstream.EmbeddedServer, unique_name: Callable[[str], str]
+    js: jetstream.JetStream,
+    nats_server: jetstream.EmbeddedServer,
+    unique_name: Callable[[str], str],
 ) -> None:
     name = unique_name("obj")
     url = ("--server", nats_server.url)
-    added = jetstore("obj", "add", name, "--max-age", "30d", "--description", "reports", "--json", *url)
+    added = jetstore(
+        "obj", "add", name, "--max-age", "30d", "--description", "reports", "--json", *url
+    )
     assert added.code == 0, added.err
     assert json.loads(added.out) == {
-        "store": name, "size": 0, "sealed": False, "max_age": 30 * 86400, "marker_ttl": None,
-        "max_bytes": -1, "storage": "file", "replicas": 1, "compression": False,
-        "description": "reports", "metadata": {},
-    }  # fmt: skip
+        "store": name,
+        "size": 0,
+        "sealed": False,
+        "max_age": 30 * 86400,
+        "marker_ttl": None,
+        "max_bytes": -1,
+        "storage": "file",
+        "replicas": 1,
+        "compression": False,
+        "description": "reports",
+        "metadata": {},
+    }
     info, stores, refused = jetstore_all(
         ("obj", "info", name, *url), ("obj", "ls", "--json", *url), ("obj", "rm", name, *url)
     )
@@ -72,14 +83,25 @@ async def test_directory_round_trip_piped(
     (source / "sub" / "b.bin").write_bytes(os.urandom(300_000))
     (source / "sub" / "deep" / "empty").write_bytes(b"")
     put = jetstore(
-        "obj", "put", store.name, str(source), "--meta", "run=7", "--ttl", "1h", "--parallel", "2",
+        "obj",
+        "put",
+        store.name,
+        str(source),
+        "--meta",
+        "run=7",
+        "--ttl",
+        "1h",
+        "--parallel",
+        "2",
         *url,
-    )  # fmt: skip
+    )
     assert put.code == 0, put.err
     lines = sorted(put.text.splitlines())  # one parseable line per object, no bars or colours
     assert [line.split(":")[0] for line in lines] == [
-        "stored a.txt", "stored sub/b.bin", "stored sub/deep/empty",
-    ]  # fmt: skip
+        "stored a.txt",
+        "stored sub/b.bin",
+        "stored sub/deep/empty",
+    ]
     assert "300000 bytes" in lines[1] and "\x1b" not in put.text + put.err and "━" not in put.err
     info = await store.info("sub/b.bin")
     assert info.metadata == {"run": "7"}
@@ -94,9 +116,15 @@ async def test_directory_round_trip_piped(
     assert got.code == 0, got.err
     assert _tree(out) == _tree(source)  # digest verified, files complete
     assert "saved sub/b.bin -> " in got.text and "digest verified" in got.text
-    assert sorted(o["name"] for o in json.loads(listed.out)) == ["a.txt", "sub/b.bin", "sub/deep/empty"]  # fmt: skip
+    assert sorted(o["name"] for o in json.loads(listed.out)) == [
+        "a.txt",
+        "sub/b.bin",
+        "sub/deep/empty",
+    ]
     fields = json.loads(one.out)
-    assert fields["size"] == 6 and fields["digest"].startswith("SHA-256=") and fields["link"] is None
+    assert (
+        fields["size"] == 6 and fields["digest"].startswith("SHA-256=") and fields["link"] is None
+    )
     assert streamed.code == 0 and streamed.out == (source / "sub" / "b.bin").read_bytes()
 
     here = tmp_path / "cwd"
@@ -104,8 +132,12 @@ async def test_directory_round_trip_piped(
     single = jetstore("obj", "get", store.name, "sub/b.bin", *url, cwd=here)  # default: base name
     assert single.code == 0 and (here / "b.bin").read_bytes() == (source / "sub/b.bin").read_bytes()
 
-    piped = jetstore("obj", "put", store.name, "-", "--name", "from-stdin", "--json", *url, stdin=b"x" * 10)  # fmt: skip
-    assert json.loads(piped.out)["size"] == 10 and (await store.get_bytes("from-stdin")) == b"x" * 10
+    piped = jetstore(
+        "obj", "put", store.name, "-", "--name", "from-stdin", "--json", *url, stdin=b"x" * 10
+    )
+    assert (
+        json.loads(piped.out)["size"] == 10 and (await store.get_bytes("from-stdin")) == b"x" * 10
+    )
 
 
 async def test_link_watch_rm_cleanup_seal(
@@ -117,16 +149,19 @@ async def test_link_watch_rm_cleanup_seal(
     linked = jetstore("obj", "link", s, "latest", "model-v1.bin", "--json", *url)
     assert json.loads(linked.out)["link"] == {"store": s, "name": "model-v1.bin"}
 
-    watch = subprocess.Popen(
+    watch = subprocess.Popen(  # noqa: ASYNC220 (starting it is quick; reading waits)
         cli_command("obj", "watch", s, "--json", "--count", "4", *url),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=cli_env(),
-    )  # fmt: skip
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=cli_env(),
+    )
     try:
         assert watch.stdout is not None
         seen = [json.loads(watch.stdout.readline()) for _ in range(2)]  # current objects: live
         assert sorted(o["name"] for o in seen) == ["latest", "model-v1.bin"]
         through_link, removed = jetstore_all(
-            ("obj", "get", s, "latest", "-o", "-", *url), ("obj", "rm", s, "model-v1.bin", "-f", *url)
+            ("obj", "get", s, "latest", "-o", "-", *url),
+            ("obj", "rm", s, "model-v1.bin", "-f", *url),
         )
         assert through_link.out == b"weights"
         assert removed.code == 0 and removed.text == "deleted model-v1.bin\n"
@@ -138,7 +173,10 @@ async def test_link_watch_rm_cleanup_seal(
             watch.communicate()
     assert watch.returncode == 0, err
     changes = [json.loads(line) for line in out.splitlines()]
-    assert [(c["name"], c["deleted"]) for c in changes] == [("model-v1.bin", True), ("model-v2.bin", False)]  # fmt: skip
+    assert [(c["name"], c["deleted"]) for c in changes] == [
+        ("model-v1.bin", True),
+        ("model-v2.bin", False),
+    ]
 
     cleaned, sealed = jetstore_all(
         ("obj", "cleanup", s, "--older-than", "0", "--json", *url), ("obj", "seal", s, "-f", *url)
@@ -165,7 +203,15 @@ async def test_bad_input_and_missing_objects(
     )
     codes = [(r.code, r.err.strip()) for r in results]
     assert [code for code, _ in codes] == [2, 2, 2, 2, 2, 1, 1], codes
-    messages = ["does not exist", "--ttl", "--name", "--name", "--all", "ObjectNotFoundError", "StoreNotFoundError"]  # fmt: skip
+    messages = [
+        "does not exist",
+        "--ttl",
+        "--name",
+        "--name",
+        "--all",
+        "ObjectNotFoundError",
+        "StoreNotFoundError",
+    ]
     for (_, err), message in zip(codes, messages, strict=True):
         assert message in err and len(err.splitlines()) == 1, err
     assert not [i async for i in store.list()]  # nothing stored
@@ -190,7 +236,9 @@ async def test_progress_bars_on_a_terminal_only(
     big = tmp_path / "big.bin"
     big.write_bytes(os.urandom(24 * 1024 * 1024))
     (tmp_path / "small.txt").write_bytes(b"small")
-    args = cli_command("obj", "put", store.name, str(big), str(tmp_path / "small.txt"), "--server", nats_server.url)  # fmt: skip
+    args = cli_command(
+        "obj", "put", store.name, str(big), str(tmp_path / "small.txt"), "--server", nats_server.url
+    )
     env = cli_env(TERM="xterm-256color", COLUMNS="120", LINES="30")
     child = pexpect.spawn(args[0], args[1:], env=env, cwd=str(ROOT), dimensions=(30, 120))
     try:
@@ -206,5 +254,7 @@ async def test_progress_bars_on_a_terminal_only(
     piped = jetstore("obj", "put", store.name, str(big), "--server", nats_server.url)
     assert piped.code == 0 and piped.text.startswith("stored big.bin: 25165824 bytes")
     assert "━" not in piped.err + piped.text and "\x1b" not in piped.err + piped.text
-    quiet = jetstore("obj", "put", store.name, str(tmp_path / "small.txt"), "-q", "--server", nats_server.url)  # fmt: skip
+    quiet = jetstore(
+        "obj", "put", store.name, str(tmp_path / "small.txt"), "-q", "--server", nats_server.url
+    )
     assert quiet.code == 0 and quiet.out == b"" and quiet.err == ""

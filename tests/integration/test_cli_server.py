@@ -1,0 +1,61 @@
+"""``jetstore server`` (an embedded nats-server that stops cleanly on Ctrl-C), ``python -m
+jetstore`` entry point and the message of an install without the ``cli`` extra."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import jetstream
+import kvstore
+
+from .cli_helpers import ROOT, cli_command, cli_env, jetstore
+
+pytestmark = pytest.mark.integration
+
+
+async def test_server_prints_its_url_serves_and_stops_on_ctrl_c(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    server = subprocess.Popen(  # noqa: ASYNC220 (starting it is quick; reading waits)
+        cli_command("server", "--port", "0", "--store", str(store), "--json"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=cli_env(),
+    )
+    try:
+        assert server.stdout is not None
+        announced = json.loads(server.stdout.readline())  # {"url", "port", "store"}, once ready
+        url = announced["url"]
+        assert url == f"nats://127.0.0.1:{announced['port']}" and announced["store"] == str(store)
+        added = jetstore("kv", "add", "dev", "--server", url)  # a JetStream server: usable at once
+        assert added.code == 0, added.err
+        async with await jetstream.connect(url) as js:
+            await (await kvstore.open_bucket(js, "dev")).put("k", b"v")
+        server.send_signal(signal.SIGINT)
+        server.communicate(timeout=15)
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.communicate()
+    assert server.returncode == 0
+    assert (store / "jetstream").is_dir()  # --store kept
+    gone = jetstore("kv", "ls", "--server", url)
+    assert gone.code == 3 and "connection refused" in gone.err
+
+
+def test_import_without_the_cli_extra_names_the_extra() -> None:
+    blocked = "import sys; sys.modules['rich'] = None; import jetstore"
+    result = subprocess.run(
+        [sys.executable, "-c", blocked], capture_output=True, text=True, env=cli_env(), cwd=ROOT
+    )
+    assert result.returncode == 1
+    last = result.stderr.strip().splitlines()[-1]
+    assert last == (
+        "ImportError: the jetstore command needs the 'cli' extra (rich is not installed): "
+        "pip install 'jetstore[cli]'"
+    )
