@@ -16,6 +16,13 @@ __all__ = ["cli", "main"]
 # code (every invocation is a new process, and scripts run many).
 _GROUPS = {"kv": "jetstore._kv", "obj": "jetstore._obj", "server": "jetstore._server"}
 
+# click >= 8.2 raises this for a group called without a verb (older versions print the help).
+_NO_ARGS: tuple[type[Exception], ...] = tuple(
+    getattr(click.exceptions, name)
+    for name in ("NoArgsIsHelpError",)
+    if hasattr(click.exceptions, name)
+)
+
 
 class _LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -47,6 +54,9 @@ def main(argv: list[str] | None = None) -> None:
     try:
         code = cli.main(args=argv, prog_name="jetstore", standalone_mode=False)
     except click.UsageError as exc:
+        if isinstance(exc, _NO_ARGS):  # `jetstore kv`: the group's help, as a usage error
+            click.echo(exc.format_message(), err=True)
+            sys.exit(EXIT_USAGE)
         hint = f" (see: {exc.ctx.command_path} --help)" if exc.ctx is not None else ""
         click.echo(f"jetstore: usage: {exc.format_message()}{hint}", err=True)
         sys.exit(EXIT_USAGE)

@@ -39,30 +39,38 @@ def server(settings: Settings, port: int, store: Path | None) -> None:
 
 
 def _serve(settings: Settings, port: int | None, store: Path | None) -> int:
+    """Run the server until SIGINT or SIGTERM. Ctrl-C on a terminal reaches the nats-server
+    child too (one process group), so its exit right after a signal is no failure."""
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         stop.set()
 
-    previous = signal.signal(signal.SIGTERM, on_signal)
     embedded = jetstream.EmbeddedServer(port=port, store_dir=store)
     embedded.start()
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         _announce(settings, embedded)
         while not stop.wait(0.2):
-            if not embedded.running:
-                click.echo(
-                    f"jetstore: error: nats-server exited; see {embedded.log_file}", err=True
-                )
+            if not embedded.running and not stop.wait(1.0):
+                line = _last_log_line(embedded)
+                click.echo(f"jetstore: error: nats-server exited: {line}", err=True)
                 return EXIT_FAILED
-    except KeyboardInterrupt:
-        pass
     finally:
-        embedded.stop()
-        signal.signal(signal.SIGTERM, previous)
+        embedded.close()  # a temporary store goes with it; a --store stays
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     if not settings.quiet and not settings.json:
         click.echo("stopped", err=True)
     return 0
+
+
+def _last_log_line(embedded: jetstream.EmbeddedServer) -> str:
+    try:
+        lines = embedded.log_file.read_text(errors="replace").strip().splitlines()
+    except OSError as exc:
+        return f"no log ({exc.strerror})"
+    return lines[-1] if lines else "no log line"
 
 
 def _announce(settings: Settings, embedded: jetstream.EmbeddedServer) -> None:

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pexpect
 import pytest
 
 import jetstream
@@ -21,8 +22,29 @@ pytestmark = pytest.mark.integration
 
 async def test_server_prints_its_url_serves_and_stops_on_ctrl_c(tmp_path: Path) -> None:
     store = tmp_path / "store"
-    server = subprocess.Popen(  # noqa: ASYNC220 (starting it is quick; reading waits)
-        cli_command("server", "--port", "0", "--store", str(store), "--json"),
+    args = cli_command("server", "--port", "0", "--store", str(store))
+    child = pexpect.spawn(args[0], args[1:], env=cli_env(), cwd=str(ROOT), dimensions=(24, 120))
+    try:
+        child.expect(r"nats://127\.0\.0\.1:\d+", timeout=30)  # printed once ready
+        url = child.after.decode()
+        added = jetstore("kv", "add", "dev", "--server", url)  # a JetStream server: usable at once
+        assert added.code == 0, added.err
+        async with await jetstream.connect(url) as js:
+            await (await kvstore.open_bucket(js, "dev")).put("k", b"v")
+        child.sendintr()  # Ctrl-C: to the command and the nats-server it started
+        child.expect("stopped", timeout=15)
+        child.expect(pexpect.EOF, timeout=15)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0
+    assert (store / "jetstream").is_dir()  # --store kept
+    gone = jetstore("kv", "ls", "--server", url)
+    assert gone.code == 3 and "connection refused" in gone.err
+
+
+def test_server_json_announcement(tmp_path: Path) -> None:
+    server = subprocess.Popen(
+        cli_command("server", "--port", "0", "--json"),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=cli_env(),
@@ -30,22 +52,17 @@ async def test_server_prints_its_url_serves_and_stops_on_ctrl_c(tmp_path: Path) 
     try:
         assert server.stdout is not None
         announced = json.loads(server.stdout.readline())  # {"url", "port", "store"}, once ready
-        url = announced["url"]
-        assert url == f"nats://127.0.0.1:{announced['port']}" and announced["store"] == str(store)
-        added = jetstore("kv", "add", "dev", "--server", url)  # a JetStream server: usable at once
-        assert added.code == 0, added.err
-        async with await jetstream.connect(url) as js:
-            await (await kvstore.open_bucket(js, "dev")).put("k", b"v")
-        server.send_signal(signal.SIGINT)
+        assert announced["url"] == f"nats://127.0.0.1:{announced['port']}"
+        store = Path(announced["store"])
+        assert store.is_dir()
+        server.send_signal(signal.SIGTERM)
         server.communicate(timeout=15)
     finally:
         if server.poll() is None:
             server.kill()
             server.communicate()
     assert server.returncode == 0
-    assert (store / "jetstream").is_dir()  # --store kept
-    gone = jetstore("kv", "ls", "--server", url)
-    assert gone.code == 3 and "connection refused" in gone.err
+    assert not store.exists()  # a temporary store is removed
 
 
 def test_import_without_the_cli_extra_names_the_extra() -> None:
