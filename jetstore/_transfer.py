@@ -131,15 +131,11 @@ def safe_target(directory: Path, name: str) -> Path:
     """Where object ``name`` goes under ``directory``: its path, never outside it.
 
     Raises:
-        ValueError: the name is absolute or climbs out (``..``), as a hostile peer could write.
+        ValueError: the name is absolute, climbs out (``..``), has empty or ``.`` parts (two
+            names would share a file) or a backslash, as a hostile peer could write.
     """
-    parts = PurePosixPath(name).parts
-    if (
-        not parts
-        or name.startswith("/")
-        or any(p in ("..", ".", "") for p in parts)
-        or "\\" in name
-    ):
+    parts = name.split("/")
+    if any(part in ("", ".", "..") for part in parts) or "\\" in name or "\0" in name:
         raise ValueError(f"object name {name!r} is not a safe relative path; fetch it with -o FILE")
     return directory.joinpath(*parts)
 
