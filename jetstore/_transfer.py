@@ -156,7 +156,7 @@ async def download(
     else:
         infos = [await store.info(n) for n in names]  # all exist, or exit 1 before any write
     if output == "-":
-        return await _to_stdout(store, infos[0])
+        return await _to_stdout(settings, store, infos[0])
     targets = _targets(infos, output, several=all_objects or len(names) > 1)
     progress = reporter(
         quiet=settings.quiet,
@@ -203,11 +203,20 @@ def _targets(
     return targets
 
 
-async def _to_stdout(store: objstore.ObjectStore, info: objstore.ObjectInfo) -> int:
-    """Stream the object to stdout; its digest is checked at the end (exit 1 if wrong)."""
+async def _to_stdout(
+    settings: Settings, store: objstore.ObjectStore, info: objstore.ObjectInfo
+) -> int:
+    """Stream the object to stdout (a bar on stderr if that is a terminal, but no result line:
+    stdout holds the data); its digest is checked at the end (exit 1 if wrong)."""
     out = sys.stdout.buffer
-    async with store.open(info.name) as reader:
-        async for chunk in reader:
-            out.write(chunk)
+    size = None if info.is_link else info.size
+    with reporter(quiet=settings.quiet, json=settings.json, files=1, total_bytes=size) as progress:
+        callback = progress.transfer(info.name, size)
+        done = 0
+        async with store.open(info.name) as reader:
+            async for chunk in reader:
+                out.write(chunk)
+                done += len(chunk)
+                callback(done, size)
     out.flush()
     return 0
