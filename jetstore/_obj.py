@@ -17,7 +17,7 @@ import objstore
 from ._confirm import confirm
 from ._connect import Settings, run, verb
 from ._fields import object_fields, store_fields
-from ._output import emit_json, emit_json_line
+from ._output import emit_json, emit_json_line, note, show_fields
 from ._transfer import download, plan_uploads, upload
 from ._values import duration_option, pairs, size_option
 
@@ -60,25 +60,9 @@ def add(settings: Settings, store: str, metadata: tuple[str, ...], **config: Any
 
     async def work(js: jetstream.JetStream) -> None:
         created = await objstore.create_store(js, store, **config)
-        _show(settings, store_fields(await created.status()))
+        show_fields(store_fields(await created.status()), json=settings.json, quiet=settings.quiet)
 
     run(settings, work)
-
-
-def _show(settings: Settings, fields: dict[str, Any]) -> None:
-    if settings.json:
-        emit_json(fields)
-    elif not settings.quiet:
-        for name, value in fields.items():
-            click.echo(f"{name}: {_plain(value)}")
-
-
-def _plain(value: object) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, dict):
-        return ", ".join(f"{k}={v}" for k, v in value.items()) or "-"
-    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 @obj.command("info")
@@ -91,9 +75,13 @@ def info(settings: Settings, store: str, name: str | None) -> None:
     async def work(js: jetstream.JetStream) -> None:
         opened = await objstore.open_store(js, store)
         if name is None:
-            _show(settings, store_fields(await opened.status()))
+            show_fields(
+                store_fields(await opened.status()), json=settings.json, quiet=settings.quiet
+            )
         else:
-            _show(settings, object_fields(await opened.info(name)))
+            show_fields(
+                object_fields(await opened.info(name)), json=settings.json, quiet=settings.quiet
+            )
 
     run(settings, work)
 
@@ -139,19 +127,14 @@ def rm(settings: Settings, store: str, names: tuple[str, ...], force: bool) -> N
     async def work(js: jetstream.JetStream) -> None:
         if not names:
             await objstore.delete_store(js, store)
-            _note(settings, f"deleted store {store}")
+            note(f"deleted store {store}", json=settings.json, quiet=settings.quiet)
             return
         opened = await objstore.open_store(js, store)
         for name in names:
             await opened.delete(name)
-            _note(settings, f"deleted {name}")
+            note(f"deleted {name}", json=settings.json, quiet=settings.quiet)
 
     run(settings, work)
-
-
-def _note(settings: Settings, line: str) -> None:
-    if not settings.quiet and not settings.json:
-        click.echo(line)
 
 
 @obj.command("put")
@@ -251,7 +234,11 @@ def link(settings: Settings, store: str, name: str, target: str) -> None:
 
     async def work(js: jetstream.JetStream) -> None:
         opened = await objstore.open_store(js, store)
-        _show(settings, object_fields(await opened.add_link(name, target)))
+        show_fields(
+            object_fields(await opened.add_link(name, target)),
+            json=settings.json,
+            quiet=settings.quiet,
+        )
 
     run(settings, work)
 
@@ -319,7 +306,7 @@ def seal(settings: Settings, store: str, force: bool) -> None:
     async def work(js: jetstream.JetStream) -> None:
         opened = await objstore.open_store(js, store)
         await opened.seal()
-        _note(settings, f"sealed store {store}")
+        note(f"sealed store {store}", json=settings.json, quiet=settings.quiet)
 
     run(settings, work)
 

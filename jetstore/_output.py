@@ -32,8 +32,10 @@ __all__ = [
     "emit_json_line",
     "error_line",
     "exit_code_for",
+    "note",
     "report_error",
     "setup_logging",
+    "show_fields",
 ]
 
 EXIT_OK: Final = 0
@@ -98,6 +100,29 @@ def emit_json(document: Any) -> None:
 def emit_json_line(document: Any) -> None:
     """One compact JSON document per line (streams: watch, uploads), flushed at once."""
     click.echo(json.dumps(document, ensure_ascii=False, separators=(",", ":")))
+
+
+def show_fields(fields: dict[str, Any], *, json: bool, quiet: bool) -> None:
+    """An info document: indented JSON, or ``name: value`` lines (``-`` for none)."""
+    if json:
+        emit_json(fields)
+    elif not quiet:
+        for name, value in fields.items():
+            click.echo(f"{name}: {_plain(value)}")
+
+
+def _plain(value: object) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={v}" for k, v in value.items()) or "-"
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def note(line: str, *, json: bool, quiet: bool) -> None:
+    """A human line about what was done (``deleted ...``): not with ``--json`` or ``--quiet``."""
+    if not json and not quiet:
+        click.echo(line)
 
 
 class _QuietFirstConnect(logging.Filter):

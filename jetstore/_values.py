@@ -12,8 +12,9 @@ from pathlib import Path
 import click
 
 import jetstream
+import kvstore
 
-__all__ = ["duration", "duration_option", "pairs", "read_value", "size_option"]
+__all__ = ["checked", "duration", "duration_option", "pairs", "read_value", "size_option"]
 
 _SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?)(i?b?)\s*$", re.IGNORECASE)
 _POWERS: dict[str, int] = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4}
@@ -97,3 +98,23 @@ def read_value(value: str | None, file: Path | None) -> bytes:
     if value is None and sys.stdin.isatty():
         raise click.UsageError("no value: give it as an argument, with --file, or on stdin")
     return sys.stdin.buffer.read()
+
+
+def checked(
+    *, key: str | None = None, ttl: str | None = None, filters: tuple[str, ...] = ()
+) -> None:
+    """Refuse a bad key, filter or TTL before connecting (exit 2; nothing is sent, and a
+    missing bucket does not hide the mistake).
+
+    Raises:
+        click.UsageError: names the library's error class and its message.
+    """
+    try:
+        if key is not None:
+            kvstore.validate_key(key)
+        for pattern in filters:
+            kvstore.validate_filter(pattern)
+        if ttl is not None:
+            jetstream.parse_ttl(ttl)
+    except jetstream.ClientValidationError as exc:
+        raise click.UsageError(f"{type(exc).__name__}: {exc}") from None
