@@ -50,7 +50,11 @@ def cli() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Run the command line and exit with its code."""
+    """Run the command line (``argv``, default ``sys.argv[1:]``) and exit with its code.
+
+    Raises:
+        SystemExit: always, with the documented exit code (docs/CLI.md).
+    """
     try:
         code = cli.main(args=argv, prog_name="jetstore", standalone_mode=False)
     except click.UsageError as exc:

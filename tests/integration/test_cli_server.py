@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +16,7 @@ import pytest
 import jetstream
 import kvstore
 
-from .cli_helpers import ROOT, cli_command, cli_env, jetstore
+from .cli_helpers import ROOT, cli_command, cli_env, jetstore, jetstore_all
 
 pytestmark = pytest.mark.integration
 
@@ -76,3 +77,24 @@ def test_import_without_the_cli_extra_names_the_extra() -> None:
         "ImportError: the jetstore command needs the 'cli' extra (rich is not installed): "
         "pip install 'jetstore[cli]'"
     )
+
+
+def test_credentials_and_timeouts_exit_3() -> None:
+    """--user/--password reach the server; refused credentials and a server that never
+    answers are connection errors (exit 3), within about --timeout, secrets never shown."""
+    auth = ["--user", "alice", "--pass", "s3cret-pw"]
+    with jetstream.EmbeddedServer(extra_args=auth) as server, socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()  # connections complete in the backlog; no INFO is ever sent
+        silent_url = f"nats://127.0.0.1:{silent.getsockname()[1]}"
+        ok, refused, in_url, mute = jetstore_all(
+            ("kv", "ls", "--server", server.url, "--user", "alice", "--password", "s3cret-pw"),
+            ("kv", "ls", "--server", server.url, "--user", "alice", "--password", "wrong-pw"),
+            ("kv", "ls", "--server", f"nats://alice:wrong-pw@127.0.0.1:{server.port}"),
+            ("kv", "ls", "--server", silent_url, "--timeout", "1"),
+        )
+    assert ok.code == 0, ok.err
+    assert refused.code == 3 and refused.err.startswith("jetstore: error: AuthenticationError")
+    assert in_url.code == 3 and "wrong-pw" not in in_url.err + refused.err
+    assert mute.code == 3 and "ConnectionFailedError" in mute.err and "timed out" in mute.err
+    assert mute.seconds < 5
