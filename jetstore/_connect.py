@@ -23,7 +23,7 @@ import jetstream
 
 from ._output import EXIT_OK, report_error, setup_logging
 
-__all__ = ["Settings", "run", "verb"]
+__all__ = ["Settings", "guarded", "local_verb", "run", "verb"]
 
 DEFAULT_TIMEOUT = 5.0
 
@@ -104,7 +104,7 @@ class Settings:
         return await jetstream.connect(servers, **kwargs)
 
 
-def _shared_options(function: Callable[..., Any]) -> Callable[..., Any]:
+def _connection_options(function: Callable[..., Any]) -> Callable[..., Any]:
     options = [
         click.option(
             "--server", "-s", envvar="NATS_URL", help="NATS URL(s), comma-separated [$NATS_URL]."
@@ -149,6 +149,14 @@ def _shared_options(function: Callable[..., Any]) -> Callable[..., Any]:
             show_default=True,
             help="Seconds to wait for the server (connect and each request).",
         ),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+def _output_options(function: Callable[..., Any]) -> Callable[..., Any]:
+    options = [
         click.option(
             "--json",
             "json_output",
@@ -180,12 +188,20 @@ _SHARED = (
 
 
 def verb(function: Callable[..., None]) -> Callable[..., None]:
-    """Give a verb the shared options; it is called with a :class:`Settings` first."""
+    """Give a verb the connection and output options; it is called with a :class:`Settings`
+    first."""
+    return _with_settings(function, connects=True)
 
-    @_shared_options
+
+def local_verb(function: Callable[..., None]) -> Callable[..., None]:
+    """Give a verb that connects to nothing (``server``) only the output options."""
+    return _with_settings(function, connects=False)
+
+
+def _with_settings(function: Callable[..., None], *, connects: bool) -> Callable[..., None]:
     @functools.wraps(function)
     def wrapper(*args: Any, **kwargs: Any) -> None:
-        shared = {name: kwargs.pop(name) for name in _SHARED}
+        shared = {name: kwargs.pop(name) for name in _SHARED} if connects else {}
         settings = Settings(
             **shared,
             json=kwargs.pop("json_output"),
@@ -195,7 +211,8 @@ def verb(function: Callable[..., None]) -> Callable[..., None]:
         setup_logging(debug=settings.debug)
         function(settings, *args, **kwargs)
 
-    return wrapper
+    decorated = _output_options(wrapper)
+    return _connection_options(decorated) if connects else decorated
 
 
 def run(

@@ -11,7 +11,7 @@ import click
 
 import jetstream
 
-from ._connect import Settings, guarded, verb
+from ._connect import Settings, guarded, local_verb
 from ._output import EXIT_FAILED, emit_json_line
 
 __all__ = ["server"]
@@ -31,7 +31,7 @@ __all__ = ["server"]
     type=click.Path(file_okay=False, path_type=Path),
     help="Keep the JetStream store here (default: a temporary directory, removed on exit).",
 )
-@verb
+@local_verb
 def server(settings: Settings, port: int, store: Path | None) -> None:
     """Run an embedded nats-server with JetStream, print its URL, stop cleanly on Ctrl-C (or
     SIGTERM). It listens on 127.0.0.1 only."""
