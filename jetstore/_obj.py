@@ -96,10 +96,7 @@ def ls(settings: Settings, store: str | None, include_deleted: bool) -> None:
     async def work(js: jetstream.JetStream) -> None:
         if store is None:
             names = sorted([name async for name in objstore.list_stores(js)])
-            if settings.json:
-                emit_json(names)
-            for store_name in [] if settings.json else names:
-                click.echo(store_name)
+            _list(names, json=settings.json)
             return
         opened = await objstore.open_store(js, store)
         infos = [i async for i in opened.list(include_deleted=include_deleted)]
@@ -112,6 +109,14 @@ def ls(settings: Settings, store: str | None, include_deleted: bool) -> None:
             click.echo(f"{i.name}\t{i.size}\t{fields['modified']}\t{i.digest}{link}")
 
     run(settings, work)
+
+
+def _list(names: list[str], *, json: bool) -> None:
+    if json:
+        emit_json(names)
+    else:
+        for name in names:
+            click.echo(name)
 
 
 @obj.command("rm")

@@ -36,7 +36,8 @@ def plan_uploads(paths: tuple[str, ...], name: str | None, prefix: str) -> list[
     under a directory under its path relative to it, stdin (``-``) under ``--name``.
 
     Raises:
-        click.UsageError: ``--name`` with several sources, stdin without it, a name twice.
+        click.UsageError: ``--name`` with several sources, stdin without it, a name twice, a
+            directory without files.
     """
     if name is not None and (len(paths) > 1 or Path(paths[0]).is_dir()):
         raise click.UsageError("--name takes one file (or stdin)")
@@ -47,7 +48,10 @@ def plan_uploads(paths: tuple[str, ...], name: str | None, prefix: str) -> list[
                 raise click.UsageError("uploading stdin (-) needs --name")
             uploads.append(Upload(prefix + name, sys.stdin.buffer, None))
         elif Path(path).is_dir():
-            uploads.extend(_directory(Path(path), prefix))
+            files = _directory(Path(path), prefix)
+            if not files:
+                raise click.UsageError(f"no files under {path!r}")
+            uploads.extend(files)
         else:
             file = Path(path)
             uploads.append(Upload(prefix + (name or file.name), path, file.stat().st_size))

@@ -3,11 +3,14 @@ downloaded compared byte for byte; progress bars under a pseudo-terminal and non
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
 import re
 import subprocess
+import threading
+import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -256,3 +259,43 @@ async def test_progress_bars_on_a_terminal_only(
         "obj", "put", store.name, str(tmp_path / "small.txt"), "-q", "--server", nats_server.url
     )
     assert quiet.code == 0 and quiet.out == b"" and quiet.err == ""
+
+
+async def test_ctrl_c_during_an_upload_leaves_nothing(
+    store: objstore.ObjectStore, nats_server: jetstream.EmbeddedServer, tmp_path: Path
+) -> None:
+    """Ctrl-C while an upload from a pipe is under way: exit 130, no object, no chunks."""
+    fifo = tmp_path / "in"
+    os.mkfifo(fifo)
+    writer = os.open(fifo, os.O_RDWR)  # keeps the pipe open: the upload waits for more
+    command = " ".join(
+        [*cli_command("obj", "put", store.name, "-", "--name", "big"), "-s", nats_server.url]
+    )
+    child = pexpect.spawn(
+        "bash",
+        ["-c", f"exec {command} < {fifo}"],
+        env=cli_env(TERM="xterm"),
+        cwd=str(ROOT),
+        dimensions=(24, 120),
+    )
+    try:
+        feeder = threading.Thread(target=os.write, args=(writer, os.urandom(3 << 20)))
+        feeder.start()
+        child.expect(r"\d\.\d MB", timeout=30)  # the bar counts the bytes sent so far
+        feeder.join()
+        child.sendintr()
+        os.close(writer)  # as a producer killed by the same Ctrl-C: end of input
+        writer = -1
+        child.expect(pexpect.EOF, timeout=30)
+    finally:
+        if writer >= 0:
+            os.close(writer)
+        child.close()
+    assert child.exitstatus == 130, child.before
+    assert "jetstore: interrupted" in child.before.decode()
+    with pytest.raises(objstore.ObjectNotFoundError):
+        await store.info("big")
+    deadline = time.monotonic() + 10
+    while (await store.status()).stream_info.state.messages and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert (await store.status()).stream_info.state.messages == 0  # the chunks were purged
