@@ -9,13 +9,14 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+import pexpect
 import pytest
 
 import jetstream
 import kvstore
 from tests.conftest import BucketFactory
 
-from .cli_helpers import cli_command, cli_env, jetstore, jetstore_all
+from .cli_helpers import ROOT, cli_command, cli_env, jetstore, jetstore_all
 
 pytestmark = pytest.mark.integration
 
@@ -247,6 +248,15 @@ async def test_watch_shows_changes_and_expiry(
     assert history.code == 0 and len(lines) == 2
     assert "PURGE   a.first rev=4" in lines[0] and "PUT     b.other rev=5: not watched" in lines[1]
     assert "\x1b[" not in history.text  # no colour codes when piped
+
+    args = cli_command("kv", "watch", bucket.name, "b.>", "--count", "1", "-s", nats_server.url)
+    on_tty = pexpect.spawn(args[0], args[1:], env=cli_env(TERM="xterm"), cwd=str(ROOT))
+    try:
+        on_tty.expect(pexpect.EOF, timeout=30)
+    finally:
+        on_tty.close()
+    assert on_tty.exitstatus == 0
+    assert "\x1b[32mPUT" in on_tty.before.decode()  # ops coloured on a terminal: PUT green
 
 
 def test_bad_input_exits_2_before_sending(
