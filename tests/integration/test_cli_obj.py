@@ -231,26 +231,38 @@ async def test_get_refuses_names_that_leave_the_directory(
     assert not (tmp_path / "evil").exists()
 
 
+def _on_terminal(*args: str) -> tuple[int, str]:
+    """Run ``jetstore ARGS`` under a pseudo-terminal: its exit code and the screen's text."""
+    command = cli_command(*args)
+    env = cli_env(TERM="xterm-256color", COLUMNS="120", LINES="30")
+    child = pexpect.spawn(command[0], command[1:], env=env, cwd=str(ROOT), dimensions=(30, 120))
+    try:
+        child.expect(pexpect.EOF, timeout=60)
+    finally:
+        child.close()
+    return child.exitstatus, _ANSI.sub("", child.before.decode(errors="replace"))
+
+
 async def test_progress_bars_on_a_terminal_only(
     store: objstore.ObjectStore, nats_server: jetstream.EmbeddedServer, tmp_path: Path
 ) -> None:
     big = tmp_path / "big.bin"
     big.write_bytes(os.urandom(24 * 1024 * 1024))
     (tmp_path / "small.txt").write_bytes(b"small")
-    args = cli_command(
-        "obj", "put", store.name, str(big), str(tmp_path / "small.txt"), "--server", nats_server.url
+    code, screen = _on_terminal(
+        "obj", "put", store.name, str(big), str(tmp_path / "small.txt"), "-s", nats_server.url
     )
-    env = cli_env(TERM="xterm-256color", COLUMNS="120", LINES="30")
-    child = pexpect.spawn(args[0], args[1:], env=env, cwd=str(ROOT), dimensions=(30, 120))
-    try:
-        child.expect(pexpect.EOF, timeout=60)
-    finally:
-        child.close()
-    screen = _ANSI.sub("", child.before.decode(errors="replace"))
-    assert child.exitstatus == 0, screen
+    assert code == 0, screen
     assert "━" in screen and "MB/s" in screen  # a bar with its transfer rate
     assert "total (2/2 files)" in screen and "25.2/25.2 MB" in screen  # the overall bar, full
     assert "stored big.bin: 25165824 bytes" in screen
+
+    copy = tmp_path / "copy.bin"
+    code, screen = _on_terminal(
+        "obj", "get", store.name, "big.bin", "-o", str(copy), "-s", nats_server.url
+    )
+    assert code == 0 and "━" in screen and "25.2/25.2 MB" in screen, screen
+    assert "saved big.bin" in screen and copy.read_bytes() == big.read_bytes()
 
     piped = jetstore("obj", "put", store.name, str(big), "--server", nats_server.url)
     assert piped.code == 0 and piped.text.startswith("stored big.bin: 25165824 bytes")
