@@ -36,6 +36,8 @@ _SUFFIXES: dict[str, Format] = {
 
 @dataclasses.dataclass(frozen=True)
 class Record:
+    """One key to store: its bytes, its own TTL (text as given) and expected revision."""
+
     key: str
     value: bytes
     ttl: str | None = None
