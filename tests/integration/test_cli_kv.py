@@ -296,7 +296,7 @@ def test_unreachable_server_exits_3_at_once(closed_port: int) -> None:
     assert result.code == 3
     assert result.err.startswith("jetstore: error: ConnectionFailedError")
     assert "connection refused" in result.err and len(result.err.strip().splitlines()) == 1
-    assert result.seconds < 5
+    assert result.seconds < 8  # process start included; nats-py alone would retry for minutes
 
 
 @pytest.fixture
