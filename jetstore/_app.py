@@ -1,0 +1,75 @@
+"""The ``jetstore`` command: its groups, and :func:`main`, which turns what ends a run into
+the documented exit code (usage errors as one line, exit 2)."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from ._output import EXIT_INTERRUPTED, EXIT_USAGE
+
+__all__ = ["cli", "main"]
+
+# Each group is imported when used: `jetstore kv ...` never loads objstore or the server
+# code (every invocation is a new process, and scripts run many).
+_GROUPS = {"kv": "jetstore._kv", "obj": "jetstore._obj", "server": "jetstore._server"}
+
+# click >= 8.2 raises this for a group called without a verb (older versions print the help).
+_NO_ARGS: tuple[type[Exception], ...] = tuple(
+    getattr(click.exceptions, name)
+    for name in ("NoArgsIsHelpError",)
+    if hasattr(click.exceptions, name)
+)
+
+
+class _LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(_GROUPS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module = _GROUPS.get(cmd_name)
+        if module is None:
+            return None
+        command = getattr(importlib.import_module(module), cmd_name)
+        assert isinstance(command, click.Command)
+        return command
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="jetstore", prog_name="jetstore")
+def cli() -> None:
+    """KV buckets and object stores on NATS JetStream.
+
+    Every verb takes the connection options (--server or $NATS_URL, --creds, --nkey,
+    --user/--password, --token, --tlscert/--tlskey/--tlsca, --timeout) and --json, --quiet,
+    --debug. Exit codes: 0 ok, 1 not found / condition failed / operation failed, 2 usage,
+    3 connection, authentication or timeout. See docs/CLI.md.
+    """
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the command line (``argv``, default ``sys.argv[1:]``) and exit with its code.
+
+    Raises:
+        SystemExit: always, with the documented exit code (docs/CLI.md).
+    """
+    try:
+        code = cli.main(args=argv, prog_name="jetstore", standalone_mode=False)
+    except click.UsageError as exc:
+        if isinstance(exc, _NO_ARGS):  # `jetstore kv`: the group's help, as a usage error
+            click.echo(exc.format_message(), err=True)
+            sys.exit(EXIT_USAGE)
+        hint = f" (see: {exc.ctx.command_path} --help)" if exc.ctx is not None else ""
+        click.echo(f"jetstore: usage: {exc.format_message()}{hint}", err=True)
+        sys.exit(EXIT_USAGE)
+    except click.ClickException as exc:
+        click.echo(f"jetstore: error: {exc.format_message()}", err=True)
+        sys.exit(exc.exit_code)
+    except click.Abort:
+        click.echo("jetstore: aborted", err=True)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        sys.exit(EXIT_INTERRUPTED)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -1,0 +1,176 @@
+"""``jetstore kv`` reads: get, get-many, history, keys, watch."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+import jetstream
+import kvstore
+
+from ._connect import Settings, run, verb
+from ._fields import entry_fields, text_of
+from ._output import emit_json, emit_json_line
+from ._values import checked
+
+__all__ = ["get", "get_many", "history", "keys", "watch"]
+
+_OP_COLOURS = {"PUT": "green", "DEL": "yellow", "PURGE": "red", "EXPIRED": "magenta"}
+
+
+@click.command("get")
+@click.argument("bucket")
+@click.argument("key")
+@click.option("--revision", type=click.IntRange(min=1), help="This revision instead of the latest.")
+@verb
+def get(settings: Settings, bucket: str, key: str, revision: int | None) -> None:
+    """Print KEY's value (raw bytes; --json: value and metadata). Exit 1 if it has none."""
+    checked(key=key)
+
+    async def work(js: jetstream.JetStream) -> None:
+        opened = await kvstore.open_bucket(js, bucket)
+        entry = await opened.get(key, revision=revision)
+        if settings.json:
+            emit_json(entry_fields(entry))
+        else:
+            sys.stdout.buffer.write(entry.value)
+            sys.stdout.buffer.flush()
+
+    run(settings, work)
+
+
+@click.command("get-many")
+@click.argument("bucket")
+@click.argument("keys", nargs=-1, required=True)
+@verb
+def get_many(settings: Settings, bucket: str, keys: tuple[str, ...]) -> None:
+    """Read KEYS as of one point in time (never half of a put-many). Prints `key value` lines
+    (missing keys on stderr); --json: revision, entries, missing."""
+    for key in keys:
+        checked(key=key)
+
+    async def work(js: jetstream.JetStream) -> None:
+        opened = await kvstore.open_bucket(js, bucket)
+        snapshot = await opened.get_many(keys)
+        if settings.json:
+            entries = [entry_fields(entry) for entry in snapshot.values()]
+            emit_json(
+                {
+                    "revision": snapshot.revision,
+                    "entries": entries,
+                    "missing": list(snapshot.missing),
+                }
+            )
+            return
+        for key, entry in snapshot.items():
+            click.echo(f"{key} {_shown(entry.value)}")
+        for key in snapshot.missing:
+            click.echo(f"jetstore: {key}: no value", err=True)
+
+    run(settings, work)
+
+
+def _shown(value: bytes, limit: int | None = None) -> str:
+    """A value for a text line: its text (non-printables escaped), or its size if binary."""
+    text = text_of(value)
+    if text is None:
+        return f"<{len(value)} bytes>"
+    text = text.encode("unicode_escape").decode() if not text.isprintable() else text
+    return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"
+
+
+@click.command("history")
+@click.argument("bucket")
+@click.argument("key")
+@verb
+def history(settings: Settings, bucket: str, key: str) -> None:
+    """Every stored revision of KEY, oldest first (tombstones and expiry markers included)."""
+    checked(key=key)
+
+    async def work(js: jetstream.JetStream) -> None:
+        opened = await kvstore.open_bucket(js, bucket)
+        entries = [entry async for entry in opened.history(key)]
+        if settings.json:
+            emit_json([entry_fields(entry) for entry in entries])
+            return
+        for entry in entries:
+            click.echo(_line(entry, limit=60))
+
+    run(settings, work)
+
+
+def _line(entry: kvstore.Entry, *, limit: int | None = None, colour: bool = False) -> str:
+    created = entry.created.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+    op = entry.op.value
+    shown = click.style(f"{op:<7}", fg=_OP_COLOURS.get(op)) if colour else f"{op:<7}"
+    ttl = "" if entry.ttl is None else f" ttl={'never' if entry.ttl < 0 else entry.ttl}"
+    value = f": {_shown(entry.value, limit)}" if entry.op is kvstore.Op.PUT else ""
+    return f"[{created}] {shown} {entry.key} rev={entry.revision}{ttl}{value}"
+
+
+@click.command("keys")
+@click.argument("bucket")
+@click.argument("filters", nargs=-1)
+@verb
+def keys(settings: Settings, bucket: str, filters: tuple[str, ...]) -> None:
+    """Keys with a live value, optionally matching FILTERS (e.g. 'alice.>', 'user.*.name')."""
+    checked(filters=filters)
+
+    async def work(js: jetstream.JetStream) -> None:
+        opened = await kvstore.open_bucket(js, bucket)
+        found = [key async for key in opened.keys(list(filters) or ">")]
+        if settings.json:
+            emit_json(found)
+        else:
+            for key in found:
+                click.echo(key)
+
+    run(settings, work)
+
+
+@click.command("watch")
+@click.argument("bucket")
+@click.argument("filters", nargs=-1)
+@click.option("--include-history", is_flag=True, help="Every stored revision first.")
+@click.option("--updates-only", is_flag=True, help="Only changes from now on.")
+@click.option("--ignore-deletes", is_flag=True, help="No DEL, PURGE or EXPIRED entries.")
+@click.option("--count", type=click.IntRange(min=1), help="Stop after this many entries.")
+@verb
+def watch(
+    settings: Settings,
+    bucket: str,
+    filters: tuple[str, ...],
+    include_history: bool,
+    updates_only: bool,
+    ignore_deletes: bool,
+    count: int | None,
+) -> None:
+    """Print changes as they happen (current values first), until Ctrl-C or --count. Ops are
+    coloured on a terminal: PUT, DEL, PURGE, EXPIRED (a key's TTL ran out)."""
+    checked(filters=filters)
+    if include_history and updates_only:
+        raise click.UsageError("--include-history and --updates-only exclude each other")
+    colour = sys.stdout.isatty()
+
+    async def work(js: jetstream.JetStream) -> int | None:
+        opened = await kvstore.open_bucket(js, bucket)
+        watcher = opened.watch(
+            list(filters) or ">",
+            include_history=include_history,
+            updates_only=updates_only,
+            ignore_deletes=ignore_deletes,
+        )
+        seen = 0
+        async with watcher:
+            async for entry in watcher:
+                if settings.json:
+                    emit_json_line(entry_fields(entry))
+                else:
+                    click.echo(_line(entry, colour=colour))
+                seen += 1
+                if count is not None and seen >= count:
+                    break
+        return None
+
+    run(settings, work, interrupt_ok=True)

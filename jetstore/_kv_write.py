@@ -1,0 +1,222 @@
+"""``jetstore kv`` writes: put, create, update, del, purge, put-many. Keys and TTLs are
+checked before connecting (exit 2, nothing sent)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+import jetstream
+import kvstore
+from jetstream import TTLValue
+
+from ._connect import Settings, run, verb
+from ._output import emit_json
+from ._records import Record, format_of, parse_records
+from ._values import checked, read_value
+
+__all__ = ["create", "delete", "purge", "put", "put_many", "update"]
+
+
+_value_arg = click.argument("value", required=False)
+_file_opt = click.option(
+    "--file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Read the value from this file (else VALUE, or stdin).",
+)
+_ttl_opt = click.option("--ttl", help="Key TTL: seconds, 90s, 1h, 30d or never.")
+
+
+def _wrote(settings: Settings, key: str, revision: int) -> None:
+    if settings.json:
+        emit_json({"key": key, "revision": revision})
+    elif not settings.quiet:
+        click.echo(revision)
+
+
+@click.command("put")
+@click.argument("bucket")
+@click.argument("key")
+@_value_arg
+@_file_opt
+@_ttl_opt
+@verb
+def put(
+    settings: Settings, bucket: str, key: str, value: str | None, file: Path | None, ttl: str | None
+) -> None:
+    """Store VALUE (or --file, or stdin) under KEY; prints the new revision."""
+    checked(key=key, ttl=ttl)
+    data = read_value(value, file)
+
+    async def work(js: jetstream.JetStream) -> None:
+        opened = await kvstore.open_bucket(js, bucket)
+        _wrote(settings, key, await opened.put(key, data, ttl=ttl))
+
+    run(settings, work)
+
+
+@click.command("create")
+@click.argument("bucket")
+@click.argument("key")
+@_value_arg
+@_file_opt
+@_ttl_opt
+@verb
+def create(
+    settings: Settings, bucket: str, key: str, value: str | None, file: Path | None, ttl: str | None
+) -> None:
+    """Store a value only if KEY has no live value (exit 1 if it has)."""
+    checked(key=key, ttl=ttl)
+    data = read_value(value, file)
+
+    async def work(js: jetstream.JetStream) -> None:
+        opened = await kvstore.open_bucket(js, bucket)
+        _wrote(settings, key, await opened.create(key, data, ttl=ttl))
+
+    run(settings, work)
+
+
+@click.command("update")
+@click.argument("bucket")
+@click.argument("key")
+@_value_arg
+@_file_opt
+@_ttl_opt
+@click.option(
+    "--revision", type=click.IntRange(min=0), required=True, help="Expected current revision."
+)
+@verb
+def update(
+    settings: Settings,
+    bucket: str,
+    key: str,
+    value: str | None,
+    file: Path | None,
+    ttl: str | None,
+    revision: int,
+) -> None:
+    """Compare-and-set: store only if KEY is at --revision (exit 1 naming the current one)."""
+    checked(key=key, ttl=ttl)
+    data = read_value(value, file)
+
+    async def work(js: jetstream.JetStream) -> None:
+        opened = await kvstore.open_bucket(js, bucket)
+        _wrote(settings, key, await opened.update(key, data, revision, ttl=ttl))
+
+    run(settings, work)
+
+
+@click.command("del")
+@click.argument("bucket")
+@click.argument("key")
+@click.option("--revision", type=click.IntRange(min=0), help="Only if KEY is at this revision.")
+@verb
+def delete(settings: Settings, bucket: str, key: str, revision: int | None) -> None:
+    """Delete KEY (a DEL tombstone; history kept); prints the tombstone's revision."""
+    checked(key=key)
+
+    async def work(js: jetstream.JetStream) -> None:
+        opened = await kvstore.open_bucket(js, bucket)
+        _wrote(settings, key, await opened.delete(key, revision=revision))
+
+    run(settings, work)
+
+
+@click.command("purge")
+@click.argument("bucket")
+@click.argument("key")
+@click.option("--ttl", help="Let the PURGE tombstone itself expire after this long.")
+@click.option("--revision", type=click.IntRange(min=0), help="Only if KEY is at this revision.")
+@verb
+def purge(settings: Settings, bucket: str, key: str, ttl: str | None, revision: int | None) -> None:
+    """Purge KEY: a PURGE tombstone, earlier revisions removed."""
+    checked(key=key, ttl=ttl)
+
+    async def work(js: jetstream.JetStream) -> None:
+        opened = await kvstore.open_bucket(js, bucket)
+        _wrote(settings, key, await opened.purge(key, ttl=ttl, revision=revision))
+
+    run(settings, work)
+
+
+@click.command("put-many")
+@click.argument("bucket")
+@click.argument(
+    "input_file", metavar="FILE", type=click.Path(exists=True, dir_okay=False, allow_dash=True)
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["json", "jsonl", "csv"]),
+    help="Input format (default: from the file suffix).",
+)
+@click.option("--ttl", help="One TTL for every key without its own.")
+@click.option(
+    "--batch-size",
+    type=click.IntRange(1, 100_000),
+    default=jetstream.DEFAULT_MAX_BATCH,
+    show_default=True,
+    help="Keys per atomic batch.",
+)
+@verb
+def put_many(
+    settings: Settings,
+    bucket: str,
+    input_file: str,
+    fmt: str | None,
+    ttl: str | None,
+    batch_size: int,
+) -> None:
+    """Store the records of FILE (JSON, JSONL or CSV; - = stdin) in atomic batches of
+    --batch-size keys: each batch all or nothing. Prints each key's revision."""
+    text = sys.stdin.read() if input_file == "-" else Path(input_file).read_text()
+    records = parse_records(text, format_of(input_file, fmt))
+    _check_records(records, ttl)
+
+    async def work(js: jetstream.JetStream) -> int | None:
+        opened = await kvstore.open_bucket(js, bucket)
+        stored: dict[str, int] = {}
+        for start in range(0, len(records), batch_size):
+            batch = records[start : start + batch_size]
+            try:
+                stored.update(await _put_batch(opened, batch, ttl))
+            except jetstream.JetStreamError:
+                if stored:
+                    click.echo(f"jetstore: {len(stored)} keys were stored before:", err=True)
+                _report_revisions(settings, stored)
+                raise
+        _report_revisions(settings, stored)
+        return None
+
+    run(settings, work)
+
+
+def _check_records(records: list[Record], ttl: str | None) -> None:
+    """Every key and TTL checked before the first batch is sent (exit 2, nothing stored)."""
+    checked(ttl=ttl)
+    for record in records:
+        checked(key=record.key, ttl=record.ttl)
+
+
+async def _put_batch(
+    bucket: kvstore.Bucket, batch: list[Record], ttl: str | None
+) -> dict[str, int]:
+    ttls: dict[str, TTLValue] = {}
+    for record in batch:
+        key_ttl = record.ttl or ttl
+        if key_ttl is not None:
+            ttls[record.key] = key_ttl
+    expect = {r.key: r.revision for r in batch if r.revision is not None}
+    return await bucket.put_many(
+        [(r.key, r.value) for r in batch], expect=expect, ttl=ttls, max_keys=len(batch)
+    )
+
+
+def _report_revisions(settings: Settings, stored: dict[str, int]) -> None:
+    if settings.json:
+        emit_json(stored)
+    elif not settings.quiet:
+        for key, revision in stored.items():
+            click.echo(f"{key} {revision}")

@@ -1,0 +1,150 @@
+"""How a verb ends: exit codes, the one-line error on stderr, JSON and plain output.
+
+Exit codes (documented in docs/CLI.md, relied on by scripts):
+
+- 0: done;
+- 1: not found, a condition failed (compare-and-set, create over a live key), or the server
+  refused or failed the operation (an upload, a digest mismatch, a full stream);
+- 2: usage: a bad option, key, TTL, name or input file; nothing was sent;
+- 3: the server cannot be reached, refused the credentials or the permission, or timed out;
+- 130: interrupted (Ctrl-C) where that is not the normal end of the verb.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import traceback
+from typing import Any, Final
+
+import click
+
+import jetstream
+
+__all__ = [
+    "EXIT_CONNECTION",
+    "EXIT_FAILED",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "emit_json",
+    "emit_json_line",
+    "error_line",
+    "exit_code_for",
+    "note",
+    "report_error",
+    "setup_logging",
+    "show_fields",
+]
+
+EXIT_OK: Final = 0
+EXIT_FAILED: Final = 1
+EXIT_USAGE: Final = 2
+EXIT_CONNECTION: Final = 3
+EXIT_INTERRUPTED: Final = 130
+
+# Classes checked in order: the first match decides (subclasses before their bases).
+_CONNECTION_ERRORS: Final = (
+    jetstream.ConnectionFailedError,  # AuthenticationError is one
+    jetstream.ConnectionClosedError,
+    jetstream.DisconnectedError,
+    jetstream.RequestTimeoutError,
+    jetstream.NoRespondersError,
+    jetstream.PermissionDeniedError,
+)
+
+
+def exit_code_for(error: BaseException) -> int:
+    """The documented exit code of an error that ended a verb."""
+    if isinstance(error, click.UsageError | click.BadParameter):
+        return EXIT_USAGE
+    if isinstance(error, jetstream.ClientValidationError):
+        return EXIT_USAGE
+    if isinstance(error, _CONNECTION_ERRORS):
+        return EXIT_CONNECTION
+    if isinstance(error, TimeoutError):
+        return EXIT_CONNECTION
+    if isinstance(error, KeyboardInterrupt):
+        return EXIT_INTERRUPTED
+    return EXIT_FAILED
+
+
+def error_line(error: BaseException) -> str:
+    """One line for stderr: the error's class (for library errors) and its message."""
+    if isinstance(error, KeyboardInterrupt):
+        return "jetstore: interrupted"
+    text = " ".join(str(error).split()) or type(error).__name__
+    if isinstance(error, jetstream.JetStreamError):
+        return f"jetstore: error: {type(error).__name__}: {text}"
+    if isinstance(error, OSError) and error.filename is not None:
+        return f"jetstore: error: {error.strerror or text}: {error.filename}"
+    if isinstance(error, OSError | ValueError):
+        return f"jetstore: error: {text}"
+    return f"jetstore: error: {type(error).__name__}: {text} (a bug? --debug shows where)"
+
+
+def report_error(error: BaseException, *, debug: bool) -> int:
+    """Print the error (its traceback first with ``--debug``) and return its exit code."""
+    if debug:
+        traceback.print_exception(error, file=sys.stderr)
+    click.echo(error_line(error), err=True)
+    return exit_code_for(error)
+
+
+def emit_json(document: Any) -> None:
+    """One JSON document on stdout (indented: read by people and by ``jq`` alike)."""
+    click.echo(json.dumps(document, indent=2, ensure_ascii=False))
+
+
+def emit_json_line(document: Any) -> None:
+    """One compact JSON document per line (streams: watch, uploads), flushed at once."""
+    click.echo(json.dumps(document, ensure_ascii=False, separators=(",", ":")))
+
+
+def show_fields(fields: dict[str, Any], *, json: bool, quiet: bool) -> None:
+    """An info document: indented JSON, or ``name: value`` lines (``-`` for none)."""
+    if json:
+        emit_json(fields)
+    elif not quiet:
+        for name, value in fields.items():
+            click.echo(f"{name}: {_plain(value)}")
+
+
+def _plain(value: object) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={v}" for k, v in value.items()) or "-"
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def note(line: str, *, json: bool, quiet: bool) -> None:
+    """A human line about what was done (``deleted ...``): not with ``--json`` or ``--quiet``."""
+    if not json and not quiet:
+        click.echo(line)
+
+
+class _QuietFirstConnect(logging.Filter):
+    """Drop the library's log line for a failed first connect: the verb reports the same
+    error as its one line on stderr."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args if isinstance(record.args, tuple) else ()
+        return not (args and isinstance(args[0], jetstream.ConnectionFailedError))
+
+
+def setup_logging(*, debug: bool) -> None:
+    """Library warnings (a reconnect, a skipped record) as ``jetstore: warning: ...`` lines on
+    stderr; everything, down to debug, with ``--debug``."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("jetstore: %(levelname)s: %(message)s"))
+    if not debug:
+        handler.addFilter(_QuietFirstConnect())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.DEBUG if debug else logging.WARNING)
+    logging.addLevelName(logging.WARNING, "warning")
+    logging.addLevelName(logging.INFO, "info")
+    logging.addLevelName(logging.DEBUG, "debug")
+    logging.addLevelName(logging.ERROR, "error")

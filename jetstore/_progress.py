@@ -1,0 +1,64 @@
+"""Progress of uploads and downloads: rich bars (one per file with rate and ETA, plus an
+overall bar for several files) on a terminal; nothing but one result line per file when
+piped, so scripts can parse the output; nothing at all with ``--quiet``.
+
+Bars go to stderr, so ``jetstore obj get S N -o - > file`` keeps its data clean.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from types import TracebackType
+from typing import Self
+
+import click
+
+__all__ = ["Callback", "Reporter", "reporter"]
+
+Callback = Callable[[int, int | None], None]
+"""``progress(done, total)`` as objstore calls it."""
+
+
+class Reporter:
+    """Plain reporting: result lines on stdout, no bars (piped output, ``--json``)."""
+
+    def __init__(self, *, quiet: bool = False) -> None:
+        self._quiet = quiet
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        return None
+
+    def transfer(self, name: str, size: int | None) -> Callback:
+        """The callback for one file's transfer (``size`` None when unknown)."""
+        return _ignore
+
+    def done(self, name: str, line: str) -> None:
+        """One file finished: its result line (none with ``--quiet``)."""
+        if not self._quiet:
+            click.echo(line)
+
+    def failed(self, name: str, line: str) -> None:
+        """One file failed: its error line, on stderr (also with ``--quiet``)."""
+        click.echo(line, err=True)
+
+
+def _ignore(done: int, total: int | None) -> None:
+    return None
+
+
+def reporter(*, quiet: bool, json: bool, files: int, total_bytes: int | None) -> Reporter:
+    """Bars when stderr is a terminal (and neither ``--quiet`` nor ``--json``), else plain."""
+    if quiet or json or not sys.stderr.isatty():
+        return Reporter(quiet=quiet or json)
+    from ._bars import BarReporter  # rich only when there are bars to draw
+
+    return BarReporter(files, total_bytes)

@@ -1,0 +1,226 @@
+"""Uploads and downloads of ``jetstore obj put/get``: which files become which objects (and
+back), ``--parallel`` transfers at a time, each with its progress and its result line. One
+object's failure does not stop the others; the verb then exits with that failure's code."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path, PurePosixPath
+from typing import Any, BinaryIO
+
+import click
+
+import jetstream
+import objstore
+
+from ._connect import Settings
+from ._fields import object_fields
+from ._output import emit_json_line, error_line, exit_code_for
+from ._progress import Reporter, reporter
+
+__all__ = ["Upload", "download", "plan_uploads", "safe_target", "upload"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Upload:
+    name: str
+    source: str | BinaryIO
+    size: int | None
+
+
+def plan_uploads(paths: tuple[str, ...], name: str | None, prefix: str) -> list[Upload]:
+    """The objects the arguments make: a file under its base name (or ``--name``), every file
+    under a directory under its path relative to it, stdin (``-``) under ``--name``.
+
+    Raises:
+        click.UsageError: ``--name`` with several sources, stdin without it, a name twice, a
+            directory without files.
+    """
+    if name is not None and (len(paths) > 1 or Path(paths[0]).is_dir()):
+        raise click.UsageError("--name takes one file (or stdin)")
+    uploads: list[Upload] = []
+    for path in paths:
+        if path == "-":
+            if name is None:
+                raise click.UsageError("uploading stdin (-) needs --name")
+            uploads.append(Upload(prefix + name, sys.stdin.buffer, None))
+        elif Path(path).is_dir():
+            files = _directory(Path(path), prefix)
+            if not files:
+                raise click.UsageError(f"no files under {path!r}")
+            uploads.extend(files)
+        else:
+            file = Path(path)
+            uploads.append(Upload(prefix + (name or file.name), path, file.stat().st_size))
+    seen: set[str] = set()
+    for item in uploads:
+        if item.name in seen:
+            raise click.UsageError(f"two sources would be stored as {item.name!r}")
+        seen.add(item.name)
+    return uploads
+
+
+def _directory(root: Path, prefix: str) -> list[Upload]:
+    files = sorted(p for p in root.rglob("*") if p.is_file())
+    return [
+        Upload(prefix + p.relative_to(root).as_posix(), str(p), p.stat().st_size) for p in files
+    ]
+
+
+async def _each(items: list[Any], parallel: int, one: Callable[[Any], Awaitable[int]]) -> int:
+    """Run ``one`` over the items, ``parallel`` at a time; the first failure's exit code."""
+    limit = asyncio.Semaphore(parallel)
+
+    async def limited(item: Any) -> int:
+        async with limit:
+            return await one(item)
+
+    codes = await asyncio.gather(*(limited(item) for item in items))
+    return next((code for code in codes if code), 0)
+
+
+def _total(sizes: list[int | None]) -> int | None:
+    return None if any(size is None for size in sizes) else sum(s or 0 for s in sizes)
+
+
+async def upload(
+    settings: Settings,
+    js: jetstream.JetStream,
+    store_name: str,
+    uploads: list[Upload],
+    options: dict[str, Any],
+    parallel: int,
+) -> int:
+    """``obj put``: every planned upload (:func:`plan_uploads`); returns the exit code."""
+    store = await objstore.open_store(js, store_name)
+    progress = reporter(
+        quiet=settings.quiet,
+        json=settings.json,
+        files=len(uploads),
+        total_bytes=_total([u.size for u in uploads]),
+    )
+
+    async def one(item: Upload) -> int:
+        callback = progress.transfer(item.name, item.size)
+        try:
+            info = await store.put(item.name, item.source, progress=callback, **options)
+        except (jetstream.JetStreamError, OSError) as exc:
+            return _failed(progress, item.name, exc)
+        _done(settings, progress, info, f"stored {info.name}: {_summary(info)}")
+        return 0
+
+    with progress:
+        return await _each(uploads, parallel, one)
+
+
+def _summary(info: objstore.ObjectInfo) -> str:
+    return f"{info.size} bytes, {info.chunks} chunks, {info.digest}"
+
+
+def _done(settings: Settings, progress: Reporter, info: objstore.ObjectInfo, line: str) -> None:
+    if settings.json:
+        emit_json_line(object_fields(info))
+    progress.done(info.name, line)
+
+
+def _failed(progress: Reporter, name: str, error: BaseException) -> int:
+    progress.failed(name, f"{error_line(error)} ({name})")
+    return exit_code_for(error)
+
+
+def safe_target(directory: Path, name: str) -> Path:
+    """Where object ``name`` goes under ``directory``: its path, never outside it.
+
+    Raises:
+        ValueError: the name is absolute, climbs out (``..``), has empty or ``.`` parts (two
+            names would share a file) or a backslash, as a hostile peer could write.
+    """
+    parts = name.split("/")
+    if any(part in ("", ".", "..") for part in parts) or "\\" in name or "\0" in name:
+        raise ValueError(f"object name {name!r} is not a safe relative path; fetch it with -o FILE")
+    return directory.joinpath(*parts)
+
+
+async def download(
+    settings: Settings,
+    js: jetstream.JetStream,
+    store_name: str,
+    names: list[str],
+    output: str | None,
+    all_objects: bool,
+    parallel: int,
+) -> int:
+    """``obj get``: the named objects (or all) to a file, a directory or stdout."""
+    store = await objstore.open_store(js, store_name)
+    if all_objects:
+        infos = [i async for i in store.list() if not i.is_link]
+    else:
+        infos = [await store.info(n) for n in names]  # all exist, or exit 1 before any write
+    if output == "-":
+        return await _to_stdout(settings, store, infos[0])
+    targets = _targets(infos, output, several=all_objects or len(names) > 1)
+    progress = reporter(
+        quiet=settings.quiet,
+        json=settings.json,
+        files=len(infos),
+        total_bytes=_total([None if i.is_link else i.size for i in infos]),
+    )
+
+    async def one(pair: tuple[objstore.ObjectInfo, Path | ValueError]) -> int:
+        info, target = pair
+        if isinstance(target, ValueError):
+            return _failed(progress, info.name, target)
+        callback = progress.transfer(info.name, None if info.is_link else info.size)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            got = await store.get_file(info.name, target, progress=callback)
+        except (jetstream.JetStreamError, OSError) as exc:
+            return _failed(progress, info.name, exc)
+        line = f"saved {info.name} -> {target} ({got.size} bytes, digest verified)"
+        _done(settings, progress, got, line)
+        return 0
+
+    with progress:
+        return await _each(list(zip(infos, targets, strict=True)), parallel, one)
+
+
+def _targets(
+    infos: list[objstore.ObjectInfo], output: str | None, *, several: bool
+) -> list[Path | ValueError]:
+    """Each object's file: ``output`` itself for one object (unless it is a directory), else
+    its name under the directory (``output`` or the current one)."""
+    if not several and not (output is not None and Path(output).is_dir()):
+        name = infos[0].name
+        return [Path(output) if output is not None else Path(PurePosixPath(name).name or name)]
+    directory = Path(output or ".")
+    if directory.exists() and not directory.is_dir():
+        raise click.UsageError(f"{output!r} is not a directory (needed for several objects)")
+    targets: list[Path | ValueError] = []
+    for info in infos:
+        try:
+            targets.append(safe_target(directory, info.name))
+        except ValueError as exc:
+            targets.append(exc)
+    return targets
+
+
+async def _to_stdout(
+    settings: Settings, store: objstore.ObjectStore, info: objstore.ObjectInfo
+) -> int:
+    """Stream the object to stdout (a bar on stderr if that is a terminal, but no result line:
+    stdout holds the data); its digest is checked at the end (exit 1 if wrong)."""
+    out = sys.stdout.buffer
+    size = None if info.is_link else info.size
+    with reporter(quiet=settings.quiet, json=settings.json, files=1, total_bytes=size) as progress:
+        callback = progress.transfer(info.name, size)
+        done = 0
+        async with store.open(info.name) as reader:
+            async for chunk in reader:
+                out.write(chunk)
+                done += len(chunk)
+                callback(done, size)
+    out.flush()
+    return 0

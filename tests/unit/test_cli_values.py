@@ -1,0 +1,105 @@
+"""The command line's pure parts: put-many input, sizes, durations, name=value pairs, where a
+downloaded object may be written, and which error gives which exit code."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import click
+import pytest
+
+import jetstream
+import kvstore
+import objstore
+from jetstore._output import exit_code_for
+from jetstore._records import Record, format_of, parse_records
+from jetstore._transfer import plan_uploads, safe_target
+from jetstore._values import duration, pairs, size_option
+
+
+def test_records_from_json_jsonl_and_csv() -> None:
+    assert parse_records('{"a": "1", "b": "2"}', "json") == [Record("a", b"1"), Record("b", b"2")]
+    jsonl = (
+        '{"key": "a", "value_base64": "AAE=", "ttl": 60, "revision": 0}\n\n'
+        '{"key": "b", "value": ""}\n'
+    )
+    assert parse_records(jsonl, "jsonl") == [Record("a", b"\x00\x01", "60", 0), Record("b", b"")]
+    csv = "key,value,ttl\na,x,1h\nb,,\n"
+    assert parse_records(csv, "csv") == [Record("a", b"x", "1h"), Record("b", b"")]
+
+
+@pytest.mark.parametrize(
+    ("text", "fmt", "message"),
+    [
+        ("[1]", "json", "record 1: a record must be an object"),
+        ('{"key": "a"}', "jsonl", "line 1: 'value' must be a string"),
+        ('{"key": "a", "value": "1"}\n{"key": "a", "value": "2"}', "jsonl", "more than once"),
+        ('{"key": "a", "value_base64": "!!"}', "jsonl", "not base64"),
+        ('{"key": "a", "value": "1", "revision": -1}', "jsonl", "revision"),
+        ("{", "json", "not JSON"),
+        ("value\n1\n", "csv", "'key' column"),
+    ],
+)
+def test_bad_records_are_usage_errors(text: str, fmt: str, message: str) -> None:
+    with pytest.raises(click.UsageError, match=message):
+        parse_records(text, fmt)  # type: ignore[arg-type]
+
+
+def test_format_from_suffix_or_option() -> None:
+    assert format_of("x.NDJSON", None) == "jsonl" and format_of("-", "csv") == "csv"
+    with pytest.raises(click.UsageError, match="--format"):
+        format_of("-", None)
+
+
+def test_sizes_durations_and_pairs() -> None:
+    convert = lambda text: size_option(None, None, text)  # type: ignore[arg-type]  # noqa: E731
+    assert [convert(t) for t in ["1024", "1K", "10MiB", "2g", "-1"]] == [
+        1024, 1024, 10 << 20, 2 << 30, -1,
+    ]  # fmt: skip
+    with pytest.raises(click.BadParameter):
+        convert("ten")
+    assert duration("90", "max_age") == timedelta(seconds=90)
+    assert duration("1h30m", "max_age") == timedelta(minutes=90)
+    with pytest.raises(click.BadParameter, match="max_age"):
+        duration("soon", "max_age")
+    assert pairs(("a=1", "b=x=y"), "--meta") == {"a": "1", "b": "x=y"}
+    with pytest.raises(click.BadParameter):
+        pairs(("novalue",), "--meta")
+
+
+@pytest.mark.parametrize(
+    "name", ["../evil", "/etc/passwd", "a/../../b", "a//b", "./a", "a\\..\\b", "", "a/", "a\0b"]
+)
+def test_object_names_that_would_leave_the_directory_are_refused(name: str, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="not a safe relative path"):
+        safe_target(tmp_path, name)
+
+
+def test_safe_object_names_keep_their_path(tmp_path: Path) -> None:
+    assert safe_target(tmp_path, "logs/2026/a.txt") == tmp_path / "logs" / "2026" / "a.txt"
+
+
+def test_upload_plan_names_files_by_their_path_in_the_directory(tmp_path: Path) -> None:
+    (tmp_path / "d" / "sub").mkdir(parents=True)
+    (tmp_path / "d" / "sub" / "x").write_bytes(b"1")
+    (tmp_path / "d" / "y").write_bytes(b"22")
+    (tmp_path / "f").write_bytes(b"333")
+    plan = plan_uploads((str(tmp_path / "d"), str(tmp_path / "f")), None, "p/")
+    assert [(u.name, u.size) for u in plan] == [("p/sub/x", 1), ("p/y", 2), ("p/f", 3)]
+    with pytest.raises(click.UsageError, match="stored as 'f'"):
+        plan_uploads((str(tmp_path / "f"), str(tmp_path / "f")), None, "")
+
+
+def test_exit_codes() -> None:
+    assert exit_code_for(kvstore.KeyNotFoundError("k")) == 1
+    assert exit_code_for(kvstore.WrongRevisionError("k", 1, 2, err_code=10071)) == 1
+    assert exit_code_for(objstore.DigestMismatchError("bad")) == 1
+    assert exit_code_for(kvstore.InvalidKeyError("bad")) == 2
+    assert exit_code_for(jetstream.InvalidTTLError("bad")) == 2
+    assert exit_code_for(click.UsageError("bad")) == 2
+    assert exit_code_for(jetstream.ConnectionFailedError("down")) == 3
+    assert exit_code_for(jetstream.AuthenticationError("no")) == 3
+    assert exit_code_for(jetstream.RequestTimeoutError("slow")) == 3
+    assert exit_code_for(jetstream.PermissionDeniedError("acl")) == 3
+    assert exit_code_for(KeyboardInterrupt()) == 130
