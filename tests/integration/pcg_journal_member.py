@@ -6,13 +6,14 @@ Each message carries ``<key>:<n>``. Per message the member appends to its journa
 
     S <key> <n> <delivered> <t>   before the work
     E <key> <n> <delivered> <t>   after the work, before the ack
-    A <key> <n> <delivered> <t>   once the ack has reached the server (a flush after it)
+    A <key> <n> <delivered> <t>   once the ack is sent (FLUSH 1: once it reached the server)
 
 ``t`` is ``time.monotonic_ns()`` (CLOCK_MONOTONIC: one clock for every process on the
 machine). It prints ``ready`` once it has joined.
 
 Usage: python pcg_journal_member.py URL KIND STREAM GROUP MEMBER ACK_WAIT MAX_ACK_PENDING
-       DELAY JOURNAL    (KIND static|elastic, DELAY the longest work per message in seconds)
+       DELAY JOURNAL FLUSH    (KIND static|elastic, DELAY the longest work per message in
+       seconds, FLUSH 1 to wait for the server to have each ack before journalling it)
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ class JournalFile:
 
 
 async def main(argv: list[str]) -> None:
-    url, kind, stream, group, member, ack_wait, pending, delay, path = argv
+    url, kind, stream, group, member, ack_wait, pending, delay, path, flush = argv
     journal = JournalFile(path)
     longest = float(delay)
 
@@ -49,7 +50,8 @@ async def main(argv: list[str]) -> None:
             await asyncio.sleep(random.uniform(0, longest))
             journal.line("E", msg)
             await msg.ack()
-            await js.nc.flush()  # the server has the ack: only then is it journalled
+            if flush == "1":  # the server has the ack (survives a kill -9 of this process)
+                await js.nc.flush()
             journal.line("A", msg)
 
         consume = pcgroups.consume_static if kind == "static" else pcgroups.consume_elastic

@@ -32,6 +32,7 @@ MESSAGES = 10_000
 ACK_WAIT = 2.0  # seconds: short, so takeovers are quick in tests
 DELAY = 0.001  # the longest work per message (uniform 0..DELAY)
 DEADLINE = 60.0
+CHURN_GAP = MESSAGES // 20  # messages processed between two membership changes
 SCRIPT = pathlib.Path(__file__).with_name("pcg_journal_member.py")
 ROOT = SCRIPT.parent.parent.parent
 
@@ -65,6 +66,7 @@ class Member:
         instance: str,
         journal_dir: pathlib.Path,
         max_ack_pending: int,
+        flush: bool,
     ) -> Member:
         path = journal_dir / instance
         proc = await asyncio.create_subprocess_exec(
@@ -79,6 +81,7 @@ class Member:
             str(max_ack_pending),
             str(DELAY),
             str(path),
+            "1" if flush else "0",
             stdout=asyncio.subprocess.PIPE,
             cwd=ROOT,
             env={**os.environ, "PYTHONPATH": str(ROOT)},
@@ -266,13 +269,23 @@ async def source(js: jetstream.JetStream, unique_name: Callable[[str], str]) -> 
 
 @contextlib.asynccontextmanager
 async def running(
-    url: str, kind: str, stream: str, instances: list[tuple[str, str]], tmp: pathlib.Path, mpa: int
+    url: str,
+    kind: str,
+    stream: str,
+    instances: list[tuple[str, str]],
+    tmp: pathlib.Path,
+    mpa: int,
+    *,
+    flush: bool = True,
 ) -> AsyncIterator[dict[str, Member]]:
-    """Start a process per (member, instance); all of them are killed on the way out."""
+    """Start a process per (member, instance); all of them are killed on the way out.
+    ``flush``: the members journal an ack once the server has it (for tests that kill one)."""
     members: dict[str, Member] = {}
     try:
         for member, instance in instances:
-            members[instance] = await Member.start(url, kind, stream, member, instance, tmp, mpa)
+            members[instance] = await Member.start(
+                url, kind, stream, member, instance, tmp, mpa, flush
+            )
         for m in members.values():
             await m.ready()
         yield members
@@ -354,32 +367,47 @@ async def test_elastic_members_in_processes_with_a_kill_9(
     assert takeover < ACK_WAIT + 2 * max(ACK_WAIT / 2, 1.0) + 2
 
 
+@pytest.mark.parametrize("max_ack_pending", [1, 64])
 async def test_elastic_membership_churn_in_processes(
     js: jetstream.JetStream,
     nats_server: jetstream.EmbeddedServer,
     source: str,
     tmp_path: pathlib.Path,
+    max_ack_pending: int,
 ) -> None:
+    """Members added and dropped mid-flow: a key changes hands only once its previous owner
+    has settled what it received, and in order, for any ``max_ack_pending``; the acks are
+    plain (not confirmed), as a user sends them, and none is lost to a hand over."""
     await pcgroups.create_elastic(
         js, source, "g", max_members=6, filters=[PartitioningFilter(f"{source}.*", [1])]
     )
     await pcgroups.add_members(js, source, "g", ["m1", "m2", "m3"])
     instances = [(f"m{i}", f"m{i}") for i in range(1, 6)]
-    async with running(nats_server.url, "elastic", source, instances, tmp_path, 1) as members:
+    async with running(
+        nats_server.url, "elastic", source, instances, tmp_path, max_ack_pending, flush=False
+    ) as members:
         journals = Journals(list(members.values()))
         publisher = asyncio.create_task(publish(js, source))
+        add, drop = pcgroups.add_members, pcgroups.delete_members
         steps: list[tuple[Callable[..., object], list[str]]] = [
-            (pcgroups.add_members, ["m4"]),
-            (pcgroups.delete_members, ["m2"]),
-            (pcgroups.add_members, ["m5"]),
-            (pcgroups.delete_members, ["m1", "m4"]),
-            (pcgroups.add_members, ["m2", "m1"]),
+            (add, ["m4"]),
+            (drop, ["m2"]),
+            (add, ["m5"]),
+            (drop, ["m1", "m4"]),
+            (add, ["m2", "m1"]),
+            (drop, ["m3"]),
+            (add, ["m3", "m4"]),
+            (drop, ["m5", "m2"]),
+            (add, ["m5"]),
+            (drop, ["m1"]),
+            (add, ["m1", "m2"]),
         ]
         for step, (change, names) in enumerate(steps, 1):
             done = len(journals.processed())
             await wait_for(
-                lambda done=done: len(journals.processed()) >= done + MESSAGES // 8,  # type: ignore[misc]
+                lambda done=done: len(journals.processed()) >= min(done + CHURN_GAP, MESSAGES),  # type: ignore[misc]
                 f"progress before change {step}",
+                state=journals.summary,
             )
             await change(js, source, "g", names)  # type: ignore[operator]
         await publisher
@@ -388,4 +416,9 @@ async def test_elastic_membership_churn_in_processes(
         )
         await settled_elastic(js, source)
         counts = journals.check(strict_order=True)
-    print(f"elastic churn: {counts}")
+    owners: dict[str, set[str]] = defaultdict(set)
+    for x in journals.lines():
+        owners[x.key].add(x.instance)
+    counts["moved keys"] = sum(len(o) > 1 for o in owners.values())
+    print(f"elastic churn (max_ack_pending={max_ack_pending}): {counts}")
+    assert counts["moved keys"] >= KEYS // 2  # the churn moved keys between members mid-flow
