@@ -23,6 +23,7 @@ import os
 import random
 import sys
 import time
+from datetime import timedelta
 
 import jetstream
 import pcgroups
@@ -55,7 +56,8 @@ async def main(argv: list[str]) -> None:
             journal.line("A", msg)
 
         consume = pcgroups.consume_static if kind == "static" else pcgroups.consume_elastic
-        config = jetstream.ConsumerConfig(ack_wait=float(ack_wait), max_ack_pending=int(pending))
+        wait = timedelta(seconds=float(ack_wait))
+        config = jetstream.ConsumerConfig(ack_wait=wait, max_ack_pending=int(pending))
         async with consume(js, stream, group, member, handle, config=config) as running:
             print("ready", flush=True)
             await running.done()

@@ -13,12 +13,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import itertools
 import os
 import pathlib
 import sys
 import time
 from collections import defaultdict
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
@@ -144,7 +145,7 @@ class Journals:
         ended = {m.instance: m.ended_at for m in self.members}
         runs = self._runs(lines, ended)
         for key, items in runs.items():
-            for (_, end, who), (start, _, other) in zip(items, items[1:], strict=False):
+            for (_, end, who), (start, _, other) in itertools.pairwise(items):
                 assert start >= end, f"{key}: {who} and {other} worked on it at once"
         starts: dict[str, list[int]] = defaultdict(list)
         for x in lines:
@@ -162,9 +163,7 @@ class Journals:
                 acked_at.setdefault((x.key, x.n), x.t)
             elif x.tag == "S":
                 first_ack = acked_at.get((x.key, x.n))
-                assert first_ack is None, (
-                    f"{x.key}:{x.n} came again after its ack reached the server"
-                )
+                assert first_ack is None, f"{x.key}:{x.n} came again after it was acknowledged"
                 redelivered += x.delivered > 1
         return {"redelivered": redelivered, "starts": sum(len(s) for s in starts.values())}
 
@@ -349,7 +348,7 @@ async def test_elastic_members_in_processes_with_a_kill_9(
     tmp_path: pathlib.Path,
 ) -> None:
     await pcgroups.create_elastic(
-        js, source, "g", max_members=6, filters=[PartitioningFilter(f"{source}.*", [1])]
+        js, source, "g", max_members=6, filters=[PartitioningFilter(f"{source}.*", (1,))]
     )
     await pcgroups.add_members(js, source, "g", ["m1", "m2", "m3"])
     instances = [("m1", "m1a"), ("m1", "m1b"), ("m2", "m2"), ("m3", "m3")]
@@ -379,7 +378,7 @@ async def test_elastic_membership_churn_in_processes(
     has settled what it received, and in order, for any ``max_ack_pending``; the acks are
     plain (not confirmed), as a user sends them, and none is lost to a hand over."""
     await pcgroups.create_elastic(
-        js, source, "g", max_members=6, filters=[PartitioningFilter(f"{source}.*", [1])]
+        js, source, "g", max_members=6, filters=[PartitioningFilter(f"{source}.*", (1,))]
     )
     await pcgroups.add_members(js, source, "g", ["m1", "m2", "m3"])
     instances = [(f"m{i}", f"m{i}") for i in range(1, 6)]
@@ -389,7 +388,7 @@ async def test_elastic_membership_churn_in_processes(
         journals = Journals(list(members.values()))
         publisher = asyncio.create_task(publish(js, source))
         add, drop = pcgroups.add_members, pcgroups.delete_members
-        steps: list[tuple[Callable[..., object], list[str]]] = [
+        steps: list[tuple[Callable[..., Awaitable[object]], list[str]]] = [
             (add, ["m4"]),
             (drop, ["m2"]),
             (add, ["m5"]),
@@ -409,7 +408,7 @@ async def test_elastic_membership_churn_in_processes(
                 f"progress before change {step}",
                 state=journals.summary,
             )
-            await change(js, source, "g", names)  # type: ignore[operator]
+            await change(js, source, "g", names)
         await publisher
         await wait_for(
             lambda: len(journals.processed()) == MESSAGES, "every message", state=journals.summary
