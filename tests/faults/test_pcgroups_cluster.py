@@ -11,6 +11,7 @@ import itertools
 import json
 import time
 from collections import defaultdict
+from collections.abc import Awaitable, Callable
 
 import pytest
 
@@ -37,7 +38,7 @@ class Work:
         self.errors: list[BaseException] = []
         self.times: list[float] = []  # when each processing ended
 
-    def handler(self, member: str) -> pcgroups.Handler:
+    def handler(self, member: str) -> Callable[[pcgroups.GroupMessage], Awaitable[None]]:
         async def handle(msg: pcgroups.GroupMessage) -> None:
             key, n = msg.data.decode().split(":")
             if key in self.active:
