@@ -24,7 +24,7 @@ from .conftest import kill_leader, restart, until
 
 pytestmark = pytest.mark.faults
 KEYS = 50
-PER_ROUND = 400  # messages published per round (3 rounds)
+MESSAGES = 1500
 ACK_WAIT = 2.0
 
 
@@ -44,7 +44,7 @@ class Work:
             if key in self.active:
                 self.overlaps.append(f"{key}: {self.active[key]} and {member}")
             self.active[key] = member
-            await asyncio.sleep(0.001)
+            await asyncio.sleep(0.005)
             self.order[key].append(int(n))
             self.times.append(time.monotonic())
             del self.active[key]
@@ -59,16 +59,15 @@ class Work:
         return {(key, n) for key, numbers in self.order.items() for n in numbers}
 
 
-async def publish(js: jetstream.JetStream, first: int, count: int) -> None:
-    """``PC.<key>`` carrying ``<key>:<n>``, idempotent (msg id), retried through elections."""
-    for i in range(first, first + count):
+async def publish(js: jetstream.JetStream, count: int) -> None:
+    """``PC.<key>`` carrying ``<key>:<n>``, 50 at a time, idempotent (msg id)."""
+
+    async def one(i: int) -> None:
         key, n = f"k{i % KEYS}", i // KEYS
-        while True:
-            try:
-                await js.publish(f"PC.{key}", f"{key}:{n}".encode(), msg_id=f"{key}:{n}")
-                break
-            except jetstream.JetStreamError:
-                await asyncio.sleep(0.1)
+        await js.publish(f"PC.{key}", f"{key}:{n}".encode(), msg_id=f"{key}:{n}")
+
+    for first in range(0, count, 50):
+        await asyncio.gather(*(one(i) for i in range(first, min(first + 50, count))))
 
 
 async def consumer_leader(cluster: jetstream.EmbeddedCluster, js: jetstream.JetStream) -> int:
@@ -103,23 +102,25 @@ async def test_members_ride_out_leader_kills(cluster: jetstream.EmbeddedCluster)
             )
             await stack.enter_async_context(member)
             endings.append(asyncio.create_task(member.done()))
-        sent = 0
-
-        for round_, leader_of in enumerate(("stream", "consumer", None)):
-            await publish(js, sent, PER_ROUND)
-            sent += PER_ROUND
-            half = sent - PER_ROUND // 2
-            await until(lambda: len(work.processed()) >= half, f"round {round_}")  # noqa: B023
-            if leader_of is None:
-                break
+        # everything is in the work queue before the kills: what is measured is the members
+        # (2.15.1 was seen to pause sourcing into the work queue for 20-46 s after a kill)
+        await publish(js, MESSAGES)
+        await until(lambda: len(work.processed()) >= 1, "members consume")
+        left_at_kill: list[int] = []
+        for step, leader_of in enumerate(("stream", "consumer"), 1):
+            await until(
+                lambda: len(work.processed()) >= step * MESSAGES // 3,  # noqa: B023
+                f"progress before kill {step}",
+            )
             if leader_of == "stream":
                 node = await kill_leader(cluster, js, "PC-g")
             else:
                 node = await consumer_leader(cluster, js)
                 await asyncio.to_thread(cluster.nodes[node].kill)
+            left_at_kill.append(MESSAGES - len(work.processed()))
             await asyncio.sleep(1.0)  # consuming goes on (or waits for the election) meanwhile
             await restart(cluster, node)
-        everything = {(f"k{i % KEYS}", i // KEYS) for i in range(sent)}
+        everything = {(f"k{i % KEYS}", i // KEYS) for i in range(MESSAGES)}
         await until(lambda: work.processed() == everything, "every message", within=60)
         assert not any(task.done() for task in endings), "a member ended"
     await asyncio.gather(*endings)  # stopped by leaving the context: no error
@@ -129,8 +130,11 @@ async def test_members_ride_out_leader_kills(cluster: jetstream.EmbeddedCluster)
     assert all(isinstance(e, jetstream.JetStreamError) for e in work.errors), work.errors
     duplicates = sum(len(n) for n in work.order.values()) - len(everything)
     stall = max(b - a for a, b in itertools.pairwise(work.times))
-    print(f"cluster: {sent} messages, {duplicates} processed twice, longest stall {stall:.2f}s")
-    # the longest pause is the server's: after the kill of the work queue's leader, 2.15.1
-    # was seen to resume sourcing the stream into it only ~35 s later (the members were
-    # idle on an empty work queue meanwhile)
-    assert stall < 45
+    print(
+        f"cluster: {MESSAGES} messages, {left_at_kill} left at the kills, "
+        f"{duplicates} processed twice, longest stall {stall:.2f}s"
+    )
+    assert min(left_at_kill) >= 100, "the kills came mid-flow"
+    # members wait for the election, their consumer (deleted meanwhile by its
+    # inactive_threshold, recreated) and the one unacked message's ack_wait
+    assert stall < 30
