@@ -124,9 +124,21 @@ class PullMessage:
         with nats_errors(f"nak of {self.subject}"):
             await self._nc.request(self.reply, body, timeout=_CONFIRM_TIMEOUT)
 
-    async def in_progress(self) -> None:
-        """Reset the ack timer: still working on it."""
-        await self._reply_with(b"+WPI")
+    async def in_progress(self, *, wait: bool = False) -> None:
+        """Reset the ack timer: still working on it. With ``wait``, return only once the
+        consumer has processed it: the server answers a ``+WPI`` even for a message already
+        acknowledged, after every acknowledgement sent earlier on this connection, so this
+        is also a barrier ("my acks have been applied").
+
+        Raises:
+            ConnectionClosedError, DisconnectedError: the connection is closed or down.
+            RequestTimeoutError: ``wait`` and no confirmation within the request timeout.
+        """
+        if not wait:
+            await self._reply_with(b"+WPI")
+            return
+        with nats_errors(f"in-progress of {self.subject}"):
+            await self._nc.request(self.reply, b"+WPI", timeout=_CONFIRM_TIMEOUT)
 
     async def term(self) -> None:
         """Never redeliver."""

@@ -85,6 +85,7 @@ class GroupMember:
         self._iter_done = False
         self._draining = False
         self._held: list[PullMessage] = []  # received while winding down: nak'ed after
+        self._last: PullMessage | None = None  # the last message of the current consumer
 
     @property
     def member(self) -> str:
@@ -262,6 +263,7 @@ class GroupMember:
         Raises:
             ConnectionClosedError: the connection closed.
         """
+        self._last = None
         stream = await consumer.consume(group=PRIORITY_GROUP, expires=self._kind.pull_expires)
         pump = self._pump = asyncio.create_task(self._run_pump(stream))
         changed = asyncio.create_task(self._changed.wait())
@@ -309,6 +311,7 @@ class GroupMember:
     async def _hold_rest(self, stream: MessageStream) -> None:
         with contextlib.suppress(JetStreamError):
             async for msg in stream:
+                self._last = msg
                 self._held.append(msg)
 
     async def _nak_held(self) -> None:
@@ -336,6 +339,7 @@ class GroupMember:
 
     async def _run_pump(self, stream: MessageStream) -> None:
         async for msg in stream:
+            self._last = msg
             if self._draining:
                 self._held.append(msg)
                 continue
@@ -380,10 +384,23 @@ class GroupMember:
         """After a change of partitions: the instance holding the pin deletes the consumer
         (its messages are settled), the others give it time to (orbit's order)."""
         if await self._is_pinned(consumer):
+            await self._acks_applied()
             with contextlib.suppress(ConsumerNotFoundError):
                 await self._js.delete_consumer(consumer.stream, consumer.name)
         else:
             await asyncio.sleep(random.uniform(*_BACKOFF))
+
+    async def _acks_applied(self) -> None:
+        """Wait until the consumer has applied the acks sent so far. The server queues acks
+        and applies them apart from API requests: a consumer deleted right after an ack
+        could lose it, and the work queue would give that message to the next owner of its
+        partition although it was processed (orbit's "ack racing a membership change"). A
+        confirmed ``+WPI`` on the last message received is answered only after every ack
+        sent before it on this connection."""
+        last, self._last = self._last, None
+        if last is not None:
+            with contextlib.suppress(JetStreamError):  # no answer: delete anyway (bounded)
+                await last.in_progress(wait=True)
 
     async def _leave(self) -> None:
         """Ending: release the pin so another instance of the member takes over at once, and
