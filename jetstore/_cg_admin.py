@@ -41,7 +41,7 @@ def _ls(kind: Kind) -> click.Command:
         """The groups on STREAM, one a line (--json: a list)."""
 
         async def work(js: jetstream.JetStream) -> None:
-            _names(await kind.list(js, stream), settings)
+            _names(await kind.names(js, stream), settings)
 
         run(settings, work)
 

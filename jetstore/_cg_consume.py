@@ -23,7 +23,9 @@ __all__ = ["ack_options", "consume_verb", "consumer_template", "waiting_note"]
 def consumer_template(ack_wait: timedelta | None, max_ack_pending: int) -> jetstream.ConsumerConfig:
     """The member's consumer template (pcgroups sets names, filters and the pin)."""
     return jetstream.ConsumerConfig(
-        ack_policy="explicit", ack_wait=ack_wait, max_ack_pending=max_ack_pending
+        ack_policy="explicit",
+        ack_wait=jetstream.Duration.of(ack_wait),
+        max_ack_pending=max_ack_pending,
     )
 
 

@@ -20,7 +20,7 @@ class Kind:
     """The pcgroups calls of one kind of group."""
 
     name: str
-    list: Callable[[jetstream.JetStream, str], Awaitable[list[str]]]
+    names: Callable[[jetstream.JetStream, str], Awaitable[list[str]]]
     config: Callable[[jetstream.JetStream, str, str], Awaitable[Any]]
     delete: Callable[[jetstream.JetStream, str, str], Awaitable[None]]
     active: Callable[[jetstream.JetStream, str, str], Awaitable[list[str]]]
@@ -30,7 +30,7 @@ class Kind:
 
 STATIC = Kind(
     name="static",
-    list=pcgroups.list_static,
+    names=pcgroups.list_static,
     config=pcgroups.static_config,
     delete=pcgroups.delete_static,
     active=pcgroups.static_active_members,
@@ -40,7 +40,7 @@ STATIC = Kind(
 
 ELASTIC = Kind(
     name="elastic",
-    list=pcgroups.list_elastic,
+    names=pcgroups.list_elastic,
     config=pcgroups.elastic_config,
     delete=pcgroups.delete_elastic,
     active=pcgroups.elastic_active_members,
