@@ -89,9 +89,9 @@ def consume_verb(kind: Kind) -> click.Command:
         async def work(js: jetstream.JetStream) -> None:
             running = kind.consume(js, stream, group, member, config=template)
             unacked: list[pcgroups.GroupMessage] = []
-            async with running:
-                waiting_note(member, running.partitions, settings.quiet)
-                try:
+            try:
+                async with running:
+                    waiting_note(member, running.partitions, settings.quiet)
                     seen = 0
                     async for message in running:
                         _print(message, settings)
@@ -102,8 +102,8 @@ def consume_verb(kind: Kind) -> click.Command:
                         seen += 1
                         if count is not None and seen >= count:
                             break
-                finally:
-                    await _give_back(unacked)
+            finally:  # once stopped: nak'ed while our pull waited, it would come back to it
+                await _give_back(unacked)
 
         run(settings, work, interrupt_ok=True)
 

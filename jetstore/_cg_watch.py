@@ -107,9 +107,9 @@ def watch(
     async def work(js: jetstream.JetStream) -> None:
         opened = await kvstore.open_bucket(js, bucket)
         unacked: list[pcgroups.KeyChange] = []
-        async with pcgroups.watch_group(opened, group, member, config=template) as changes:
-            waiting_note(member, changes.partitions, settings.quiet)
-            try:
+        try:
+            async with pcgroups.watch_group(opened, group, member, config=template) as changes:
+                waiting_note(member, changes.partitions, settings.quiet)
                 seen = 0
                 async for change in changes:
                     _print(change, settings, colour)
@@ -120,10 +120,10 @@ def watch(
                     seen += 1
                     if count is not None and seen >= count:
                         break
-            finally:
-                with contextlib.suppress(jetstream.JetStreamError):
-                    for change in unacked:
-                        await change.nak()
+        finally:  # given back once stopped (see consume)
+            with contextlib.suppress(jetstream.JetStreamError):
+                for change in unacked:
+                    await change.nak()
 
     run(settings, work, interrupt_ok=True)
 
