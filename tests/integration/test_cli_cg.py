@@ -156,18 +156,20 @@ async def test_static_create_ls_info_consume_delete(
     info = await js.consumer_info(stream, "g-m1")
     assert info.num_ack_pending == 0 and info.num_pending == 0  # acked once printed
 
-    listed, shown, active, no_consumer, not_member = jetstore_all(
+    listed, shown, active, no_consumer, not_member, outsider = jetstore_all(
         ("cg", "static", "ls", stream, "--json", *url),
         ("cg", "static", "info", stream, "g", "--json", *url),
         ("cg", "static", "active", stream, "g", *url),
         ("cg", "static", "step-down", stream, "g", "m2", *url),
         ("cg", "static", "step-down", stream, "g", "nobody", *url),
+        ("cg", "static", "consume", stream, "g", "nobody", "--count", "1", *url),
     )
     assert json.loads(listed.out) == ["g", "mapped"]
     assert json.loads(shown.out)["active"] == []  # no instance runs now
     assert active.code == 0 and active.text == ""
     assert no_consumer.code == 1 and "ConsumerNotFoundError" in no_consumer.err
     assert not_member.code == 1 and "MemberNotFoundError" in not_member.err
+    assert outsider.code == 1 and "MemberNotFoundError" in outsider.err  # static: fixed members
 
     refused, deleted = jetstore_all(
         ("cg", "static", "delete", stream, "g", *url),  # not a terminal: --force needed
