@@ -1,6 +1,7 @@
 """jetstore: the ``jetstore`` command line over kvstore, objstore and jetstream.
 
-``jetstore kv ...`` (KV buckets), ``jetstore obj ...`` (object stores, with progress bars) and
+``jetstore kv ...`` (KV buckets), ``jetstore obj ...`` (object stores, with progress bars),
+``jetstore cg ...`` (partitioned consumer groups) and
 ``jetstore server`` (an embedded nats-server for development); also ``python -m jetstore``.
 It needs the ``cli`` extra (click and rich): ``pip install 'jetstore[cli]'``. Nothing in the
 library imports this package; it only uses the public APIs of the layers below it.

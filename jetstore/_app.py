@@ -14,7 +14,12 @@ __all__ = ["cli", "main"]
 
 # Each group is imported when used: `jetstore kv ...` never loads objstore or the server
 # code (every invocation is a new process, and scripts run many).
-_GROUPS = {"kv": "jetstore._kv", "obj": "jetstore._obj", "server": "jetstore._server"}
+_GROUPS = {
+    "cg": "jetstore._cg",
+    "kv": "jetstore._kv",
+    "obj": "jetstore._obj",
+    "server": "jetstore._server",
+}
 
 # click >= 8.2 raises this for a group called without a verb (older versions print the help).
 _NO_ARGS: tuple[type[Exception], ...] = tuple(
@@ -40,7 +45,7 @@ class _LazyGroup(click.Group):
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="jetstore", prog_name="jetstore")
 def cli() -> None:
-    """KV buckets and object stores on NATS JetStream.
+    """KV buckets, object stores and consumer groups on NATS JetStream.
 
     Every verb takes the connection options (--server or $NATS_URL, --creds, --nkey,
     --user/--password, --token, --tlscert/--tlskey/--tlsca, --timeout) and --json, --quiet,

@@ -134,11 +134,21 @@ class _QuietFirstConnect(logging.Filter):
         return not (args and isinstance(args[0], jetstream.ConnectionFailedError))
 
 
+class _QuietTlsEof(logging.Filter):
+    """Drop asyncio's "returning true from eof_received() has no effect when using ssl",
+    logged when a TLS connection ends: nats-py upgrades a plain stream to TLS, so the stream
+    protocol does not know it runs over TLS. Harmless, and printed by every TLS verb."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.name == "asyncio" and "eof_received()" in record.getMessage())
+
+
 def setup_logging(*, debug: bool) -> None:
     """Library warnings (a reconnect, a skipped record) as ``jetstore: warning: ...`` lines on
     stderr; everything, down to debug, with ``--debug``."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("jetstore: %(levelname)s: %(message)s"))
+    handler.addFilter(_QuietTlsEof())
     if not debug:
         handler.addFilter(_QuietFirstConnect())
     root = logging.getLogger()
