@@ -9,15 +9,25 @@ library imports this package; it only uses the public APIs of the layers below i
 
 from __future__ import annotations
 
-try:
-    import click as _click  # noqa: F401
-    import rich as _rich  # noqa: F401
-except ImportError as exc:  # the library without the extra: say what to install
-    raise ImportError(
-        f"the jetstore command needs the 'cli' extra ({exc.name} is not installed): "
-        "pip install 'jetstore[cli]'"
-    ) from None
+import sys
 
-from ._app import cli, main
+__all__ = ["main"]
 
-__all__ = ["cli", "main"]
+_MISSING_EXTRA = "the jetstore command needs the 'cli' extra ({}): pip install 'jetstore[cli]'"
+
+
+def main() -> None:
+    """Run the command (the ``jetstore`` console script). Without the ``cli`` extra the
+    console script is still installed: it then says what to install, in one line, exit 2."""
+    try:
+        import click  # noqa: F401
+        import rich  # noqa: F401
+    except ImportError as exc:
+        print(
+            f"jetstore: error: {_MISSING_EXTRA.format(f'{exc.name} is not installed')}",
+            file=sys.stderr,
+        )
+        raise SystemExit(2) from None
+    from ._app import main as run
+
+    run()

@@ -1,6 +1,6 @@
 """``python -m jetstore``: the same as the ``jetstore`` command."""
 
-from ._app import main
+from jetstore import main
 
 if __name__ == "__main__":
     main()

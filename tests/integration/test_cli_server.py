@@ -66,16 +66,16 @@ def test_server_json_announcement(tmp_path: Path) -> None:
     assert not store.exists()  # a temporary store is removed
 
 
-def test_import_without_the_cli_extra_names_the_extra() -> None:
-    blocked = "import sys; sys.modules['rich'] = None; import jetstore"
+def test_the_command_without_the_cli_extra_names_the_extra_in_one_line() -> None:
+    """The console script is installed without the extra too: it must say what to install."""
+    blocked = "import sys; sys.modules['rich'] = None; import jetstore; jetstore.main()"
     result = subprocess.run(
         [sys.executable, "-c", blocked], capture_output=True, text=True, env=cli_env(), cwd=ROOT
     )
-    assert result.returncode == 1
-    last = result.stderr.strip().splitlines()[-1]
-    assert last == (
-        "ImportError: the jetstore command needs the 'cli' extra (rich is not installed): "
-        "pip install 'jetstore[cli]'"
+    assert result.returncode == 2
+    assert result.stderr == (
+        "jetstore: error: the jetstore command needs the 'cli' extra (rich is not installed): "
+        "pip install 'jetstore[cli]'\n"
     )
 
 
