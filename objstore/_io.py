@@ -6,10 +6,10 @@ import asyncio
 import base64
 import hashlib
 import os
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterable, AsyncIterator, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, BinaryIO, TypeAlias, TypeVar
+from typing import BinaryIO, TypeAlias
 
 __all__ = ["Hasher", "Source", "chunks_of", "known_size"]
 
@@ -18,8 +18,6 @@ Source: TypeAlias = (
     " | Iterable[bytes] | AsyncIterable[bytes]"
 )
 """What ``put`` accepts: bytes, a path, a binary file, or an (async) iterable of bytes."""
-
-Extra = TypeVar("Extra")
 
 
 class Hasher:
@@ -30,7 +28,7 @@ class Hasher:
     def __init__(self) -> None:
         self._sha = hashlib.sha256()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="objstore-sha256")
-        self._last: asyncio.Future[Any] | None = None
+        self._last: asyncio.Future[None] | None = None
 
     async def update(self, chunk: bytes) -> None:
         if self._last is not None:
@@ -38,22 +36,6 @@ class Hasher:
         self._last = asyncio.get_running_loop().run_in_executor(
             self._executor, self._sha.update, chunk
         )
-
-    def submit(
-        self, prepare: Callable[[], tuple[bytes, Extra]]
-    ) -> asyncio.Future[tuple[bytes, Extra]]:
-        """Run ``prepare`` (an upload's encryption of one chunk) in the hashing thread, then
-        hash the bytes it returns: both off the event loop (AES-GCM releases the GIL too),
-        in submission order. The caller bounds how many are in flight."""
-
-        def job() -> tuple[bytes, Extra]:
-            data, extra = prepare()
-            self._sha.update(data)
-            return data, extra
-
-        future = asyncio.get_running_loop().run_in_executor(self._executor, job)
-        self._last = future  # digest() waits for it (the caller has taken its outcome)
-        return future
 
     async def digest(self) -> str:
         """``SHA-256=<base64url>``, the object store's digest format."""

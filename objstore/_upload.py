@@ -15,7 +15,6 @@ may point at them) and :class:`CommitUnknownError` raised.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 from collections.abc import AsyncIterator, Callable
@@ -52,9 +51,6 @@ __all__ = ["Progress", "upload"]
 
 Sealer = Callable[[int, bool, bytes], tuple[bytes, dict[str, str]]]
 """``seal(index, last, chunk) -> (stored bytes, headers)``: a chunk's encryption."""
-
-_Prepared: TypeAlias = "tuple[asyncio.Future[tuple[bytes, dict[str, str]]], int]"
-"""A chunk being sealed and hashed, and its plaintext size."""
 
 Progress = Callable[[int, int | None], None]
 """``progress(bytes_done, total_or_None)``, called after each chunk is sent."""
@@ -233,46 +229,32 @@ async def _send_chunks(
     On failure the caller abandons the publisher (never here: the cleanup must survive a
     cancellation)."""
     hasher = Hasher()
-    size = count = done = submitted = 0
-    # One chunk of look-ahead (``held``: the last one carries the commit and, encrypted, a
-    # last-chunk mark), one being sealed and hashed in the hasher's thread, one being sent.
-    held: bytes | None = None
-    sending: _Prepared | None = None
+    size = count = done = 0
+    held: bytes | None = None  # one chunk of look-ahead: the last one carries the commit
 
-    def prepare(chunk: bytes, last: bool) -> _Prepared:
-        nonlocal submitted
-        index, submitted = submitted, submitted + 1
-        if seal is None:
-            return hasher.submit(lambda: (chunk, {})), len(chunk)
-        return hasher.submit(lambda: seal(index, last, chunk)), len(chunk)
-
-    async def send(prepared: _Prepared, last: bool) -> None:
+    async def send(chunk: bytes, last: bool) -> None:
         nonlocal size, count, done
-        future, plain_size = prepared
-        data, sealed_headers = await future  # the digest covers what is stored: peers verify it
-        headers = {**ttl_headers, **sealed_headers} if sealed_headers else ttl_headers
+        data, headers = chunk, ttl_headers
+        if seal is not None:
+            data, sealed_headers = seal(count, last, chunk)
+            headers = {**ttl_headers, **sealed_headers}
+        await hasher.update(data)  # the digest covers what is stored: peers verify it
         if last:
             await publisher.commit(subject, data, headers or None)
         else:
             await publisher.add(subject, data, headers or None)
-        size, count, done = size + len(data), count + 1, done + plain_size
+        size, count, done = size + len(data), count + 1, done + len(chunk)
         _report(progress, done, total)
 
     try:
         async for chunk in chunks:
             if held is not None:
-                ready = prepare(held, False)  # sealed in the thread while ...
-                if sending is not None:
-                    await send(sending, False)  # ... the chunk before it is sent
-                sending = ready
+                await send(held, False)
             held = chunk
         if held is None and seal is not None:
             held = b""  # encrypted objects have a last chunk to authenticate
         if held is not None:
-            ready = prepare(held, True)
-            if sending is not None:
-                await send(sending, False)
-            await send(ready, True)
+            await send(held, True)
         return size, count, await hasher.digest()
     finally:
         hasher.close()
