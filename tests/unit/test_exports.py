@@ -57,7 +57,10 @@ def _public_objects() -> list[tuple[str, object]]:
     ]
 
 
-@pytest.mark.parametrize(("name", "obj"), _public_objects(), ids=lambda v: str(v)[:60])
+@pytest.mark.parametrize(
+    ("name", "obj"),
+    [pytest.param(name, obj, id=name) for name, obj in _public_objects()],
+)
 def test_every_public_name_is_introspectable(name: str, obj: object) -> None:
     """help(), inspect.signature() and get_type_hints() work (they raised NameError for
     kvstore.Entry: its annotations were evaluated in the package namespace)."""
