@@ -193,6 +193,11 @@ def _matches(tokens: list[str], pattern: list[str]) -> bool:
 
 _text_token = st.text(min_size=1, max_size=8).filter(lambda t: "." not in t)
 _user_key = st.lists(_text_token, min_size=1, max_size=4)
+# A key may have a token that is "*" or ">", but a filter cannot name one literally (it is a
+# wildcard there, documented): keys for filter tests leave them out.
+_filterable_key = st.lists(
+    _text_token.filter(lambda t: t not in ("*", ">")), min_size=1, max_size=4
+)
 
 
 @st.composite
@@ -216,7 +221,7 @@ def test_base64_round_trip(tokens: list[str]) -> None:
 
 
 @settings(deadline=None)  # pure and fast; no timing flakes on a loaded machine
-@given(st.data(), _user_key)
+@given(st.data(), _filterable_key)
 def test_base64_filter_semantics(data: st.DataObject, tokens: list[str]) -> None:
     codec = Base64KeyCodec()
     pattern = data.draw(_filter_for(tokens))

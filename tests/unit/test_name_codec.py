@@ -17,7 +17,7 @@ from kvstore import (
     validate_filter,
     validate_key,
 )
-from tests.unit.test_codecs import _filter_for, _matches, _user_key
+from tests.unit.test_codecs import _filter_for, _filterable_key, _matches, _user_key
 
 RING = jetstream.Keyring({"a": bytes(range(32)), "b": bytes(32)}, primary="a")
 
@@ -36,7 +36,7 @@ def test_round_trip_and_no_token_in_clear(tokens: list[str]) -> None:
 
 
 @settings(deadline=None)
-@given(st.data(), _user_key)
+@given(st.data(), _filterable_key)
 def test_filter_semantics(data: st.DataObject, tokens: list[str]) -> None:
     codec = EncryptedKeyCodec(RING)
     pattern = data.draw(_filter_for(tokens))
