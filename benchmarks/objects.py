@@ -1,5 +1,6 @@
-"""Object put and get vs nats-py's object store, and put vs the no-ack ceiling (core publish
-of the same chunks into the same stream, until stored). Rates in MiB/s."""
+"""Object put and get vs nats-py's object store, put vs the no-ack ceiling (core publish of the
+same chunks into the same stream, until stored), and get vs the transport ceiling (an ordered
+consumer reading the object's chunks, no hashing, nothing written). Rates in MiB/s."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from nats.js.object_store import ObjectStore as PeerStore
 
 import jetstream
 import objstore
+from objstore._download import window_messages
 
 from ._harness import Scenario
 
@@ -75,8 +77,10 @@ def put_scenario(
     )
 
 
-async def get_scenario(store: objstore.ObjectStore, peer: PeerStore, mib: int) -> Scenario:
-    await store.put(f"get-{mib}", os.urandom(mib * MIB))
+async def get_scenario(
+    js: jetstream.JetStream, store: objstore.ObjectStore, peer: PeerStore, mib: int
+) -> Scenario:
+    info = await store.put(f"get-{mib}", os.urandom(mib * MIB))
     folder = Path(tempfile.mkdtemp(prefix="bench-get-"))
 
     async def ours() -> None:
@@ -86,6 +90,22 @@ async def get_scenario(store: objstore.ObjectStore, peer: PeerStore, mib: int) -
         async with store.open(f"get-{mib}") as reader:
             async for _ in reader:
                 pass
+
+    async def ceiling() -> None:
+        """The object's chunks through the ordered consumer ``open()`` uses (same window), no
+        hashing, no digest check, no file: what the transport delivers."""
+        consumer = jetstream.OrderedConsumer(
+            js,
+            store.stream,
+            filter_subjects=[f"$O.{STORE}.C.{info.nuid}"],
+            max_messages=window_messages(info),
+        )
+        async with consumer:
+            received = 0
+            async for _ in consumer:
+                received += 1
+                if received == info.chunks:
+                    break
 
     async def theirs() -> None:
         with open(folder / "theirs.bin", "wb") as file:  # noqa: ASYNC230 (as nats-py users do)
@@ -98,6 +118,7 @@ async def get_scenario(store: objstore.ObjectStore, peer: PeerStore, mib: int) -
             "objstore get_file (digest checked)": ours,
             "objstore open() chunks, no file (digest checked)": ours_streamed,
             "nats-py obs.get(writeinto=file)": theirs,
+            "ordered consumer, chunks only (no hashing; transport ceiling)": ceiling,
         },
         baseline="objstore get_file (digest checked)",
         unit="MiB",
