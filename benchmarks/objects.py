@@ -10,6 +10,7 @@ import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import BinaryIO
 
 import nats
 from nats.js.object_store import ObjectStore as PeerStore
@@ -94,18 +95,26 @@ async def get_scenario(
     async def ceiling() -> None:
         """The object's chunks through the ordered consumer ``open()`` uses (same window), no
         hashing, no digest check, no file: what the transport delivers."""
-        consumer = jetstream.OrderedConsumer(
-            js,
-            store.stream,
-            filter_subjects=[f"$O.{STORE}.C.{info.nuid}"],
-            max_messages=window_messages(info),
-        )
-        async with consumer:
-            received = 0
-            async for _ in consumer:
-                received += 1
-                if received == info.chunks:
-                    break
+        async for _ in _chunks(js, store, info):
+            pass
+
+    async def ceiling_to_file() -> None:
+        """As ``ceiling``, written to a file in 4 MiB batches (one in flight) and fsynced, as
+        ``get_file`` does, no hashing: the ceiling for ``get_file``."""
+        loop = asyncio.get_running_loop()
+        with open(folder / "ceiling.bin", "wb", buffering=0) as file:  # noqa: ASYNC230
+            batch: list[bytes] = []
+            writing: asyncio.Future[None] | None = None
+            async for chunk in _chunks(js, store, info):
+                batch.append(chunk)
+                if len(batch) * objstore.DEFAULT_CHUNK_SIZE >= 4 * MIB:
+                    if writing is not None:
+                        await writing
+                    writing = loop.run_in_executor(None, _write_synced, file, batch, False)
+                    batch = []
+            if writing is not None:
+                await writing
+            await loop.run_in_executor(None, _write_synced, file, batch, True)
 
     async def theirs() -> None:
         with open(folder / "theirs.bin", "wb") as file:  # noqa: ASYNC230 (as nats-py users do)
@@ -119,7 +128,34 @@ async def get_scenario(
             "objstore open() chunks, no file (digest checked)": ours_streamed,
             "nats-py obs.get(writeinto=file)": theirs,
             "ordered consumer, chunks only (no hashing; transport ceiling)": ceiling,
+            "ordered consumer into a file + fsync (no hashing; get_file ceiling)": ceiling_to_file,
         },
         baseline="objstore get_file (digest checked)",
         unit="MiB",
     )
+
+
+async def _chunks(
+    js: jetstream.JetStream, store: objstore.ObjectStore, info: objstore.ObjectInfo
+) -> AsyncIterator[bytes]:
+    """An object's chunks through an ordered consumer with ``open()``'s window, unchecked."""
+    consumer = jetstream.OrderedConsumer(
+        js,
+        store.stream,
+        filter_subjects=[f"$O.{STORE}.C.{info.nuid}"],
+        max_messages=window_messages(info),
+    )
+    async with consumer:
+        received = 0
+        async for message in consumer:
+            yield message.data
+            received += 1
+            if received == info.chunks:
+                break
+
+
+def _write_synced(file: BinaryIO, pieces: list[bytes], sync: bool) -> None:
+    for piece in pieces:
+        file.write(piece)
+    if sync:
+        os.fsync(file.fileno())
