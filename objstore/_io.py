@@ -29,7 +29,8 @@ class Hasher:
     :data:`HASH_BATCH_BYTES` are kept, hands them over in one executor hop and returns at once
     (hashlib releases the GIL), so hashing runs while the next chunks are read or sent. One hop
     per chunk cost about as much as the hashing itself. At most one batch is hashed while the
-    next is gathered, so memory stays bounded (about two batches)."""
+    next is gathered, so memory stays bounded (about two batches). ``batch_bytes=0`` hands every
+    chunk over on its own (uploads: measured faster there)."""
 
     def __init__(self, batch_bytes: int = HASH_BATCH_BYTES) -> None:
         self._sha = hashlib.sha256()

@@ -23,6 +23,7 @@ def _expected(chunks: list[bytes]) -> str:
         (1, 1000, 16),  # tiny chunks, many batches
         (1000, 7, 3000),  # a batch boundary inside the stream, a partial batch at the end
         (5000, 3, 1024 * 1024),  # never a full batch: all hashed by digest()
+        (5000, 3, 0),  # every chunk handed over on its own (uploads)
     ],
 )
 async def test_digest_of_all_chunks_in_order(chunk_size: int, count: int, batch: int) -> None:
