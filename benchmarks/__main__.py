@@ -37,7 +37,7 @@ async def measure(args: argparse.Namespace, url: str) -> list[Scenario]:
         for mib in args.object_sizes:  # each put round purges the store: put first, then get
             putting = objects.put_scenario(js, store, peer, mib)
             await putting.run(args.object_rounds)
-            getting = await objects.get_scenario(store, peer, mib)
+            getting = await objects.get_scenario(js, store, peer, mib)
             await getting.run(args.object_rounds)
             scenarios += [putting, getting]
     if args.pcg_messages:

@@ -1,5 +1,6 @@
-"""Object put and get vs nats-py's object store, and put vs the no-ack ceiling (core publish
-of the same chunks into the same stream, until stored). Rates in MiB/s."""
+"""Object put and get vs nats-py's object store, put vs the no-ack ceiling (core publish of the
+same chunks into the same stream, until stored), and get vs the transport ceiling (an ordered
+consumer reading the object's chunks, no hashing, nothing written). Rates in MiB/s."""
 
 from __future__ import annotations
 
@@ -9,12 +10,14 @@ import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import BinaryIO
 
 import nats
 from nats.js.object_store import ObjectStore as PeerStore
 
 import jetstream
 import objstore
+from objstore._download import window_messages
 
 from ._harness import Scenario
 
@@ -75,8 +78,10 @@ def put_scenario(
     )
 
 
-async def get_scenario(store: objstore.ObjectStore, peer: PeerStore, mib: int) -> Scenario:
-    await store.put(f"get-{mib}", os.urandom(mib * MIB))
+async def get_scenario(
+    js: jetstream.JetStream, store: objstore.ObjectStore, peer: PeerStore, mib: int
+) -> Scenario:
+    info = await store.put(f"get-{mib}", os.urandom(mib * MIB))
     folder = Path(tempfile.mkdtemp(prefix="bench-get-"))
 
     async def ours() -> None:
@@ -86,6 +91,30 @@ async def get_scenario(store: objstore.ObjectStore, peer: PeerStore, mib: int) -
         async with store.open(f"get-{mib}") as reader:
             async for _ in reader:
                 pass
+
+    async def ceiling() -> None:
+        """The object's chunks through the ordered consumer ``open()`` uses (same window), no
+        hashing, no digest check, no file: what the transport delivers."""
+        async for _ in _chunks(js, store, info):
+            pass
+
+    async def ceiling_to_file() -> None:
+        """As ``ceiling``, written to a file in 4 MiB batches (one in flight) and fsynced, as
+        ``get_file`` does, no hashing: the ceiling for ``get_file``."""
+        loop = asyncio.get_running_loop()
+        with open(folder / "ceiling.bin", "wb", buffering=0) as file:  # noqa: ASYNC230
+            batch: list[bytes] = []
+            writing: asyncio.Future[None] | None = None
+            async for chunk in _chunks(js, store, info):
+                batch.append(chunk)
+                if len(batch) * objstore.DEFAULT_CHUNK_SIZE >= 4 * MIB:
+                    if writing is not None:
+                        await writing
+                    writing = loop.run_in_executor(None, _write_synced, file, batch, False)
+                    batch = []
+            if writing is not None:
+                await writing
+            await loop.run_in_executor(None, _write_synced, file, batch, True)
 
     async def theirs() -> None:
         with open(folder / "theirs.bin", "wb") as file:  # noqa: ASYNC230 (as nats-py users do)
@@ -98,7 +127,35 @@ async def get_scenario(store: objstore.ObjectStore, peer: PeerStore, mib: int) -
             "objstore get_file (digest checked)": ours,
             "objstore open() chunks, no file (digest checked)": ours_streamed,
             "nats-py obs.get(writeinto=file)": theirs,
+            "ordered consumer, chunks only (no hashing; transport ceiling)": ceiling,
+            "ordered consumer into a file + fsync (no hashing; get_file ceiling)": ceiling_to_file,
         },
         baseline="objstore get_file (digest checked)",
         unit="MiB",
     )
+
+
+async def _chunks(
+    js: jetstream.JetStream, store: objstore.ObjectStore, info: objstore.ObjectInfo
+) -> AsyncIterator[bytes]:
+    """An object's chunks through an ordered consumer with ``open()``'s window, unchecked."""
+    consumer = jetstream.OrderedConsumer(
+        js,
+        store.stream,
+        filter_subjects=[f"$O.{STORE}.C.{info.nuid}"],
+        max_messages=window_messages(info),
+    )
+    async with consumer:
+        received = 0
+        async for message in consumer:
+            yield message.data
+            received += 1
+            if received == info.chunks:
+                break
+
+
+def _write_synced(file: BinaryIO, pieces: list[bytes], sync: bool) -> None:
+    for piece in pieces:
+        file.write(piece)
+    if sync:
+        os.fsync(file.fileno())

@@ -20,31 +20,57 @@ Source: TypeAlias = (
 """What ``put`` accepts: bytes, a path, a binary file, or an (async) iterable of bytes."""
 
 
-class Hasher:
-    """SHA-256 in a one-thread executor: ``update`` hands a chunk over and returns at once
-    (hashlib releases the GIL), so hashing runs while the next chunk is read or sent. At most
-    one chunk is in flight, so memory stays bounded."""
+HASH_BATCH_BYTES = 4 * 1024 * 1024
+"""Bytes of chunks handed to the hashing thread at once."""
 
-    def __init__(self) -> None:
+
+class Hasher:
+    """SHA-256 in a one-thread executor, fed in batches: ``update`` keeps a chunk and, once
+    :data:`HASH_BATCH_BYTES` are kept, hands them over in one executor hop and returns at once
+    (hashlib releases the GIL), so hashing runs while the next chunks are read or sent. One hop
+    per chunk cost about as much as the hashing itself. At most one batch is hashed while the
+    next is gathered, so memory stays bounded (about two batches). ``batch_bytes=0`` hands every
+    chunk over on its own (uploads: measured faster there)."""
+
+    def __init__(self, batch_bytes: int = HASH_BATCH_BYTES) -> None:
         self._sha = hashlib.sha256()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="objstore-sha256")
         self._last: asyncio.Future[None] | None = None
+        self._batch: list[bytes] = []
+        self._batched = 0
+        self._batch_bytes = batch_bytes
 
     async def update(self, chunk: bytes) -> None:
+        self._batch.append(chunk)
+        self._batched += len(chunk)
+        if self._batched >= self._batch_bytes:
+            await self._hand_over()
+
+    async def _hand_over(self) -> None:
+        """Wait for the batch in flight, then start hashing the gathered one."""
         if self._last is not None:
             await self._last
-        self._last = asyncio.get_running_loop().run_in_executor(
-            self._executor, self._sha.update, chunk
-        )
+            self._last = None
+        if self._batch:
+            batch, self._batch, self._batched = self._batch, [], 0
+            self._last = asyncio.get_running_loop().run_in_executor(
+                self._executor, self._hash_all, batch
+            )
+
+    def _hash_all(self, batch: list[bytes]) -> None:
+        for chunk in batch:
+            self._sha.update(chunk)
 
     async def digest(self) -> str:
         """``SHA-256=<base64url>``, the object store's digest format."""
+        await self._hand_over()
         if self._last is not None:
             await self._last
         self._executor.shutdown(wait=False)
         return "SHA-256=" + base64.urlsafe_b64encode(self._sha.digest()).decode()
 
     def close(self) -> None:
+        self._batch.clear()
         self._executor.shutdown(wait=False)
 
 

@@ -228,7 +228,8 @@ async def _send_chunks(
     (the look-ahead tells which one is last), and an empty object is one sealed empty chunk.
     On failure the caller abandons the publisher (never here: the cleanup must survive a
     cancellation)."""
-    hasher = Hasher()
+    # Chunk by chunk: batched hand-offs measured slower for uploads (the publisher's pace).
+    hasher = Hasher(batch_bytes=0)
     size = count = done = 0
     held: bytes | None = None  # one chunk of look-ahead: the last one carries the commit
 
