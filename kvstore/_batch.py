@@ -203,9 +203,10 @@ class KeyBatch(AsyncResource):
             ack = await batch.commit()
         except WrongLastSequenceError as exc:
             raise await self._conflict(writes, exc) from exc
+        self.revisions = {}
         for write, seq in zip(writes, ack.sequences, strict=True):
             self._bucket._own_writes.note(write.subject, seq)
-        self.revisions = {w.key: seq for w, seq in zip(writes, ack.sequences, strict=True)}
+            self.revisions[write.key] = seq
         return self.revisions
 
     async def _resolve_create(self, write: _Write) -> _Write:

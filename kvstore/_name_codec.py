@@ -22,14 +22,13 @@ from cryptography.hazmat.primitives.ciphers.aead import AESSIV
 
 from jetstream import Keyring
 
-from ._codecs import _tokens, _unb64_bytes
+from ._codecs import _WILDCARDS, _tokens, _unb64_bytes
 from ._errors import InvalidKeyError, KeyDecodeError
 
 __all__ = ["EncryptedKeyCodec"]
 
 _PURPOSE: Final = "kv key names v1 (AES-SIV)"
 _SIV_KEY_SIZE: Final = 64  # AES-256-SIV
-_WILDCARDS: Final = ("*", ">")
 
 
 class EncryptedKeyCodec:

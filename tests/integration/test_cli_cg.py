@@ -3,7 +3,6 @@ what it stored (read back through pcgroups) and its exit code."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import queue
 import signal
@@ -17,6 +16,7 @@ import jetstream
 import kvstore
 import pcgroups
 from tests.conftest import BucketFactory
+from tests.integration.group_streams import group_stream
 
 from .cli_helpers import cli_command, cli_env, jetstore, jetstore_all
 
@@ -67,34 +67,15 @@ async def partitioned(
 ) -> AsyncIterator[str]:
     """A stream whose ``<s>.<key>`` messages are stored as ``<p>.<s>.<key>`` (4 partitions),
     for static groups; its groups and the stream are removed after the test."""
-    name = unique_name("cgs")
-    await js.add_stream(
-        jetstream.StreamConfig(
-            name=name,
-            subjects=[f"{name}.*"],
-            subject_transform={
-                "src": f"{name}.*",
-                "dest": f"{{{{partition(4,1)}}}}.{name}.{{{{wildcard(1)}}}}",
-            },
-        )
-    )
-    yield name
-    for group in await pcgroups.list_static(js, name):
-        with contextlib.suppress(jetstream.JetStreamError):
-            await pcgroups.delete_static(js, name, group)
-    await js.delete_stream(name)
+    async with group_stream(js, unique_name("cgs"), partitions=4) as name:
+        yield name
 
 
 @pytest.fixture
 async def orders(js: jetstream.JetStream, unique_name: Callable[[str], str]) -> AsyncIterator[str]:
     """A plain stream ``<s>.<customer>`` for elastic groups, removed with its groups."""
-    name = unique_name("cge")
-    await js.add_stream(jetstream.StreamConfig(name=name, subjects=[f"{name}.*"]))
-    yield name
-    for group in await pcgroups.list_elastic(js, name):
-        with contextlib.suppress(jetstream.JetStreamError):
-            await pcgroups.delete_elastic(js, name, group)
-    await js.delete_stream(name)
+    async with group_stream(js, unique_name("cge")) as name:
+        yield name
 
 
 async def test_static_create_ls_info_consume_delete(

@@ -4,7 +4,6 @@ back (ours and orbit-shaped ones), and bad input raises typed errors with nothin
 
 from __future__ import annotations
 
-import contextlib
 import pathlib
 from collections.abc import AsyncIterator, Callable
 
@@ -16,6 +15,7 @@ import jetstream
 import kvstore
 import pcgroups
 from pcgroups import MemberMapping, StaticConfig
+from tests.integration.group_streams import group_stream
 
 FIXTURES = pathlib.Path(__file__).parent.parent / "fixtures" / "pcgroups"
 
@@ -31,22 +31,8 @@ async def peer(nats_server: jetstream.EmbeddedServer) -> AsyncIterator[JetStream
 async def stream(js: jetstream.JetStream, unique_name: Callable[[str], str]) -> AsyncIterator[str]:
     """A stream partitioned into 4 like orbit's static setup script: ``<s>.<key>`` is stored
     as ``<p>.<s>.<key>``. Its groups and the stream are removed after the test."""
-    name = unique_name("pcg")
-    await js.add_stream(
-        jetstream.StreamConfig(
-            name=name,
-            subjects=[f"{name}.*"],
-            subject_transform={
-                "src": f"{name}.*",
-                "dest": f"{{{{partition(4,1)}}}}.{name}.{{{{wildcard(1)}}}}",
-            },
-        )
-    )
-    yield name
-    for group in await pcgroups.list_static(js, name):
-        with contextlib.suppress(jetstream.JetStreamError):
-            await pcgroups.delete_static(js, name, group)
-    await js.delete_stream(name)
+    async with group_stream(js, unique_name("pcg"), partitions=4) as name:
+        yield name
 
 
 async def stored(js: jetstream.JetStream, stream: str, group: str) -> bytes | None:

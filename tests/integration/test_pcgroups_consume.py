@@ -24,6 +24,7 @@ import jetstream
 import kvstore
 import pcgroups
 from pcgroups import PartitioningFilter
+from tests.integration.group_streams import group_stream
 
 pytestmark = pytest.mark.integration
 KEYS = 50
@@ -98,33 +99,14 @@ async def static_stream(
     js: jetstream.JetStream, unique_name: Callable[[str], str]
 ) -> AsyncIterator[str]:
     """``<s>.<key>`` stored as ``<p>.<s>.<key>`` over 3 partitions (orbit's static setup)."""
-    name = unique_name("pcs")
-    await js.add_stream(
-        jetstream.StreamConfig(
-            name=name,
-            subjects=[f"{name}.*"],
-            subject_transform={
-                "src": f"{name}.*",
-                "dest": f"{{{{partition(3,1)}}}}.{name}.{{{{wildcard(1)}}}}",
-            },
-        )
-    )
-    yield name
-    for group in await pcgroups.list_static(js, name):
-        with contextlib.suppress(jetstream.JetStreamError):
-            await pcgroups.delete_static(js, name, group)
-    await js.delete_stream(name)
+    async with group_stream(js, unique_name("pcs"), partitions=3) as name:
+        yield name
 
 
 @pytest.fixture
 async def source(js: jetstream.JetStream, unique_name: Callable[[str], str]) -> AsyncIterator[str]:
-    name = unique_name("pce")
-    await js.add_stream(jetstream.StreamConfig(name=name, subjects=[f"{name}.*"]))
-    yield name
-    for group in await pcgroups.list_elastic(js, name):
-        with contextlib.suppress(jetstream.JetStreamError):
-            await pcgroups.delete_elastic(js, name, group)
-    await js.delete_stream(name)
+    async with group_stream(js, unique_name("pce")) as name:
+        yield name
 
 
 def template() -> jetstream.ConsumerConfig:

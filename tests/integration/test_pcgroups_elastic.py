@@ -18,6 +18,7 @@ import jetstream
 import kvstore
 import pcgroups
 from pcgroups import MemberMapping, PartitioningFilter
+from tests.integration.group_streams import group_stream
 
 pytestmark = pytest.mark.integration
 FIXTURES = pathlib.Path(__file__).parent.parent / "fixtures" / "pcgroups"
@@ -26,16 +27,8 @@ FIXTURES = pathlib.Path(__file__).parent.parent / "fixtures" / "pcgroups"
 @pytest.fixture
 async def source(js: jetstream.JetStream, unique_name: Callable[[str], str]) -> AsyncIterator[str]:
     """A stream ``<s>.*.*``; its elastic groups and their streams are removed after the test."""
-    name = unique_name("el")
-    await js.add_stream(jetstream.StreamConfig(name=name, subjects=[f"{name}.*.*"]))
-    yield name
-    for group in await pcgroups.list_elastic(js, name):
-        with contextlib.suppress(jetstream.JetStreamError):
-            await pcgroups.delete_elastic(js, name, group)
-    async for stream in js.stream_names():
-        if stream.startswith(f"{name}-"):
-            await js.delete_stream(stream)
-    await js.delete_stream(name)
+    async with group_stream(js, unique_name("el"), subjects="*.*") as name:
+        yield name
 
 
 async def stored(js: jetstream.JetStream, stream: str, group: str) -> tuple[bytes, int] | None:

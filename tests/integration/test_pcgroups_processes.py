@@ -26,6 +26,7 @@ import pytest
 import jetstream
 import pcgroups
 from pcgroups import PartitioningFilter
+from tests.integration.group_streams import group_stream
 
 pytestmark = pytest.mark.integration
 KEYS = 200
@@ -239,31 +240,14 @@ async def static_stream(
     js: jetstream.JetStream, unique_name: Callable[[str], str]
 ) -> AsyncIterator[str]:
     """``<s>.<key>`` stored as ``<p>.<s>.<key>`` over 3 partitions (orbit's static setup)."""
-    name = unique_name("pps")
-    await js.add_stream(
-        jetstream.StreamConfig(
-            name=name,
-            subjects=[f"{name}.*"],
-            subject_transform={
-                "src": f"{name}.*",
-                "dest": f"{{{{partition(3,1)}}}}.{name}.{{{{wildcard(1)}}}}",
-            },
-        )
-    )
-    yield name
-    with contextlib.suppress(jetstream.JetStreamError):
-        await pcgroups.delete_static(js, name, "g")
-    await js.delete_stream(name)
+    async with group_stream(js, unique_name("pps"), partitions=3) as name:
+        yield name
 
 
 @pytest.fixture
 async def source(js: jetstream.JetStream, unique_name: Callable[[str], str]) -> AsyncIterator[str]:
-    name = unique_name("ppe")
-    await js.add_stream(jetstream.StreamConfig(name=name, subjects=[f"{name}.*"]))
-    yield name
-    with contextlib.suppress(jetstream.JetStreamError):
-        await pcgroups.delete_elastic(js, name, "g")
-    await js.delete_stream(name)
+    async with group_stream(js, unique_name("ppe")) as name:
+        yield name
 
 
 @contextlib.asynccontextmanager
