@@ -32,7 +32,8 @@ async def measure(args: argparse.Namespace, url: str) -> list[Scenario]:
         for scenario in scenarios:
             await scenario.run(args.rounds)
     if args.watch_rounds:
-        scenarios.append(await measure_watch(args, url))
+        for kind in kv_watch.KINDS:
+            scenarios.append(await measure_watch(args, url, kind))
     async with objects.stores(url) as (js, store, peer):
         for mib in args.object_sizes:  # each put round purges the store: put first, then get
             putting = objects.put_scenario(js, store, peer, mib)
@@ -45,13 +46,13 @@ async def measure(args: argparse.Namespace, url: str) -> list[Scenario]:
     return scenarios
 
 
-async def measure_watch(args: argparse.Namespace, url: str) -> Scenario:
-    async with kv_watch.watch_bucket(url, args.watch_keys) as (bucket, peer_kv):
-        writer = kv_watch.Writer(url, args.watch_updates)
+async def measure_watch(args: argparse.Namespace, url: str, kind: str) -> Scenario:
+    async with kv_watch.watch_bucket(url, args.watch_keys, kind) as (bucket, peer_kv):
+        writer = kv_watch.Writer(url, args.watch_updates, kind)
         await writer.start()
         try:
             watching = kv_watch.watch_scenario(
-                bucket, peer_kv, writer, args.watch_keys, args.watch_updates
+                bucket, peer_kv, writer, args.watch_keys, args.watch_updates, kind
             )
             await watching.run(args.watch_rounds)
         finally:

@@ -1,6 +1,7 @@
 """Watching a bucket: an initial snapshot of many keys, then a stream of updates, vs nats-py's
-``kv.watchall()``. Both watchers face the same writer, a separate process writing with
-``put_many`` in batches of 1000."""
+``kv.watchall()``. Both watchers face the same writer, a separate process writing in batches
+of 1000. Two kinds of bucket: written by ``put_many`` (every message keeps its
+``Nats-Batch-*`` headers) and by plain puts (nats-py's ``kv.put``: no headers)."""
 
 from __future__ import annotations
 
@@ -21,25 +22,42 @@ VALUE = b"v" * 100
 BUCKET = "bench_watch"
 
 
+KINDS = ("put_many", "put")
+"""How the bucket is written: atomic batches, or plain puts."""
+
+
 @asynccontextmanager
-async def watch_bucket(url: str, keys: int) -> AsyncIterator[tuple[kvstore.Bucket, KeyValue]]:
+async def watch_bucket(
+    url: str, keys: int, kind: str = "put_many"
+) -> AsyncIterator[tuple[kvstore.Bucket, KeyValue]]:
     async with await jetstream.connect(url) as js:
         bucket = await kvstore.create_bucket(js, BUCKET)
-        for start in range(0, keys, 1000):
-            await bucket.put_many({f"k{i}": VALUE for i in range(start, min(start + 1000, keys))})
         peer = await nats.connect(url)
         try:
-            yield bucket, await peer.jetstream().key_value(BUCKET)
+            peer_kv = await peer.jetstream().key_value(BUCKET)
+            for start in range(0, keys, 1000):
+                await write(bucket, peer_kv, kind, range(start, min(start + 1000, keys)), VALUE)
+            yield bucket, peer_kv
         finally:
             await peer.close()
             await kvstore.delete_bucket(js, BUCKET)
 
 
+async def write(
+    bucket: kvstore.Bucket, peer_kv: KeyValue, kind: str, numbers: range, value: bytes
+) -> None:
+    """Keys ``k<n>`` for ``numbers``: one atomic batch, or plain puts sent together."""
+    if kind == "put_many":
+        await bucket.put_many({f"k{i}": value for i in numbers})
+    else:
+        await asyncio.gather(*(peer_kv.put(f"k{i}", value) for i in numbers))
+
+
 class Writer:
     """The update writer in its own process (see ``_writer``)."""
 
-    def __init__(self, url: str, updates: int) -> None:
-        self._args = [sys.executable, "-m", "benchmarks._writer", url, BUCKET, str(updates)]
+    def __init__(self, url: str, updates: int, kind: str = "put_many") -> None:
+        self._args = [sys.executable, "-m", "benchmarks._writer", url, BUCKET, str(updates), kind]
         self._proc: asyncio.subprocess.Process | None = None
 
     async def start(self) -> None:
@@ -64,7 +82,12 @@ class Writer:
 
 
 def watch_scenario(
-    bucket: kvstore.Bucket, peer_kv: KeyValue, writer: Writer, keys: int, updates: int
+    bucket: kvstore.Bucket,
+    peer_kv: KeyValue,
+    writer: Writer,
+    keys: int,
+    updates: int,
+    kind: str = "put_many",
 ) -> Scenario:
     async def ours() -> None:
         async with bucket.watch() as watcher:
@@ -78,7 +101,7 @@ def watch_scenario(
             await watcher.stop()
 
     return Scenario(
-        f"watch {keys:,} keys + {updates:,} updates",
+        f"watch {keys:,} keys + {updates:,} updates ({kind})",
         keys + updates,
         {"kvstore watch()": ours, "nats-py kv.watchall()": peer},
         baseline="kvstore watch()",

@@ -24,6 +24,7 @@ from nats.aio.client import (
     Client,
 )
 
+from ._delivery import DeliveryClient
 from ._errors import (
     ClientValidationError,
     ConnectionFailedError,
@@ -72,7 +73,7 @@ async def open_client(
     reconnect_attempts = nats_options.pop("max_reconnect_attempts", DEFAULT_MAX_RECONNECT_ATTEMPTS)
     failures: list[BaseException] = []
 
-    nc = Client()
+    nc = DeliveryClient()
 
     async def on_error(error: Exception) -> None:
         _close_failed_attempt(nc)

@@ -389,7 +389,7 @@ async def _fetched(
             received += 1
             if pin is not None:
                 pin.seen(msg.headers)
-            yield PullMessage(msg, message_size(msg))
+            yield PullMessage.of(msg, message_size(msg))
         elif status == st.HEARTBEAT:
             continue
         elif status == st.PIN_MISMATCH and pin is not None:
@@ -490,6 +490,7 @@ class OrderedConsumer(AsyncResource):
         self._caught_up = False
         self._stuck_at: int | None = None  # delivered count at the last idle check of a scan
         self._closed = False
+        self._forgetting: set[asyncio.Task[None]] = set()  # deletes of replaced consumers
 
     # -- consumer (re)creation ----------------------------------------------------------------
 
@@ -548,7 +549,9 @@ class OrderedConsumer(AsyncResource):
         if old is not None:
             await old.stop()
         if old_name:
-            asyncio.get_running_loop().create_task(self._forget(old_name))
+            task = asyncio.get_running_loop().create_task(self._forget(old_name))
+            self._forgetting.add(task)  # close() waits for it
+            task.add_done_callback(self._forgetting.discard)
         attempt = 0
         while True:
             if self._max_resets is not None and self.resets >= self._max_resets:
@@ -666,6 +669,8 @@ class OrderedConsumer(AsyncResource):
             await self._puller.stop()
         if self._name:
             await self._forget(self._name)
+        for task in list(self._forgetting):
+            await asyncio.shield(task)  # never raises; a cancelled close() leaves it running
 
     async def _enter(self) -> None:
         await self.start()

@@ -25,11 +25,13 @@ import dataclasses
 import enum
 from typing import TYPE_CHECKING, Any, Final
 
+from nats.aio.client import Client
 from nats.aio.msg import Msg
 
 from . import _status as st
 from . import headers as hdr
 from ._connection_events import ConnectionEvent
+from ._delivery import route_of
 from ._duration import go_duration_ns
 from ._errors import (
     ConnectionClosedError,
@@ -42,7 +44,7 @@ from ._errors import (
     PullRequestError,
     StreamNotFoundError,
 )
-from ._message import AckReply, parse_ack_reply
+from ._message import AckReply, parse_ack_reply, parse_headers
 from ._nats_errors import nats_errors
 from ._priority import PriorityPin
 from ._pull_options import (
@@ -58,6 +60,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from ._context import JetStream
+    from ._delivery import DeliveryClient
 
 __all__ = [
     "BYTES_MODE_BATCH",
@@ -84,14 +87,27 @@ class PullMessage:
 
     __slots__ = ("_meta", "_nc", "data", "headers", "reply", "size", "subject")
 
-    def __init__(self, msg: Msg, size: int) -> None:
-        self.subject: str = msg.subject
-        self.data: bytes = msg.data
-        self.headers: dict[str, str] = msg.headers or {}  # nats-py's own dict, not copied
-        self.reply: str = msg.reply
+    def __init__(
+        self,
+        subject: str,
+        reply: str,
+        data: bytes,
+        headers: dict[str, str],
+        size: int,
+        nc: Client,
+    ) -> None:
+        self.subject = subject
+        self.data = data
+        self.headers = headers  # not copied
+        self.reply = reply
         self.size = size
-        self._nc = msg._client
+        self._nc = nc
         self._meta: AckReply | None = None
+
+    @classmethod
+    def of(cls, msg: Msg, size: int) -> PullMessage:
+        """The message nats-py delivered (its header dict, not copied)."""
+        return cls(msg.subject, msg.reply, msg.data, msg.headers or {}, size, msg._client)
 
     @property
     def metadata(self) -> AckReply:
@@ -241,6 +257,8 @@ class Puller:
         self._signal_resets = signal_resets
         self.queue = ItemQueue()
         self._sub: Any = None
+        self._router: DeliveryClient | None = None
+        self._sends: set[asyncio.Task[None]] = set()  # pulls being sent
         self._monitor: asyncio.Task[None] | None = None
         self._check: asyncio.Task[None] | None = None
         self._last_check = -_INFO_CHECK_EVERY
@@ -268,6 +286,9 @@ class Puller:
         inbox = nc.new_inbox()
         with nats_errors("subscribing for pulls"):
             self._sub = await nc.subscribe(inbox, cb=self._on_msg)
+        self._router = route_of(nc)
+        if self._router is not None:  # deliveries skip nats-py's message pipeline
+            self._router.route(self._sub, self._on_frame)
         self._inbox = inbox
         self._reconnects = nc.stats.get("reconnects", 0)
         self._loop = asyncio.get_running_loop()
@@ -283,8 +304,11 @@ class Puller:
         for task in (self._monitor, self._check):
             if task is not None and task is not asyncio.current_task():
                 await cancel_and_wait(task)
+        for task in list(self._sends):
+            await cancel_and_wait(task)
         sub, self._sub = self._sub, None
         if sub is not None:
+            self._unroute(sub)
             with contextlib.suppress(Exception):
                 await sub.unsubscribe()
         self.queue.put_nowait(None)
@@ -304,12 +328,19 @@ class Puller:
         if sub is not None:
             with contextlib.suppress(Exception):  # closed, reconnecting, too slow: end anyway
                 await asyncio.wait_for(sub.drain(), self._js.timeout)
+            self._unroute(sub)
         self.queue.put_nowait(None)
+
+    def _unroute(self, sub: Any) -> None:
+        if self._router is not None:
+            self._router.unroute(sub)
 
     def took(self, message: PullMessage) -> None:
         """The caller took ``message`` from the queue: free its room in the window."""
-        self._window.taken(message.size)
-        self._schedule_pull()
+        window = self._window
+        window.taken(message.size)
+        if window.has_room():  # cheap, and false for most messages
+            self._schedule_pull()
 
     # -- pulling ------------------------------------------------------------------------------
 
@@ -330,7 +361,9 @@ class Puller:
     def _schedule_pull(self) -> None:
         body = self._next_pull()
         if body is not None:
-            self._loop.create_task(self._send_pull(body))
+            task = self._loop.create_task(self._send_pull(body))
+            self._sends.add(task)  # referenced until done, cancelled by stop()
+            task.add_done_callback(self._sends.discard)
 
     async def _pull_more(self) -> None:
         body = self._next_pull()
@@ -346,16 +379,29 @@ class Puller:
 
     # -- incoming -----------------------------------------------------------------------------
 
+    def _on_frame(self, subject: bytes, reply: bytes, block: bytes | None, data: bytes) -> None:
+        """A delivery routed past nats-py's pipeline (see :mod:`jetstream._delivery`)."""
+        headers = parse_headers(block) if block else {}
+        size = 0  # only bytes mode counts sizes: as the server does, the whole frame
+        if self._opts.bytes_mode:
+            size = len(subject) + len(reply) + len(block or b"") + len(data)
+        self._receive(
+            PullMessage(subject.decode(), reply.decode(), data, headers, size, self._js.nc)
+        )
+
     async def _on_msg(self, msg: Msg) -> None:
+        """A delivery through nats-py's pipeline (a client the caller opened)."""
+        self._receive(PullMessage.of(msg, message_size(msg) if self._opts.bytes_mode else 0))
+
+    def _receive(self, message: PullMessage) -> None:
         self._last_activity = self._loop.time()
-        headers = msg.headers or {}
+        headers = message.headers
         status, description = st.status_of(headers)
-        if status is None and msg.reply:
+        if status is None and message.reply:
             if self._pin is not None:
                 self._pin.seen(headers)
-            size = message_size(msg) if self._opts.bytes_mode else 0  # only bytes mode counts
-            self._window.delivered(size)
-            self.queue.put_nowait(PullMessage(msg, size))
+            self._window.delivered(message.size)
+            self.queue.put_nowait(message)
             return
         if status is not None and not self._stopped:
             self._on_status(status, description, headers)

@@ -77,6 +77,7 @@ class PullWindow:
 
     def __init__(self, options: PullOptions) -> None:
         self._opts = options
+        self._bytes_mode = options.bytes_mode  # read for every message
         self.pending_msgs = 0  # requested, not delivered
         self.pending_bytes = 0
         self.buffered_msgs = 0  # delivered, not taken
@@ -115,19 +116,25 @@ class PullWindow:
 
     # -- deciding -----------------------------------------------------------------------------
 
+    def _room(self) -> int:
+        if self._bytes_mode:
+            return self._limit - self.pending_bytes - self.buffered_bytes
+        return self._limit - self.pending_msgs - self.buffered_msgs
+
+    def has_room(self) -> bool:
+        """Whether the room left is enough for a pull (whatever the time): the cheap test
+        before :meth:`request`, on the path of every message taken."""
+        limit = self._limit
+        wanted = max(1, limit - self._threshold)
+        if self._bytes_mode:
+            wanted = max(wanted, self._need_bytes)
+        return self._room() >= min(wanted, limit)  # a message that never fits: full pulls
+
     def request(self, now: float) -> PullRequest | None:
         """The pull to send now, counted as pending; None when none is due."""
-        if now < self._not_before:
+        if now < self._not_before or not self.has_room():
             return None
-        limit, threshold = self._limit, self._threshold
-        outstanding = self.outstanding_bytes if self._opts.bytes_mode else self.outstanding_msgs
-        room = limit - outstanding
-        wanted = max(1, limit - threshold)
-        if self._opts.bytes_mode:
-            wanted = max(wanted, self._need_bytes)
-        if room < min(wanted, limit):  # a message that never fits still gets full pulls
-            return None
-        pull = self._sized(room)
+        pull = self._sized(self._room())
         self.pending_msgs += pull.batch
         self.pending_bytes += pull.max_bytes
         self._remember(now, pull)
@@ -153,8 +160,10 @@ class PullWindow:
 
     def delivered(self, size: int) -> None:
         """A message arrived (``size`` as the server counts it; 0 outside bytes mode)."""
-        self.pending_msgs = max(0, self.pending_msgs - 1)
-        self.pending_bytes = max(0, self.pending_bytes - size)
+        if self.pending_msgs:
+            self.pending_msgs -= 1
+        if size:
+            self.pending_bytes = max(0, self.pending_bytes - size)
         self.buffered_msgs += 1
         self.buffered_bytes += size
         self._need_bytes = 0

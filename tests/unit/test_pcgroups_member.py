@@ -6,7 +6,6 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from nats.aio.msg import Msg
 
 import jetstream
 import pcgroups
@@ -61,8 +60,8 @@ def test_bad_names_and_config_are_refused_at_once() -> None:
 
 
 def message(subject: str) -> pcgroups.GroupMessage:
-    msg = Msg(_client=None, subject=subject, reply="$JS.ACK.x", data=b"d", headers={"a": "b"})  # type: ignore[arg-type]
-    return pcgroups.GroupMessage(PullMessage(msg, 1), lambda m: None)
+    delivered = PullMessage(subject, "$JS.ACK.x", b"d", {"a": "b"}, 1, None)  # type: ignore[arg-type]
+    return pcgroups.GroupMessage(delivered, lambda m: None)
 
 
 def test_message_subject_has_no_partition_token() -> None:

@@ -1,0 +1,107 @@
+"""The contract ``jetstream._delivery`` relies on in nats-py, and the header parser that
+replaces nats-py's on routed deliveries: these fail when a nats-py release changes either, so
+the direct delivery path never silently diverges from nats-py's."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import pytest
+from nats.aio.client import Client
+from nats.protocol.parser import Parser
+
+from jetstream._delivery import DeliveryClient, route_of
+from jetstream._message import parse_headers
+
+FRAME_HEADERS = b"NATS/1.0\r\nKV-Operation: DEL\r\nNats-TTL: 5s\r\n\r\n"
+REPLY = b"$JS.ACK.KV_b.c.1.7.7.1700000000000000000.0"
+
+
+class FakeSub:
+    def __init__(self, sid: int) -> None:
+        self._id = sid
+
+
+def frame(sid: int, headers: bytes, payload: bytes) -> bytes:
+    size = len(headers) + len(payload)
+    return b"HMSG _INBOX.x %d %s %d %d\r\n%s%s\r\n" % (
+        sid,
+        REPLY,
+        len(headers),
+        size,
+        headers,
+        payload,
+    )
+
+
+def test_process_msg_keeps_the_signature_the_route_overrides() -> None:
+    params = list(inspect.signature(Client._process_msg).parameters)
+    assert params == ["self", "sid", "subject", "reply", "data", "headers"]
+    assert inspect.iscoroutinefunction(Client._process_msg)
+
+
+async def test_nats_py_parser_hands_routed_frames_to_the_handler_raw() -> None:
+    client = DeliveryClient()
+    got: list[tuple[bytes, bytes, bytes | None, bytes]] = []
+    client.route(FakeSub(7), lambda *frame: got.append(frame))
+    await Parser(client).parse(frame(7, FRAME_HEADERS, b"hello"))
+    assert got == [(b"_INBOX.x", REPLY, FRAME_HEADERS, b"hello")]
+    assert (client.stats["in_msgs"], client.stats["in_bytes"]) == (1, 5)
+
+
+async def test_unrouted_and_unrouted_again_frames_take_nats_py_path() -> None:
+    client = DeliveryClient()
+    got: list[Any] = []
+    sub = FakeSub(7)
+    client.route(sub, lambda *frame: got.append(frame))
+    client.unroute(sub)
+    await Parser(client).parse(frame(7, FRAME_HEADERS, b"x"))  # no such subscription: dropped
+    await Parser(client).parse(frame(8, FRAME_HEADERS, b"y"))
+    assert got == []
+    assert client.stats["in_msgs"] == 2  # nats-py counted them
+
+
+async def test_a_failing_handler_goes_to_the_error_callback_not_the_reader() -> None:
+    client = DeliveryClient()
+    errors: list[Exception] = []
+
+    async def error_cb(exc: Exception) -> None:
+        errors.append(exc)
+
+    client._error_cb = error_cb
+
+    def broken(*frame: object) -> None:
+        raise RuntimeError("bug")
+
+    client.route(FakeSub(3), broken)
+    await Parser(client).parse(frame(3, FRAME_HEADERS, b"x") * 2)
+    assert [str(e) for e in errors] == ["bug", "bug"]
+
+
+def test_only_delivery_clients_route() -> None:
+    assert route_of(Client()) is None
+    client = DeliveryClient()
+    assert route_of(client) is client
+
+
+BLOCKS = [
+    FRAME_HEADERS,
+    b"NATS/1.0 100 Idle Heartbeat\r\nNats-Last-Consumer: 0\r\nNats-Last-Stream: 0\r\n\r\n",
+    b"NATS/1.0 404 No Messages\r\n\r\n",
+    b"NATS/1.0 408 Request Timeout\r\nNats-Pending-Messages: 3\r\nNats-Pending-Bytes: 0\r\n\r\n",
+    b"NATS/1.0 409 Message Size Exceeds MaxBytes\r\n\r\n",
+    b"NATS/1.0 503\r\n\r\n",
+    b"NATS/1.0\r\nA: 1\r\nA: 2\r\n\r\n",  # a repeated name keeps its last value
+    b"NATS/1.0\r\nName:NoSpace\r\nTabbed:\tvalue \r\n\r\n",
+    b"NATS/1.0\r\nBad Name: skipped\r\nGood: kept\r\n\r\n",
+    b"NATS/1.0\r\nValue: caf\xc3\xa9 \xff\r\n\r\n",  # bad UTF-8 in a value: replaced
+    b"NATS/1.0\r\nno colon line\r\nX: y\r\n\r\n",
+    b"NATS/1.0\r\nNats-Batch-Id: abc\r\nNats-Batch-Sequence: 12\r\nKV-Operation: PURGE\r\n\r\n",
+]
+
+
+@pytest.mark.parametrize("block", BLOCKS, ids=range(len(BLOCKS)))
+async def test_header_parser_agrees_with_nats_py(block: bytes) -> None:
+    theirs = await Client()._process_headers(block) or {}
+    assert parse_headers(block) == theirs
