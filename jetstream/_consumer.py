@@ -55,6 +55,7 @@ from ._pull import (
     ResetSignal,
     cancel_and_wait,
     message_size,
+    pull_message,
     pull_options,
 )
 from ._pull_options import FetchOptions, fetch_options
@@ -389,7 +390,7 @@ async def _fetched(
             received += 1
             if pin is not None:
                 pin.seen(msg.headers)
-            yield PullMessage.of(msg, message_size(msg))
+            yield pull_message(msg, message_size(msg))
         elif status == st.HEARTBEAT:
             continue
         elif status == st.PIN_MISMATCH and pin is not None:

@@ -73,6 +73,7 @@ __all__ = [
     "ResetSignal",
     "cancel_and_wait",
     "parse_exceeded",
+    "pull_message",
     "pull_options",
 ]
 
@@ -103,11 +104,6 @@ class PullMessage:
         self.size = size
         self._nc = nc
         self._meta: AckReply | None = None
-
-    @classmethod
-    def of(cls, msg: Msg, size: int) -> PullMessage:
-        """The message nats-py delivered (its header dict, not copied)."""
-        return cls(msg.subject, msg.reply, msg.data, msg.headers or {}, size, msg._client)
 
     @property
     def metadata(self) -> AckReply:
@@ -167,6 +163,11 @@ class PullMessage:
 
     def __repr__(self) -> str:
         return f"<PullMessage {self.subject} {len(self.data)}B>"
+
+
+def pull_message(msg: Msg, size: int) -> PullMessage:
+    """The message nats-py delivered as a :class:`PullMessage` (its header dict, not copied)."""
+    return PullMessage(msg.subject, msg.reply, msg.data, msg.headers or {}, size, msg._client)
 
 
 class ResetReason(enum.Enum):
@@ -391,7 +392,7 @@ class Puller:
 
     async def _on_msg(self, msg: Msg) -> None:
         """A delivery through nats-py's pipeline (a client the caller opened)."""
-        self._receive(PullMessage.of(msg, message_size(msg) if self._opts.bytes_mode else 0))
+        self._receive(pull_message(msg, message_size(msg) if self._opts.bytes_mode else 0))
 
     def _receive(self, message: PullMessage) -> None:
         self._last_activity = self._loop.time()
