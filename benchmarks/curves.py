@@ -126,11 +126,11 @@ async def _status(bucket: kvstore.Bucket, size: int) -> int:
 
 
 async def _delete(bucket: kvstore.Bucket, size: int) -> int:
-    doomed = [_key(i) for i in range(0, size, DELETED_SHARE)]
+    doomed = range(0, size, DELETED_SHARE)  # each batch's keys made when sent, as in put_many
     for start in range(0, len(doomed), BATCH):
         async with bucket.batch() as batch:
-            for key in doomed[start : start + BATCH]:
-                batch.delete(key)
+            for i in doomed[start : start + BATCH]:
+                batch.delete(_key(i))
     return len(doomed)
 
 
