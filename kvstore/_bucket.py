@@ -309,7 +309,8 @@ class Bucket:
         kept but the history before them is removed. Returns how many keys were removed
         entirely. A tombstone a peer stored on a subject with a wildcard token (the server
         stores ``$KV.<b>.t.>`` as a literal subject) is left alone with a warning: as a purge
-        filter it would remove every key it matches.
+        filter it would remove every key it matches. One purge request per tombstone, up to
+        32 in flight; a failure stops it (running it again continues with what is left).
 
         Raises:
             JetStreamError: the scan or a purge failed.
