@@ -309,7 +309,7 @@ def plot(data: dict[str, Any], png: Path) -> None:
             axes[1][column].plot(
                 sizes, [max(r.growth_mib, 0.1) for r in mine], "o-", label=LABELS[op]
             )
-        for row_no, ylabel in enumerate(("seconds", "client peak RSS growth (MiB)")):
+        for row_no, ylabel in enumerate(("seconds", "client peak RSS growth (MiB, 0 at 0.1)")):
             ax = axes[row_no][column]
             ax.set_xscale("log")
             ax.set_yscale("log")
