@@ -5,18 +5,20 @@ python -m benchmarks --rounds 3 --sizes 10 100
 python -m benchmarks --write benchmarks/RESULTS.md
 python -m benchmarks --sizes --get-size 0 --watch-rounds 0 --object-sizes --rss-mib 0   # CAS only
 python -m benchmarks.consumer_groups     # consumer groups only (also part of the full run)
+python -m benchmarks --curves benchmarks/curves.json   # also the cost curves to 1M keys (minutes)
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import sys
 from pathlib import Path
 
 import jetstream
 
-from . import consumer_groups, kv_atomic, kv_watch, objects, rss
+from . import consumer_groups, curves, kv_atomic, kv_watch, objects, rss
 from ._harness import Scenario, machine, table
 
 
@@ -76,6 +78,12 @@ def main() -> None:
     )
     parser.add_argument("--pcg-rounds", type=int, default=3)
     parser.add_argument("--rss-mib", type=int, default=1024, help="0 skips the RSS run")
+    parser.add_argument(
+        "--curves",
+        type=Path,
+        help="also run the cost curves (10k-1M keys, 1-1024 MiB objects: minutes) and write "
+        "their raw numbers to this JSON (plot it with python -m benchmarks.curves --plot)",
+    )
     parser.add_argument("--write", type=Path, help="also write a markdown report here")
     args = parser.parse_args()
     with jetstream.EmbeddedServer() as server:
@@ -92,6 +100,10 @@ def main() -> None:
         report += (
             f"\nPeak memory, each operation in a fresh process:\n\n{rss.measure(args.rss_mib)}\n"
         )
+    if args.curves:
+        data = curves.run(curves.KEY_SIZES, curves.OBJECT_SIZES)
+        args.curves.write_text(json.dumps(data, indent=1) + "\n")
+        report += f"\nCost curves, each operation in a fresh process:\n\n{curves.markdown(data)}\n"
     print(report)
     if args.write:
         args.write.write_text(report)

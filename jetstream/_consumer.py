@@ -622,7 +622,7 @@ class OrderedConsumer(AsyncResource):
         if not self._until_caught_up:
             return await puller.queue.get()
         try:
-            return await asyncio.wait_for(puller.queue.get(), _IDLE_SCAN_CHECK)
+            return await puller.queue.get(timeout=_IDLE_SCAN_CHECK)
         except TimeoutError:
             pass
         try:

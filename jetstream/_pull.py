@@ -204,11 +204,27 @@ class ItemQueue:
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
-    async def get(self) -> Item:
+    async def get(self, timeout: float | None = None) -> Item:
+        """The oldest item, waiting for one; with ``timeout``, TimeoutError after that many
+        seconds without one. (A timer handle only while waiting: ``asyncio.wait_for`` would
+        wrap every call in a task, which doubled the per-message cost of a scan.)"""
+        if not self._items and timeout is not None:
+            loop = asyncio.get_running_loop()
+            self._waiter = waiter = loop.create_future()
+            timer = loop.call_later(timeout, _expire, waiter)
+            try:
+                await waiter
+            finally:
+                timer.cancel()
         while not self._items:
             self._waiter = asyncio.get_running_loop().create_future()
             await self._waiter
         return self._items.popleft()
+
+
+def _expire(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_exception(TimeoutError())
 
 
 def message_size(msg: Msg) -> int:

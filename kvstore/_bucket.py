@@ -7,7 +7,7 @@ import contextlib
 import logging
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from nats.nuid import NUID
@@ -31,13 +31,13 @@ from jetstream import (
     format_ttl,
     parse_ttl_at_least,
     parse_ttl_header,
-    scan_stream,
     subject_room,
 )
 from jetstream import headers as hdr
 
 from ._batch import KeyBatch
 from ._codecs import KeyCodec, encode_filter
+from ._compact import compact_deletes
 from ._encryption import EncryptionStage
 from ._errors import (
     BucketNotFoundError,
@@ -309,31 +309,13 @@ class Bucket:
         kept but the history before them is removed. Returns how many keys were removed
         entirely. A tombstone a peer stored on a subject with a wildcard token (the server
         stores ``$KV.<b>.t.>`` as a literal subject) is left alone with a warning: as a purge
-        filter it would remove every key it matches.
+        filter it would remove every key it matches. One purge request per tombstone, up to
+        32 in flight; a failure stops it (running it again continues with what is left).
 
         Raises:
             JetStreamError: the scan or a purge failed.
         """
-        now = datetime.now(UTC)
-        removed = 0
-        async for message in scan_stream(
-            self._js, self._stream, [f"{self._prefix}>"], headers_only=True
-        ):
-            if op_from_headers(message.headers) is Op.PUT:
-                continue
-            if _has_wildcard(message.subject):
-                _log.warning(
-                    "bucket %r: purge_deletes leaves the tombstone on %r (a wildcard subject)",
-                    self._name,
-                    message.subject,
-                )
-                continue
-            old = not older_than or now - message.time > older_than
-            await self._js.purge_stream(
-                self._stream, subject=message.subject, keep=None if old else 1
-            )
-            removed += old
-        return removed
+        return await compact_deletes(self, older_than)
 
     async def rekey(self) -> RekeyReport:
         """Re-encrypt every live value sealed with a key other than the keyring's primary
@@ -783,11 +765,6 @@ class Bucket:
             delta=delta,
             ttl=self._stored_ttl(headers) if hdr.TTL in headers else None,
         )
-
-
-def _has_wildcard(subject: str) -> bool:
-    """A ``*`` or ``>`` token: used as a filter, the subject matches more than itself."""
-    return any(token in ("*", ">") for token in subject.split("."))
 
 
 def _expect(headers: dict[str, str], revision: int) -> dict[str, str]:

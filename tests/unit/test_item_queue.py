@@ -1,0 +1,34 @@
+"""ItemQueue: the one-reader queue between a puller and its consumer's iterator."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from jetstream._pull import ItemQueue
+
+
+async def test_get_with_timeout_raises_when_nothing_arrives() -> None:
+    queue = ItemQueue()
+    with pytest.raises(TimeoutError):
+        await queue.get(timeout=0.01)
+
+
+async def test_an_item_put_after_a_timeout_is_still_delivered() -> None:
+    queue = ItemQueue()
+    with pytest.raises(TimeoutError):
+        await queue.get(timeout=0.01)
+    queue.put_nowait(None)
+    assert await queue.get(timeout=5) is None
+
+
+async def test_get_with_timeout_wakes_on_a_put_and_keeps_order() -> None:
+    queue = ItemQueue()
+    waiting = asyncio.ensure_future(queue.get(timeout=30))
+    await asyncio.sleep(0)  # the getter is parked on its waiter
+    queue.put_nowait(TimeoutError("first"))
+    queue.put_nowait(None)
+    first = await waiting
+    assert isinstance(first, TimeoutError) and str(first) == "first"
+    assert await queue.get() is None
