@@ -33,11 +33,11 @@ async def measure(args: argparse.Namespace, url: str) -> list[Scenario]:
             await scenario.run(args.rounds)
     if args.watch_rounds:
         scenarios.append(await measure_watch(args, url))
-    async with objects.stores(url) as (js, store, peer):
+    async with objects.stores(url) as stores:
         for mib in args.object_sizes:  # each put round purges the store: put first, then get
-            putting = objects.put_scenario(js, store, peer, mib)
+            putting = objects.put_scenario(stores, mib)
             await putting.run(args.object_rounds)
-            getting = await objects.get_scenario(js, store, peer, mib)
+            getting = await objects.get_scenario(stores, mib)
             await getting.run(args.object_rounds)
             scenarios += [putting, getting]
     if args.pcg_messages:
