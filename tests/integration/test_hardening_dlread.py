@@ -41,7 +41,7 @@ async def test_a_read_starts_a_fixed_number_of_tasks(
     js: jetstream.JetStream, unique_name: Callable[[str], str]
 ) -> None:
     """Before: one task per chunk (103 for 96 chunks), each awaited through asyncio.wait."""
-    store, info = await _store_with_object(js, unique_name("tasks"))
+    store, _ = await _store_with_object(js, unique_name("tasks"))
     loop = asyncio.get_running_loop()
     made: collections.Counter[str] = collections.Counter()
 
