@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_STALL_TIMEOUT",
+    "FEED_SHARE",
     "IDLE_CHECK",
     "MAX_WINDOW_MESSAGES",
     "WINDOW_BYTES",
