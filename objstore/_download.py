@@ -5,6 +5,7 @@ the chunks go away or the server stops answering."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from typing import TYPE_CHECKING, Self
 
 import nats.errors
@@ -21,7 +22,7 @@ from jetstream import (
 
 from ._errors import DigestMismatchError, ObjectNotFoundError
 from ._feed import ChunkFeed
-from ._io import Hasher
+from ._io import digest_text
 from ._models import DEFAULT_CHUNK_SIZE, ObjectInfo, chunk_subject
 from ._trust import check_readable
 
@@ -101,7 +102,10 @@ class ObjectReader(AsyncResource):
             max_messages=max(1, window - buffered),
         )
         self._feed: ChunkFeed[PullMessage] = ChunkFeed(self._consumer, buffered)
-        self._hasher = Hasher()
+        # Hashed inline: a thread hashing in parallel was measured slower here (0.70-0.82x
+        # against 0.73-0.92x of the transport, and 40-50 ms more CPU per 128 MiB): handing
+        # the GIL back and forth for every chunk costs more than the hashing it overlaps.
+        self._sha = hashlib.sha256()
         self._received = 0
         self._last_seq = 0  # stream sequence of the last chunk taken
         self._size = 0
@@ -127,7 +131,7 @@ class ObjectReader(AsyncResource):
                 f"object {self.info.name!r}: more than the {self.info.size} bytes its meta "
                 f"record promises after {self._received} of {self.info.chunks} chunks"
             )
-        await self._hasher.update(chunk)  # the digest covers the stored (sealed) bytes
+        self._sha.update(chunk)  # the digest covers the stored (sealed) bytes
         chunk = self._plaintext(message)
         if self._received == self.info.chunks:
             self._done = True
@@ -243,7 +247,7 @@ class ObjectReader(AsyncResource):
         cipher = self._store._cipher
         if cipher is not None and self.info.chunks == 0:
             cipher.check_empty(self.info.name, self.info.headers)
-        digest = await self._hasher.digest()
+        digest = digest_text(self._sha.digest())
         info = self.info
         if self._size != info.size or self._received != info.chunks:
             raise DigestMismatchError(
@@ -264,7 +268,6 @@ class ObjectReader(AsyncResource):
     async def _exit(self, error: BaseException | None) -> None:
         await self._feed.close()  # a failure after the read ended is moot
         await self._consumer.close()
-        self._hasher.close()
 
 
 def window_messages(info: ObjectInfo) -> int:
