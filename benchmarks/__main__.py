@@ -36,11 +36,11 @@ async def measure(args: argparse.Namespace, url: str) -> list[Scenario]:
     if args.watch_rounds:
         for kind in kv_watch.KINDS:
             scenarios.append(await measure_watch(args, url, kind))
-    async with objects.stores(url) as (js, store, peer):
+    async with objects.stores(url) as stores:
         for mib in args.object_sizes:  # each put round purges the store: put first, then get
-            putting = objects.put_scenario(js, store, peer, mib)
+            putting = objects.put_scenario(stores, mib)
             await putting.run(args.object_rounds)
-            getting = await objects.get_scenario(js, store, peer, mib)
+            getting = await objects.get_scenario(stores, mib)
             await getting.run(args.object_rounds)
             scenarios += [putting, getting]
     if args.pcg_messages:

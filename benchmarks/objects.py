@@ -1,14 +1,17 @@
 """Object put and get vs nats-py's object store, put vs the no-ack ceiling (core publish of the
-same chunks into the same stream, until stored), and get vs the transport ceiling (an ordered
+same chunks into the same stream, until stored), put into a store made by nats-py (no
+``allow_batched``: the acked-publish fallback), and get vs the transport ceiling (an ordered
 consumer reading the object's chunks, no hashing, nothing written). Rates in MiB/s."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -22,31 +25,48 @@ from objstore._download import window_messages
 from ._harness import Scenario
 
 STORE = "bench_objects"
+PEER_STORE = "bench_objects_peer"
+"""A store nats-py made: its stream has no ``allow_batched``, so our uploads take the fallback."""
 MIB = 1024 * 1024
 
 
+@dataclass
+class Stores:
+    js: jetstream.JetStream
+    store: objstore.ObjectStore
+    """Made by us: fast ingest."""
+    peer: PeerStore
+    """nats-py's view of ``store``."""
+    fallback: objstore.ObjectStore
+    """Made by nats-py: no ``allow_batched``, acked publishes."""
+
+
 @asynccontextmanager
-async def stores(
-    url: str,
-) -> AsyncIterator[tuple[jetstream.JetStream, objstore.ObjectStore, PeerStore]]:
+async def stores(url: str) -> AsyncIterator[Stores]:
     async with await jetstream.connect(url) as js:
         store = await objstore.create_store(js, STORE)
         peer = await nats.connect(url)
         try:
-            yield js, store, await peer.jetstream().object_store(STORE)
+            await peer.jetstream().create_object_store(PEER_STORE)
+            fallback = await objstore.open_store(js, PEER_STORE)
+            yield Stores(js, store, await peer.jetstream().object_store(STORE), fallback)
         finally:
             await peer.close()
             await objstore.delete_store(js, STORE)
+            with contextlib.suppress(jetstream.JetStreamError):
+                await objstore.delete_store(js, PEER_STORE)
 
 
-def put_scenario(
-    js: jetstream.JetStream, store: objstore.ObjectStore, peer: PeerStore, mib: int
-) -> Scenario:
+def put_scenario(stores: Stores, mib: int) -> Scenario:
+    js, store, peer, fallback = stores.js, stores.store, stores.peer, stores.fallback
     data = os.urandom(mib * MIB)
     chunk = objstore.DEFAULT_CHUNK_SIZE
 
     async def ours() -> None:
         await store.put("put-ours", data)
+
+    async def ours_fallback() -> None:
+        await fallback.put("put-fallback", data)
 
     async def theirs() -> None:
         await peer.put("put-theirs", data)
@@ -63,12 +83,14 @@ def put_scenario(
 
     async def after() -> None:
         await js.purge_stream(store.stream)
+        await js.purge_stream(fallback.stream)
 
     return Scenario(
         f"put {mib} MiB",
         mib,
         {
             "objstore put (fast ingest, SHA-256, meta)": ours,
+            "objstore put, store without allow_batched (acked fallback)": ours_fallback,
             "nats-py obs.put": theirs,
             "core publish until stored (no-ack ceiling)": ceiling,
         },
@@ -78,9 +100,8 @@ def put_scenario(
     )
 
 
-async def get_scenario(
-    js: jetstream.JetStream, store: objstore.ObjectStore, peer: PeerStore, mib: int
-) -> Scenario:
+async def get_scenario(stores: Stores, mib: int) -> Scenario:
+    js, store, peer = stores.js, stores.store, stores.peer
     info = await store.put(f"get-{mib}", os.urandom(mib * MIB))
     folder = Path(tempfile.mkdtemp(prefix="bench-get-"))
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, NoReturn, TypeAlias
 
@@ -40,7 +41,7 @@ from ._download import WINDOW_BYTES
 from ._encryption import OVERHEAD
 from ._errors import UploadFailedError
 from ._finish import run_to_end
-from ._io import Hasher, Source, chunks_of, known_size
+from ._io import Source, chunks_of, digest_text, known_size
 from ._meta import MetaRecord, read_record, replace_record, write_record
 from ._models import ObjectInfo, ObjectMetaOptions, chunk_subject, now_rfc3339
 
@@ -228,8 +229,9 @@ async def _send_chunks(
     (the look-ahead tells which one is last), and an empty object is one sealed empty chunk.
     On failure the caller abandons the publisher (never here: the cleanup must survive a
     cancellation)."""
-    # Chunk by chunk: batched hand-offs measured slower for uploads (the publisher's pace).
-    hasher = Hasher(batch_bytes=0)
+    # Inline: hashing in a thread (one hop per chunk) measured 0.51-0.69x of the no-ack
+    # ceiling at 128 MiB against 0.75-0.89x inline, with twice the CPU (GIL hand-offs).
+    sha = hashlib.sha256()
     size = count = done = 0
     held: bytes | None = None  # one chunk of look-ahead: the last one carries the commit
 
@@ -239,7 +241,7 @@ async def _send_chunks(
         if seal is not None:
             data, sealed_headers = seal(count, last, chunk)
             headers = {**ttl_headers, **sealed_headers}
-        await hasher.update(data)  # the digest covers what is stored: peers verify it
+        sha.update(data)  # the digest covers what is stored: peers verify it
         if last:
             await publisher.commit(subject, data, headers or None)
         else:
@@ -256,9 +258,8 @@ async def _send_chunks(
             held = b""  # encrypted objects have a last chunk to authenticate
         if held is not None:
             await send(held, True)
-        return size, count, await hasher.digest()
+        return size, count, digest_text(sha.digest())
     finally:
-        hasher.close()
         aclose = getattr(chunks, "aclose", None)
         if aclose is not None:
             await aclose()  # a path source's file is closed now, not when collected

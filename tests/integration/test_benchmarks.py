@@ -28,6 +28,7 @@ def test_benchmark_runner_prints_a_table(tmp_path: Path) -> None:
         "kvstore put_many", "nats-py kv.put sequential", "hand-written", "get_many",
         "kvstore watch()", "nats-py kv.watchall()",
         "kvstore update refused", "kvstore create refused", "objstore put", "nats-py obs.get",
+        "acked fallback",
         "4-member elastic group, 4 processes", "4-member elastic group, 1 process", "1 consumer",
     ):  # fmt: skip
         assert variant in text

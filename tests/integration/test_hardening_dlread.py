@@ -1,0 +1,115 @@
+"""Downloads hand chunks from one long-lived task to the reader (issue 17): a read starts a
+fixed number of tasks whatever the object's size, holds no more chunks than its window, and a
+cancelled read leaves neither its task nor its consumer behind."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+from collections.abc import Callable, Coroutine, Generator
+from typing import Any
+
+import jetstream
+import objstore
+from objstore._download import window_messages
+
+CHUNK = objstore.DEFAULT_CHUNK_SIZE
+CHUNKS = 96  # 12 MiB: more than the 8 MiB window
+
+
+async def _store_with_object(
+    js: jetstream.JetStream, name: str
+) -> tuple[objstore.ObjectStore, objstore.ObjectInfo]:
+    store = await objstore.create_store(js, name)
+    info = await store.put("big", b"".join(bytes([i]) * CHUNK for i in range(CHUNKS)))
+    return store, info
+
+
+def _feed_tasks() -> list[asyncio.Task[Any]]:
+    return [
+        task
+        for task in asyncio.all_tasks()
+        if not task.done() and "ChunkFeed" in getattr(task.get_coro(), "__qualname__", "")
+    ]
+
+
+async def _consumers(js: jetstream.JetStream, store: objstore.ObjectStore) -> list[str]:
+    return [name async for name in js.consumer_names(store.stream)]
+
+
+async def test_a_read_starts_a_fixed_number_of_tasks(
+    js: jetstream.JetStream, unique_name: Callable[[str], str]
+) -> None:
+    """Before: one task per chunk (103 for 96 chunks), each awaited through asyncio.wait."""
+    store, _ = await _store_with_object(js, unique_name("tasks"))
+    loop = asyncio.get_running_loop()
+    made: collections.Counter[str] = collections.Counter()
+
+    def counting(
+        loop: asyncio.AbstractEventLoop,
+        coro: Coroutine[Any, Any, Any] | Generator[Any, None, Any],
+        **kwargs: Any,
+    ) -> asyncio.Task[Any]:
+        made[getattr(coro, "__qualname__", "?")] += 1
+        return asyncio.Task(coro, loop=loop, **kwargs)
+
+    loop.set_task_factory(counting)
+    try:
+        async with store.open("big") as reader:
+            data = await reader.read()
+    finally:
+        loop.set_task_factory(None)
+    assert data == b"".join(bytes([i]) * CHUNK for i in range(CHUNKS))
+    # A few pull requests and the consumer's own tasks; nothing per chunk.
+    assert sum(made.values()) < CHUNKS // 4, made
+    assert made["ChunkFeed._move"] == 1
+    await objstore.delete_store(js, store.name)
+
+
+async def test_a_slow_read_holds_no_more_than_its_window(
+    js: jetstream.JetStream, unique_name: Callable[[str], str]
+) -> None:
+    store, info = await _store_with_object(js, unique_name("window"))
+    window = window_messages(info)
+    async with store.open("big") as reader:
+        assert len(await reader.__anext__()) == CHUNK
+        (name,) = await _consumers(js, store)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 20.0
+        seen: list[int] = []
+        # Sample while the read-ahead fills (well past half the window), then some more.
+        while (len(seen) < 20 or seen[-1] <= window // 2) and loop.time() < deadline:
+            info_now = await js.consumer_info(store.stream, name)
+            seen.append(info_now.delivered.consumer_seq)
+        assert seen[-1] > window // 2, "the read-ahead did fill"
+        assert max(seen) <= window + 1, "one taken, at most a window's worth held"
+        rest = [chunk async for chunk in reader]
+    assert len(rest) == CHUNKS - 1
+    await objstore.delete_store(js, store.name)
+
+
+async def test_a_cancelled_read_leaves_no_task_and_no_consumer(
+    js: jetstream.JetStream, unique_name: Callable[[str], str]
+) -> None:
+    store, _ = await _store_with_object(js, unique_name("cancel"))
+    stuck = asyncio.Event()
+
+    async def read_some() -> None:
+        async with store.open("big") as reader:
+            received = 0
+            async for _chunk in reader:
+                received += 1
+                if received == 5:
+                    stuck.set()
+                    await asyncio.Event().wait()  # a caller that stops reading
+
+    for _ in range(5):  # the feed's task is at a different point each time
+        stuck.clear()
+        reading = asyncio.ensure_future(read_some())
+        await stuck.wait()
+        reading.cancel()
+        await asyncio.wait([reading])
+        assert reading.cancelled()
+        assert not _feed_tasks()
+        assert await _consumers(js, store) == []
+    await objstore.delete_store(js, store.name)
