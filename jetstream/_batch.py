@@ -486,9 +486,12 @@ _ID_LENGTH = 22  # a NUID, for every attempt
 _COMMIT_HEADER = header_lines_size({hdr.BATCH_COMMIT: "1"})
 
 
+_BATCH_LINES = header_lines_size({hdr.BATCH_ID: "x" * _ID_LENGTH, hdr.BATCH_SEQUENCE: ""})
+
+
 def batch_header_size(seq: int) -> int:
     """Bytes of the batch header lines message ``seq`` of a batch carries (id, sequence)."""
-    return header_lines_size({hdr.BATCH_ID: "x" * _ID_LENGTH, hdr.BATCH_SEQUENCE: str(seq)})
+    return _BATCH_LINES + len(str(seq))
 
 
 def _new_batch_id() -> str:

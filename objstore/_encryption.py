@@ -47,12 +47,18 @@ class ChunkCipher:
         return {hdr.ENCRYPTION: format_header(self.keyring.primary)}
 
     def seal(
-        self, sealer: Sealer, store: str, nuid: str, index: int, last: bool, chunk: bytes
-    ) -> tuple[bytes, dict[str, str]]:
+        self, sealer: Sealer, bound: bytes, index: int, last: bool, chunk: bytes
+    ) -> tuple[bytes | bytearray, dict[str, str]]:
         """The sealed chunk and the header to send with it (``sealer``: one per object, from
-        ``keyring.sealer()``)."""
-        header, payload = sealer.seal(chunk, chunk_associated_data(store, nuid, index, last))
-        return payload, {hdr.ENCRYPTION: header}
+        ``keyring.sealer()``; ``bound``: :meth:`bind` of the object)."""
+        associated = bound + associated_data(str(index), "last" if last else "more")
+        return sealer.seal_bound_into(chunk, associated), {hdr.ENCRYPTION: sealer.header}
+
+    @staticmethod
+    def bind(sealer: Sealer, store: str, nuid: str) -> bytes:
+        """The constant start of an object's chunk associated data, bound once per object
+        (see :func:`chunk_associated_data`)."""
+        return sealer.bind(associated_data("obj", store, nuid))
 
     def open(
         self,

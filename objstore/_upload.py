@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Progress", "upload"]
 
-Sealer = Callable[[int, bool, bytes], tuple[bytes, dict[str, str]]]
+Sealer = Callable[[int, bool, bytes], tuple[bytes | bytearray, dict[str, str]]]
 """``seal(index, last, chunk) -> (stored bytes, headers)``: a chunk's encryption."""
 
 Progress = Callable[[int, int | None], None]
@@ -81,7 +81,8 @@ async def upload(
     seal: Sealer | None = None
     if cipher is not None:
         headers = {**(headers or {}), **cipher.meta_headers()}
-        seal = functools.partial(cipher.seal, cipher.keyring.sealer(), store.name, nuid)
+        sealer = cipher.keyring.sealer()
+        seal = functools.partial(cipher.seal, sealer, cipher.bind(sealer, store.name, nuid))
         chunk_size += OVERHEAD  # what is stored per chunk
     publisher = await _publisher(store, chunk_size)
     try:
