@@ -12,6 +12,8 @@ verify and copy the object; the meta record's headers carry ``Jetstore-Enc`` too
 
 from __future__ import annotations
 
+from typing import cast
+
 from jetstream import (
     ClientValidationError,
     DecryptionError,
@@ -48,11 +50,14 @@ class ChunkCipher:
 
     def seal(
         self, sealer: Sealer, bound: bytes, index: int, last: bool, chunk: bytes
-    ) -> tuple[bytes | bytearray, dict[str, str]]:
+    ) -> tuple[bytes, dict[str, str]]:
         """The sealed chunk and the header to send with it (``sealer``: one per object, from
         ``keyring.sealer()``; ``bound``: :meth:`bind` of the object)."""
         associated = bound + associated_data(str(index), "last" if last else "more")
-        return sealer.seal_bound_into(chunk, associated), {hdr.ENCRYPTION: sealer.header}
+        payload = sealer.seal_bound_into(chunk, associated)
+        # Possibly a bytearray (built in place); hashlib and nats-py take any buffer, as they
+        # take the memoryview slices a bytes source is cut into.
+        return cast(bytes, payload), {hdr.ENCRYPTION: sealer.header}
 
     @staticmethod
     def bind(sealer: Sealer, store: str, nuid: str) -> bytes:

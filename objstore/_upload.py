@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Progress", "upload"]
 
-Sealer = Callable[[int, bool, bytes], tuple[bytes | bytearray, dict[str, str]]]
+Sealer = Callable[[int, bool, bytes], tuple[bytes, dict[str, str]]]
 """``seal(index, last, chunk) -> (stored bytes, headers)``: a chunk's encryption."""
 
 Progress = Callable[[int, int | None], None]
