@@ -407,14 +407,8 @@ class AtomicBatch(AsyncResource):
         the batch's own (the same header lines as ``_batch_headers`` gives)."""
         if not run:
             return
-        id_line = b"%s: %s\r\n%s: " % (
-            hdr.BATCH_ID.encode(),
-            batch_id.encode(),
-            hdr.BATCH_SEQUENCE.encode(),
-        )
-        frames = (
-            hpub_frame(m.subject, b"%s%s%d\r\n" % (m.lines, id_line, seq), m.data) for seq, m in run
-        )
+        id_lines = _batch_id_lines(batch_id)
+        frames = (_batch_frame(m.subject, m.lines, m.data, id_lines, seq) for seq, m in run)
 
         def messages() -> list[tuple[str, dict[str, str], bytes]]:
             return [(m.subject, _batch_headers(m.headers, batch_id, seq), m.data) for seq, m in run]
@@ -520,6 +514,20 @@ class AtomicBatch(AsyncResource):
 
 def _batch_headers(headers: dict[str, str], batch_id: str, seq: int) -> dict[str, str]:
     return {**headers, hdr.BATCH_ID: batch_id, hdr.BATCH_SEQUENCE: str(seq)}
+
+
+def _batch_id_lines(batch_id: str) -> bytes:
+    """The batch id line and the start of the sequence line, the same for every message."""
+    return b"%s: %s\r\n%s: " % (
+        hdr.BATCH_ID.encode(),
+        batch_id.encode(),
+        hdr.BATCH_SEQUENCE.encode(),
+    )
+
+
+def _batch_frame(subject: str, lines: bytes, data: bytes, id_lines: bytes, seq: int) -> bytes:
+    """The HPUB frame of message ``seq``: what ``encode_hpub`` gives for ``_batch_headers``."""
+    return hpub_frame(subject, b"%s%s%d\r\n" % (lines, id_lines, seq), data)
 
 
 _ID_LENGTH = 22  # a NUID, for every attempt

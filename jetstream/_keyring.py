@@ -219,23 +219,19 @@ class Sealer:
     data once with :meth:`bind` and seal with :meth:`seal_bound`: the same bytes are
     authenticated as with :meth:`seal`, without rebuilding the constant part per payload."""
 
-    __slots__ = ("_base", "_cipher", "_count", "_header", "_into", "_key_id", "_prefix")
+    __slots__ = ("_base", "_cipher", "_count", "_into", "_key_id", "_prefix", "header")
 
     def __init__(self, cipher: AESGCM, key_id: str) -> None:
         self._cipher = cipher
         self._key_id = key_id
-        self._header = format_header(key_id)
+        self.header = format_header(key_id)
+        """The ``Jetstore-Enc`` header value of every payload this sealer seals."""
         self._prefix = key_prefix(key_id)
         self._base = int.from_bytes(os.urandom(NONCE_SIZE), "big")
         self._count = itertools.count()  # next() is atomic: threads never share a nonce
         # cryptography >= 45 encrypts into a caller's buffer: a chunk's payload is then built
         # in place instead of concatenating the nonce to a fresh ciphertext (one copy less).
         self._into = getattr(cipher, "encrypt_into", None)
-
-    @property
-    def header(self) -> str:
-        """The ``Jetstore-Enc`` header value of every payload this sealer seals."""
-        return self._header
 
     def bind(self, associated_data: bytes) -> bytes:
         """The bytes :meth:`seal_bound` takes for payloads whose associated data starts with
@@ -249,7 +245,7 @@ class Sealer:
         Raises:
             InvalidKeyringError: the sealer has sealed 2**32 payloads.
         """
-        return self._header, self.seal_bound(plaintext, self._prefix + associated_data)
+        return self.header, self.seal_bound(plaintext, self._prefix + associated_data)
 
     def seal_bound(self, plaintext: bytes, bound: bytes) -> bytes:
         """The payload of the next ``plaintext`` (``nonce || ciphertext || tag``), bound to
@@ -258,7 +254,10 @@ class Sealer:
         Raises:
             InvalidKeyringError: the sealer has sealed 2**32 payloads.
         """
-        nonce = self._next_nonce()
+        count = next(self._count)  # _next_nonce(), inline: this runs for every KV value
+        if count >= _MAX_SEALS:
+            raise InvalidKeyringError("a sealer seals at most 2**32 payloads; use a new one")
+        nonce = (self._base ^ count).to_bytes(NONCE_SIZE, "big")
         return nonce + self._cipher.encrypt(nonce, plaintext, bound)
 
     def seal_bound_into(self, plaintext: bytes, bound: bytes) -> bytes | bytearray:
