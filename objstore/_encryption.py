@@ -48,16 +48,14 @@ class ChunkCipher:
         """The headers a sealed chunk is sent with."""
         return {hdr.ENCRYPTION: format_header(self.keyring.primary)}
 
-    def seal(
-        self, sealer: Sealer, bound: bytes, index: int, last: bool, chunk: bytes
-    ) -> tuple[bytes, dict[str, str]]:
-        """The sealed chunk and the header to send with it (``sealer``: one per object, from
-        ``keyring.sealer()``; ``bound``: :meth:`bind` of the object)."""
+    def seal(self, sealer: Sealer, bound: bytes, index: int, last: bool, chunk: bytes) -> bytes:
+        """The sealed chunk (``sealer``: one per object, from ``keyring.sealer()``; ``bound``:
+        :meth:`bind` of the object); it is sent with :meth:`chunk_headers`."""
         associated = bound + associated_data(str(index), "last" if last else "more")
         payload = sealer.seal_bound_into(chunk, associated)
         # Possibly a bytearray (built in place); hashlib and nats-py take any buffer, as they
         # take the memoryview slices a bytes source is cut into.
-        return cast(bytes, payload), {hdr.ENCRYPTION: sealer.header}
+        return cast(bytes, payload)
 
     @staticmethod
     def bind(sealer: Sealer, store: str, nuid: str) -> bytes:

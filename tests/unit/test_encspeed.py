@@ -99,7 +99,8 @@ def test_the_chunk_cipher_binds_what_chunk_associated_data_says(index: int, last
     cipher = ChunkCipher(RING)
     sealer = RING.sealer()
     bound = cipher.bind(sealer, "store", "NUID123")
-    payload, headers = cipher.seal(sealer, bound, index, last, b"chunk" * 100)
+    payload = cipher.seal(sealer, bound, index, last, b"chunk" * 100)
+    headers = cipher.chunk_headers()
     ad = chunk_associated_data("store", "NUID123", index, last)
     assert RING.open(headers["Jetstore-Enc"], bytes(payload), ad) == b"chunk" * 100
     plain, was_plain = cipher.open(
