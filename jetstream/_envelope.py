@@ -113,7 +113,8 @@ def open_payload(cipher: AESGCM, key_id: str, payload: bytes, ad: bytes) -> byte
             "nonce and tag",
             key_id=key_id,
         )
-    nonce, sealed = payload[:NONCE_SIZE], payload[NONCE_SIZE:]
+    # A view, not a slice: an object chunk's ciphertext is not copied before it is decrypted.
+    nonce, sealed = payload[:NONCE_SIZE], memoryview(payload)[NONCE_SIZE:]
     try:
         return cipher.decrypt(nonce, sealed, _full_ad(key_id, ad))
     except InvalidTag:
