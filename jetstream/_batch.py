@@ -58,7 +58,7 @@ from ._message import StoredMessage
 from ._models import PubAck
 from ._resource import AsyncResource
 from ._scan import find_by_msg_id
-from ._wire import publish_frames
+from ._wire import header_lines, hpub_frame, publish_encoded
 
 __all__ = ["DEFAULT_COMMIT_DEADLINE", "DEFAULT_MAX_BATCH", "AtomicBatch", "BatchAck"]
 
@@ -113,6 +113,8 @@ class _Message(msgspec.Struct, frozen=True):
     data: bytes
     headers: dict[str, str]
     msg_id: str
+    lines: bytes
+    """``headers`` as HPUB header lines, encoded once (resends reuse them)."""
 
 
 class AtomicBatch(AsyncResource):
@@ -165,6 +167,9 @@ class AtomicBatch(AsyncResource):
         self._commit_sent = False
         self._sent_ids: set[str] = set()  # the batch ids of every attempt
         self._own_fence = False  # the last message's Msg-Id is ours, not the caller's
+        # The last headers encoded, and their lines: a batch's messages mostly carry the same
+        # headers (none, or an encrypted bucket's key id), encoded once then.
+        self._last_lines: tuple[dict[str, str], bytes] = ({}, b"")
         self.ack: BatchAck | None = None
         """The commit's result, once committed."""
 
@@ -219,10 +224,19 @@ class AtomicBatch(AsyncResource):
         self._check_room()
         nc = self._js.nc
         check_subject_length(nc, subject)
-        extra = batch_header_size(len(self._messages) + 1)
-        check_message_size(nc, subject, headers, len(data), extra_headers=extra)
-        self._messages.append(_Message(subject, data, headers, headers.get(hdr.MSG_ID, "")))
+        lines = self._lines(headers)
+        extra = len(lines) + batch_header_size(len(self._messages) + 1)
+        check_message_size(nc, subject, None, len(data), extra_headers=extra)
+        msg_id = headers.get(hdr.MSG_ID, "")
+        self._messages.append(_Message(subject, data, headers, msg_id, lines))
         return len(self._messages) - 1
+
+    def _lines(self, headers: dict[str, str]) -> bytes:
+        last_headers, lines = self._last_lines
+        if headers != last_headers:
+            lines = header_lines(headers)
+            self._last_lines = (headers, lines)
+        return lines
 
     def _check_room(self) -> None:
         self._check_open("add")
@@ -297,7 +311,9 @@ class AtomicBatch(AsyncResource):
         msg_id = f"{self._id}-{len(self._messages)}"
         self._own_fence = True
         headers = {**last.headers, hdr.MSG_ID: msg_id}
-        self._messages[-1] = _Message(last.subject, last.data, headers, msg_id)
+        self._messages[-1] = _Message(
+            last.subject, last.data, headers, msg_id, header_lines(headers)
+        )
         return msg_id
 
     async def _commit_resolving(self) -> BatchAck:
@@ -364,26 +380,40 @@ class AtomicBatch(AsyncResource):
         self._sent_ids.add(batch_id)
         last = len(self._messages)
         eob = self._commit_with == "eob"
-        run: list[tuple[str, dict[str, str], bytes]] = []  # messages without a reply
+        run: list[tuple[int, _Message]] = []  # messages without a reply, pre-encoded
         for seq, message in enumerate(self._messages, start=1):
-            headers = {**message.headers, hdr.BATCH_ID: batch_id, hdr.BATCH_SEQUENCE: str(seq)}
             if seq == last and not eob:
-                await publish_frames(self._js.nc, run)
+                await self._publish_run(batch_id, run)
+                headers = _batch_headers(message.headers, batch_id, seq)
                 headers[hdr.BATCH_COMMIT] = "1"
                 return await self._request_commit(message.subject, message.data, headers)
             if seq == 1 or (self._ack_every and seq % self._ack_every == 0):
-                await publish_frames(self._js.nc, run)
+                await self._publish_run(batch_id, run)
                 run = []
+                headers = _batch_headers(message.headers, batch_id, seq)
                 await self._request_zero_ack(message.subject, message.data, headers)
             else:
-                run.append((message.subject, headers, message.data))
-        await publish_frames(self._js.nc, run)
+                run.append((seq, message))
+        await self._publish_run(batch_id, run)
         commit = {
             hdr.BATCH_ID: batch_id,
             hdr.BATCH_SEQUENCE: str(last + 1),
             hdr.BATCH_COMMIT: "eob",
         }
         return await self._request_commit(self._messages[-1].subject, b"", commit)
+
+    async def _publish_run(self, batch_id: str, run: list[tuple[int, _Message]]) -> None:
+        """The middle messages, no replies: HPUB frames from each message's encoded lines and
+        the batch's own (the same header lines as ``_batch_headers`` gives)."""
+        if not run:
+            return
+        id_lines = _batch_id_lines(batch_id)
+        frames = (_batch_frame(m.subject, m.lines, m.data, id_lines, seq) for seq, m in run)
+
+        def messages() -> list[tuple[str, dict[str, str], bytes]]:
+            return [(m.subject, _batch_headers(m.headers, batch_id, seq), m.data) for seq, m in run]
+
+        await publish_encoded(self._js.nc, frames, messages, run[0][1].subject)
 
     async def _request_zero_ack(self, subject: str, data: bytes, headers: dict[str, str]) -> None:
         reply = await self._js.send(subject, data, timeout=self._timeout, headers=headers)
@@ -482,13 +512,34 @@ class AtomicBatch(AsyncResource):
         return stream
 
 
+def _batch_headers(headers: dict[str, str], batch_id: str, seq: int) -> dict[str, str]:
+    return {**headers, hdr.BATCH_ID: batch_id, hdr.BATCH_SEQUENCE: str(seq)}
+
+
+def _batch_id_lines(batch_id: str) -> bytes:
+    """The batch id line and the start of the sequence line, the same for every message."""
+    return b"%s: %s\r\n%s: " % (
+        hdr.BATCH_ID.encode(),
+        batch_id.encode(),
+        hdr.BATCH_SEQUENCE.encode(),
+    )
+
+
+def _batch_frame(subject: str, lines: bytes, data: bytes, id_lines: bytes, seq: int) -> bytes:
+    """The HPUB frame of message ``seq``: what ``encode_hpub`` gives for ``_batch_headers``."""
+    return hpub_frame(subject, b"%s%s%d\r\n" % (lines, id_lines, seq), data)
+
+
 _ID_LENGTH = 22  # a NUID, for every attempt
 _COMMIT_HEADER = header_lines_size({hdr.BATCH_COMMIT: "1"})
 
 
+_BATCH_LINES = header_lines_size({hdr.BATCH_ID: "x" * _ID_LENGTH, hdr.BATCH_SEQUENCE: ""})
+
+
 def batch_header_size(seq: int) -> int:
     """Bytes of the batch header lines message ``seq`` of a batch carries (id, sequence)."""
-    return header_lines_size({hdr.BATCH_ID: "x" * _ID_LENGTH, hdr.BATCH_SEQUENCE: str(seq)})
+    return _BATCH_LINES + len(str(seq))
 
 
 def _new_batch_id() -> str:

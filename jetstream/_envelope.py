@@ -32,6 +32,7 @@ __all__ = [
     "VERSION",
     "associated_data",
     "format_header",
+    "key_prefix",
     "open_payload",
     "parse_header",
     "seal_payload",
@@ -78,13 +79,15 @@ def _length_prefixed(part: str) -> bytes:
 
 
 @functools.lru_cache(maxsize=256)
-def _key_prefix(key_id: str) -> bytes:
-    # The same for every value a key seals: computed once (it is on every write's path).
+def key_prefix(key_id: str) -> bytes:
+    """The start of the associated data every payload sealed with ``key_id`` authenticates
+    (domain, format version, key id); the caller's parts follow it. The same for every value
+    a key seals: computed once (it is on every write's path)."""
     return _DOMAIN + associated_data(VERSION, key_id)
 
 
 def _full_ad(key_id: str, ad: bytes) -> bytes:
-    return _key_prefix(key_id) + ad
+    return key_prefix(key_id) + ad
 
 
 def seal_payload(
@@ -110,7 +113,8 @@ def open_payload(cipher: AESGCM, key_id: str, payload: bytes, ad: bytes) -> byte
             "nonce and tag",
             key_id=key_id,
         )
-    nonce, sealed = payload[:NONCE_SIZE], payload[NONCE_SIZE:]
+    # A view, not a slice: an object chunk's ciphertext is not copied before it is decrypted.
+    nonce, sealed = payload[:NONCE_SIZE], memoryview(payload)[NONCE_SIZE:]
     try:
         return cipher.decrypt(nonce, sealed, _full_ad(key_id, ad))
     except InvalidTag:

@@ -41,7 +41,13 @@ _HEADER_LINE = len(b"NATS/1.0\r\n")
 
 def header_lines_size(headers: Mapping[str, str]) -> int:
     """Bytes of ``Name: value\\r\\n`` lines for ``headers`` (UTF-8)."""
-    return sum(len(k.encode()) + len(v.encode()) + 4 for k, v in headers.items())
+    size = 0
+    for name, value in headers.items():  # checked for every message of a batch: ASCII
+        if name.isascii() and value.isascii():  # (nearly every header) is counted without
+            size += len(name) + len(value) + 4  # encoding it
+        else:
+            size += len(name.encode()) + len(value.encode()) + 4
+    return size
 
 
 def header_block_size(headers: Mapping[str, str] | None) -> int:

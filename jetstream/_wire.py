@@ -9,13 +9,48 @@ back to ``publish`` per message, and a test checks the fast path is live.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+from typing import TypeAlias
+
 from nats.aio.client import Client
 
 from ._nats_errors import nats_errors
 
-__all__ = ["encode_hpub", "fast_path_available", "publish_frames"]
+__all__ = [
+    "encode_hpub",
+    "fast_path_available",
+    "header_lines",
+    "hpub_frame",
+    "publish_encoded",
+    "publish_frames",
+]
 
-_HEADER_LINE = "NATS/1.0\r\n"
+Message: TypeAlias = tuple[str, dict[str, str], bytes]
+"""``(subject, headers, payload)`` of a message published without a reply."""
+
+
+def header_lines(headers: dict[str, str]) -> bytes:
+    """``Name: value\\r\\n`` lines of ``headers`` (UTF-8), as an HPUB header block holds them.
+
+    Headers must already be valid (see :func:`jetstream.headers.validate_headers`).
+    """
+    return "".join([f"{k}: {v}\r\n" for k, v in headers.items()]).encode()
+
+
+def hpub_frame(subject: str, lines: bytes, payload: bytes) -> bytes:
+    """The ``HPUB`` protocol frame of one message without a reply subject, its header lines
+    already encoded (:func:`header_lines`, plus any the caller appends)."""
+    block = len(lines) + _BLOCK_FRAMING
+    return b"HPUB %s %d %d\r\nNATS/1.0\r\n%s\r\n%s\r\n" % (
+        subject.encode(),
+        block,
+        block + len(payload),
+        lines,
+        payload,
+    )
+
+
+_BLOCK_FRAMING = len(b"NATS/1.0\r\n\r\n")
 
 
 def encode_hpub(subject: str, headers: dict[str, str], payload: bytes) -> bytes:
@@ -23,14 +58,7 @@ def encode_hpub(subject: str, headers: dict[str, str], payload: bytes) -> bytes:
 
     Headers must already be valid (see :func:`jetstream.headers.validate_headers`).
     """
-    block = (_HEADER_LINE + "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n").encode()
-    return b"HPUB %s %d %d\r\n%s%s\r\n" % (
-        subject.encode(),
-        len(block),
-        len(block) + len(payload),
-        block,
-        payload,
-    )
+    return hpub_frame(subject, header_lines(headers), payload)
 
 
 def fast_path_available(nc: Client) -> bool:
@@ -38,8 +66,27 @@ def fast_path_available(nc: Client) -> bool:
     return callable(getattr(nc, "_send_command", None)) and hasattr(nc, "_flush_queue")
 
 
-async def publish_frames(nc: Client, messages: list[tuple[str, dict[str, str], bytes]]) -> None:
+async def publish_frames(nc: Client, messages: list[Message]) -> None:
     """Publish ``(subject, headers, payload)`` messages, in order, without replies.
+
+    Raises:
+        ConnectionClosedError: the connection is closed.
+        DisconnectedError: reconnecting and the pending buffer is full.
+    """
+    if messages:
+        frames = (encode_hpub(s, h, p) for s, h, p in messages)
+        await publish_encoded(nc, frames, lambda: messages, messages[0][0])
+
+
+async def publish_encoded(
+    nc: Client,
+    frames: Iterable[bytes],
+    messages: Callable[[], Iterable[Message]],
+    subject: str,
+) -> None:
+    """Publish pre-encoded HPUB ``frames`` (:func:`hpub_frame`) in order, without replies;
+    ``messages()`` gives the same messages as ``(subject, headers, payload)``, built only when
+    the frames cannot be used. ``subject`` (the first one's) names them in errors.
 
     Only a connected client takes pre-encoded frames: otherwise each message goes through
     nats-py's ``publish``, whose checks give the documented errors (closed, draining, the
@@ -49,14 +96,12 @@ async def publish_frames(nc: Client, messages: list[tuple[str, dict[str, str], b
         ConnectionClosedError: the connection is closed.
         DisconnectedError: reconnecting and the pending buffer is full.
     """
-    if not messages:
-        return
-    with nats_errors(f"publishing {len(messages)} messages to {messages[0][0]}"):
+    with nats_errors(f"publishing messages to {subject}"):
         if not fast_path_available(nc) or not nc.is_connected:
-            for subject, headers, payload in messages:
-                await nc.publish(subject, payload, headers=headers)
+            for message_subject, headers, payload in messages():
+                await nc.publish(message_subject, payload, headers=headers)
             return
-        await nc._send_command(b"".join(encode_hpub(s, h, p) for s, h, p in messages))
+        await nc._send_command(b"".join(frames))
         flush_queue = nc._flush_queue
         if flush_queue is not None and flush_queue.empty():
             await nc._flush_pending()

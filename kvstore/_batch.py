@@ -151,9 +151,8 @@ class KeyBatch(AsyncResource):
         if len(self._writes) >= self._max_keys:
             raise BatchTooLargeError(f"a batch holds at most {self._max_keys} keys")
         data = self._bucket._payload(value)
-        if self._bucket._value_stages:
-            headers = dict(headers)  # a stage may add headers of its own
-            data = self._bucket._seal(subject, data, headers)
+        if self._bucket._value_stages:  # a stage may add headers of its own: ``headers`` is
+            data = self._bucket._seal(subject, data, headers)  # a fresh dict of this write
         self._writes[key] = _Write(key, subject, data, headers, expect, create)
 
     # -- commit -------------------------------------------------------------------------------

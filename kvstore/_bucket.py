@@ -120,6 +120,9 @@ class Bucket:
             *value_stages,
             *((encryption,) if encryption is not None else ()),
         )
+        # Encryption alone (every encrypted bucket today) seals without a ValueContext per
+        # value: put_many's cost goal counts every microsecond per value.
+        self._sole_encryption = encryption if not value_stages else None
         self._direct = direct  # buckets made by nats-py lack allow_direct
         self._name = name
         self._config = config
@@ -629,7 +632,10 @@ class Bucket:
         """``data`` through the value stages, first to last (tombstones stay plain)."""
         if not self._value_stages or hdr.KV_OPERATION in headers:
             return data
-        context = ValueContext(self._name, subject[len(self._prefix) :], headers)
+        stored_key = subject[len(self._prefix) :]
+        if self._sole_encryption is not None:
+            return self._sole_encryption.seal_value(self._name, stored_key, data, headers)
+        context = ValueContext(self._name, stored_key, headers)
         for stage in self._value_stages:
             data = stage.seal(data, context)
         return data

@@ -54,16 +54,29 @@ class EncryptionStage:
         # One random nonce base per stage, XOR a counter (as object chunks are sealed): a
         # system call less per value than a random nonce each.
         self._sealer = keyring.sealer()
+        self._bound: dict[str, bytes] = {}  # bucket -> the sealer's bound AD prefix
 
     def seal(self, value: bytes, context: ValueContext) -> bytes:
         """``value`` encrypted; adds the ``Jetstore-Enc`` header to ``context.headers``."""
-        associated = value_associated_data(context.bucket, context.key)
+        return self.seal_value(context.bucket, context.key, value, context.headers)
+
+    def seal_value(
+        self, bucket: str, stored_key: str, value: bytes, headers: dict[str, str]
+    ) -> bytes:
+        """:meth:`seal` without a :class:`ValueContext` (a bucket whose only stage this is)."""
+        # The associated data of value_associated_data(), with its constant start (key id,
+        # bucket) bound once per bucket: this runs for every value put_many sends.
+        bound = self._bound.get(bucket)
+        if bound is None:
+            bound = self._bound[bucket] = self._sealer.bind(_bucket_prefix(bucket))
+        raw = stored_key.encode("utf-8", "surrogatepass")
+        associated = bound + len(raw).to_bytes(4, "big") + raw
         try:
-            header, payload = self._sealer.seal(value, associated)
+            payload = self._sealer.seal_bound(value, associated)
         except InvalidKeyringError:  # 2**32 values sealed: a fresh nonce base
-            self._sealer = self.keyring.sealer()
-            header, payload = self._sealer.seal(value, associated)
-        context.headers[hdr.ENCRYPTION] = header
+            self._sealer = self.keyring.sealer()  # same primary key: the bound prefix holds
+            payload = self._sealer.seal_bound(value, associated)
+        headers[hdr.ENCRYPTION] = self._sealer.header
         return payload
 
     def open(self, value: bytes, context: ValueContext) -> bytes:

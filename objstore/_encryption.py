@@ -12,6 +12,8 @@ verify and copy the object; the meta record's headers carry ``Jetstore-Enc`` too
 
 from __future__ import annotations
 
+from typing import cast
+
 from jetstream import (
     ClientValidationError,
     DecryptionError,
@@ -46,13 +48,20 @@ class ChunkCipher:
         """The headers a sealed chunk is sent with."""
         return {hdr.ENCRYPTION: format_header(self.keyring.primary)}
 
-    def seal(
-        self, sealer: Sealer, store: str, nuid: str, index: int, last: bool, chunk: bytes
-    ) -> tuple[bytes, dict[str, str]]:
-        """The sealed chunk and the header to send with it (``sealer``: one per object, from
-        ``keyring.sealer()``)."""
-        header, payload = sealer.seal(chunk, chunk_associated_data(store, nuid, index, last))
-        return payload, {hdr.ENCRYPTION: header}
+    def seal(self, sealer: Sealer, bound: bytes, index: int, last: bool, chunk: bytes) -> bytes:
+        """The sealed chunk (``sealer``: one per object, from ``keyring.sealer()``; ``bound``:
+        :meth:`bind` of the object); it is sent with :meth:`chunk_headers`."""
+        associated = bound + associated_data(str(index), "last" if last else "more")
+        payload = sealer.seal_bound_into(chunk, associated)
+        # Possibly a bytearray (built in place); hashlib and nats-py take any buffer, as they
+        # take the memoryview slices a bytes source is cut into.
+        return cast(bytes, payload)
+
+    @staticmethod
+    def bind(sealer: Sealer, store: str, nuid: str) -> bytes:
+        """The constant start of an object's chunk associated data, bound once per object
+        (see :func:`chunk_associated_data`)."""
+        return sealer.bind(associated_data("obj", store, nuid))
 
     def open(
         self,

@@ -50,8 +50,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Progress", "upload"]
 
-Sealer = Callable[[int, bool, bytes], tuple[bytes, dict[str, str]]]
-"""``seal(index, last, chunk) -> (stored bytes, headers)``: a chunk's encryption."""
+Sealer = Callable[[int, bool, bytes], bytes]
+"""``seal(index, last, chunk) -> stored bytes``: a chunk's encryption."""
 
 Progress = Callable[[int, int | None], None]
 """``progress(bytes_done, total_or_None)``, called after each chunk is sent."""
@@ -80,14 +80,17 @@ async def upload(
     subject = chunk_subject(store.name, nuid)
     cipher = store._cipher
     seal: Sealer | None = None
+    chunk_headers = ttl_headers
     if cipher is not None:
         headers = {**(headers or {}), **cipher.meta_headers()}
-        seal = functools.partial(cipher.seal, cipher.keyring.sealer(), store.name, nuid)
+        chunk_headers = {**ttl_headers, **cipher.chunk_headers()}  # the same on every chunk
+        sealer = cipher.keyring.sealer()
+        seal = functools.partial(cipher.seal, sealer, cipher.bind(sealer, store.name, nuid))
         chunk_size += OVERHEAD  # what is stored per chunk
     publisher = await _publisher(store, chunk_size)
     try:
         size, count, digest = await _send_chunks(
-            publisher, subject, chunks, ttl_headers, total, progress, seal
+            publisher, subject, chunks, chunk_headers, total, progress, seal
         )
     except BaseException as exc:
         await _abandon(store, subject, name, exc, publisher)
@@ -219,7 +222,7 @@ async def _send_chunks(
     publisher: _Publisher,
     subject: str,
     chunks: AsyncIterator[bytes],
-    ttl_headers: dict[str, str],
+    headers: dict[str, str],
     total: int | None,
     progress: Progress | None,
     seal: Sealer | None = None,
@@ -237,10 +240,7 @@ async def _send_chunks(
 
     async def send(chunk: bytes, last: bool) -> None:
         nonlocal size, count, done
-        data, headers = chunk, ttl_headers
-        if seal is not None:
-            data, sealed_headers = seal(count, last, chunk)
-            headers = {**ttl_headers, **sealed_headers}
+        data = chunk if seal is None else seal(count, last, chunk)
         sha.update(data)  # the digest covers what is stored: peers verify it
         if last:
             await publisher.commit(subject, data, headers or None)
