@@ -97,4 +97,5 @@ def test_credentials_and_timeouts_exit_3() -> None:
     assert refused.code == 3 and refused.err.startswith("jetstore: error: AuthenticationError")
     assert in_url.code == 3 and "wrong-pw" not in in_url.err + refused.err
     assert mute.code == 3 and "ConnectionFailedError" in mute.err and "timed out" in mute.err
-    assert mute.seconds < 8  # --timeout 1, plus the process start
+    # --timeout 1 bounds the wait; the process start (seconds under load) is in both runs
+    assert mute.seconds - refused.seconds < 5
