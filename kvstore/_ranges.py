@@ -1,19 +1,19 @@
-"""Reads of a bucket's stream divided into sequence ranges, for readers that split the work
-into parts (the Spark ``natskv`` batch and stream readers) and still read one point in time.
+"""Reads of a bucket divided into parts (the Spark ``natskv`` batch and stream readers) that
+still read one point in time, each part reading only its share of the stream.
 
-A snapshot "as of ``up_to``" holds each key's last message at or below ``up_to``. The stream's
-sequences ``first..up_to`` are cut into contiguous ranges; each part reads only its own range
-and keeps the messages that are their key's last at ``up_to``, so every key is kept by exactly
-the one part whose range holds that message. How a part knows a message is the last one:
+A snapshot "as of ``up_to``" holds each key's last message at or below ``up_to``. How it is
+divided depends on the stream (:class:`LastCheck`):
 
 * ``ONLY``: the stream keeps one message per key (history 1), so every message it still
-  stores is its key's only, hence last, one (a key rewritten after ``up_to`` lost its message
-  at or below it: that key is absent, as it is from a whole-stream read at that moment);
-* ``DIRECT``: batched direct gets (``multi_last`` with ``up_to_seq``) answer each key seen in
-  the range, and a key is kept when the answer lies in the range (the answer's payload is the
-  row: the range itself is read headers-only);
-* ``SUFFIX``: without direct get, the part reads on from its range to ``up_to`` (headers
-  only past the range) and keeps the keys not seen again (slower: early parts read more).
+  stores is its key's only, hence last, one. The sequences ``first..up_to`` are cut into
+  contiguous ranges and each part reads its range once (a key rewritten after ``up_to`` lost
+  its message at or below it: it is absent, as from a whole-stream read at that moment).
+* ``KEYS``: with more history, a range cannot tell whether a later range replaces its
+  messages. The keys are listed at planning (the server's per-subject index, no messages
+  read), divided among the parts, and each part reads its keys' last message at ``up_to``
+  with batched direct gets (``multi_last`` with ``up_to_seq``): one message per key.
+* ``SUFFIX``: with more history and no direct get, each part reads its range and then on to
+  ``up_to`` (headers only) and keeps the keys not seen again: exact, but early parts read more.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from jetstream import JetStream, OrderedConsumer, PullMessage, StoredMessage
 
 from ._snapshot import _chunks
 
-__all__ = ["LastCheck", "count_end", "read_latest", "split_range"]
+__all__ = ["LastCheck", "count_end", "read_keys", "read_latest", "split_range", "split_subjects"]
 
 _PARALLEL_GETS = 8  # batched direct gets in flight at once per part
 
@@ -35,7 +35,7 @@ class LastCheck(enum.Enum):
     """How a part decides that a message in its range is its key's last at ``up_to``."""
 
     ONLY = "only"
-    DIRECT = "direct"
+    KEYS = "keys"
     SUFFIX = "suffix"
 
     @classmethod
@@ -43,7 +43,7 @@ class LastCheck(enum.Enum):
         """The cheapest exact check for a stream keeping ``history`` messages per subject."""
         if history == 1:
             return cls.ONLY
-        return cls.DIRECT if allow_direct else cls.SUFFIX
+        return cls.KEYS if allow_direct else cls.SUFFIX
 
 
 def split_range(first: int, last: int, parts: int) -> list[tuple[int, int]]:
@@ -57,6 +57,12 @@ def split_range(first: int, last: int, parts: int) -> list[tuple[int, int]]:
     return [(bounds[i], bounds[i + 1] - 1) for i in range(parts)]
 
 
+def split_subjects(subjects: list[str], parts: int) -> list[list[str]]:
+    """``subjects`` cut into at most ``parts`` contiguous slices whose sizes differ by at most
+    one (none when there are no subjects)."""
+    return [subjects[lo - 1 : hi] for lo, hi in split_range(1, len(subjects), parts)]
+
+
 async def read_latest(
     js: JetStream,
     stream: str,
@@ -67,22 +73,30 @@ async def read_latest(
     check: LastCheck,
 ) -> list[StoredMessage]:
     """The messages with sequences in ``lo..hi`` (matching ``filters``) that are their
-    subject's last at or below ``up_to``, in stream order.
+    subject's last at or below ``up_to``, in stream order (``ONLY`` and ``SUFFIX``).
 
     Raises:
         JetStreamError: the stream cannot be read (e.g. StreamNotFoundError).
     """
     if hi < lo:
         return []
-    if check is LastCheck.ONLY or hi >= up_to:  # nothing after the range can replace a message
-        return [_stored(m) for m in (await _scan(js, stream, filters, lo, hi)).values()]
-    if check is LastCheck.DIRECT:
-        seen = await _scan(js, stream, filters, lo, hi, headers_only=True)
-        answers = await _last_at(js, stream, list(seen), up_to)
-        return sorted((m for m in answers if lo <= m.seq <= hi), key=lambda m: m.seq)
     latest = await _scan(js, stream, filters, lo, hi)
+    if check is LastCheck.ONLY or hi >= up_to:  # nothing after the range can replace them
+        return [_stored(m) for m in latest.values()]
     later = await _scan(js, stream, filters, hi + 1, up_to, headers_only=True)
     return [_stored(m) for subject, m in latest.items() if subject not in later]
+
+
+async def read_keys(
+    js: JetStream, stream: str, subjects: list[str], up_to: int
+) -> list[StoredMessage]:
+    """Each subject's last message at or below ``up_to`` (``KEYS``); a subject with none
+    left there (rewritten or purged since, on a bounded history) is absent.
+
+    Raises:
+        JetStreamError: the stream cannot be read, or has no direct get.
+    """
+    return await _last_at(js, stream, subjects, up_to)
 
 
 async def _scan(

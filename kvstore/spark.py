@@ -86,6 +86,7 @@ from jetstream import (
     int_option,
     run_sync,
     str_option,
+    stream_subjects,
     validate_bucket_name,
 )
 from jetstream._options import activate_spark_session
@@ -94,7 +95,14 @@ from ._encryption import EncryptionStage
 from ._keys import validate_filter
 from ._manage import bucket_info, open_bucket
 from ._models import Op, op_from_headers, stream_name, subject_prefix
-from ._ranges import LastCheck, count_end, read_latest, split_range
+from ._ranges import (
+    LastCheck,
+    count_end,
+    read_keys,
+    read_latest,
+    split_range,
+    split_subjects,
+)
 from ._stages import ValueContext
 
 __all__ = ["KVCommit", "KVDataSource", "register"]
@@ -466,18 +474,19 @@ async def _store(bucket: Any, group: dict[str, tuple[bytes | None, Any]], result
 
 @dataclasses.dataclass
 class KVPartition(InputPartition):
-    """The keys whose last revision at stream sequence ``up_to`` lies in ``first..last``."""
+    """A share of the snapshot at stream sequence ``up_to``: the keys whose last revision
+    there lies in ``first..last``, or (``subjects`` given) those keys."""
 
     first: int
     last: int
     up_to: int
     check: LastCheck
+    subjects: list[str] | None = None
 
 
 class KVReader(DataSourceReader):
-    """A consistent snapshot: the bucket as of the stream sequence taken at planning, its
-    sequences divided among the partitions, each keeping the keys whose newest revision (up
-    to that sequence) falls in its own range (see ``kvstore._ranges``)."""
+    """A consistent snapshot: the bucket as of the stream sequence taken at planning, divided
+    among the partitions so that each reads only its share (see ``kvstore._ranges``)."""
 
     def __init__(
         self, opts: _Options, projection: tuple[tuple[str, bool], ...], plan: _Plan
@@ -487,8 +496,13 @@ class KVReader(DataSourceReader):
         self.plan = plan
 
     def partitions(self) -> list[KVPartition]:
-        plan = self.plan
-        ranges = split_range(plan.first, plan.up_to, self.opts.partitions)
+        plan, parts = self.plan, self.opts.partitions
+        if plan.subjects is not None:
+            return [
+                KVPartition(1, plan.up_to, plan.up_to, plan.check, share)
+                for share in split_subjects(plan.subjects, parts)
+            ] or [KVPartition(1, 0, 0, plan.check, [])]
+        ranges = split_range(plan.first, plan.up_to, parts)
         return [KVPartition(lo, hi, plan.up_to, plan.check) for lo, hi in ranges] or [
             KVPartition(1, 0, 0, plan.check)  # an empty bucket: one partition without rows
         ]
@@ -500,39 +514,44 @@ class KVReader(DataSourceReader):
 
 @dataclasses.dataclass(frozen=True)
 class _Plan:
-    """What a snapshot read pins at planning: its sequence range and how to read it."""
+    """What a snapshot read pins at planning: its sequences, how a partition tells a key's
+    last revision, and (``KEYS``) the keys' subjects, listed after ``up_to`` was taken."""
 
     first: int
     up_to: int
     check: LastCheck
+    subjects: list[str] | None = None
 
 
 async def _plan(opts: _Options) -> _Plan:
     """The bucket's sequences now (BucketNotFoundError, naming it, when it does not exist)."""
     async with opts.connection.session() as js:
         info = await bucket_info(js, opts.bucket)
-    config, state = info.config, info.state
-    check = LastCheck.for_stream(config.max_msgs_per_subject, config.allow_direct)
-    return _Plan(first=max(state.first_seq, 1), up_to=state.last_seq, check=check)
+        config, state = info.config, info.state
+        check = LastCheck.for_stream(config.max_msgs_per_subject, config.allow_direct)
+        subjects = None
+        if check is LastCheck.KEYS and state.last_seq:
+            # Listed after up_to: a key with a message at or below it is still listed (its
+            # subject goes only with its last message); keys newer than up_to read as absent.
+            subjects = await stream_subjects(js, info.config.name, opts.subjects)
+    return _Plan(max(state.first_seq, 1), state.last_seq, check, subjects)
 
 
 async def _read_snapshot(
     opts: _Options, projection: tuple[tuple[str, bool], ...], part: KVPartition
 ) -> list[tuple[Any, ...]]:
-    if part.last < part.first:
+    if part.last < part.first or part.subjects == []:
         return []
     prefix = subject_prefix(opts.bucket)
     stage = _stage(opts)
+    stream = stream_name(opts.bucket)
     async with opts.connection.session() as js:
-        messages = await read_latest(
-            js,
-            stream_name(opts.bucket),
-            opts.subjects,
-            part.first,
-            part.last,
-            part.up_to,
-            part.check,
-        )
+        if part.subjects is not None:
+            messages = await read_keys(js, stream, part.subjects, part.up_to)
+        else:
+            messages = await read_latest(
+                js, stream, opts.subjects, part.first, part.last, part.up_to, part.check
+            )
     return [
         _row(message, prefix, projection, stage, opts.bucket)
         for message in messages

@@ -32,6 +32,6 @@ def test_an_empty_stream_has_no_ranges() -> None:
 
 def test_the_last_revision_check_follows_history_and_direct_get() -> None:
     assert LastCheck.for_stream(1, allow_direct=False) is LastCheck.ONLY
-    assert LastCheck.for_stream(5, allow_direct=True) is LastCheck.DIRECT
-    assert LastCheck.for_stream(-1, allow_direct=True) is LastCheck.DIRECT
+    assert LastCheck.for_stream(5, allow_direct=True) is LastCheck.KEYS
+    assert LastCheck.for_stream(-1, allow_direct=True) is LastCheck.KEYS
     assert LastCheck.for_stream(64, allow_direct=False) is LastCheck.SUFFIX
