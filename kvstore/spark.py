@@ -32,7 +32,18 @@ path). Write: ``keyColumn`` (``key``, string), ``valueColumn`` (``value``, binar
 match case-insensitively, as Spark's do, and their types are checked before the job starts.
 Read: ``keys`` (comma-separated filters, default ``>``), ``numPartitions`` (2),
 ``includeDeletes`` (false). Stream: ``keys``, ``startingSequence`` (``earliest``, ``latest`` or a
-revision), ``maxRecordsPerTrigger``, ``seqsPerPartition`` (10000), ``includeDeletes`` (true).
+revision), ``maxRecordsPerTrigger`` (rows per micro-batch: the changes that become rows, so
+a filtered or history-1 bucket still gets full batches), ``seqsPerPartition`` (10000),
+``includeDeletes`` (true).
+
+**Batch reads** are one snapshot: every partition reads the bucket as of the stream sequence
+taken at planning (each key's last revision there; writes after planning never appear), and
+each reads only its share, so more partitions (up to the cores) read faster. On a bucket with
+history 1 the partitions read contiguous ranges of the stream's sequences; with more history
+the keys are listed at planning (from the server's subject index, no values read) and
+divided, and each partition reads its keys with batched direct gets. A key rewritten after
+planning on a bucket that no longer keeps its planned revision (history 1, or more rewrites
+than the history) is left out, as before.
 Rows: ``key string, value binary, revision long, created timestamp, op string`` (``op`` is
 ``PUT``, ``DEL``, ``PURGE`` or ``EXPIRED``).
 
@@ -506,6 +517,14 @@ class KVReader(DataSourceReader):
         return [KVPartition(lo, hi, plan.up_to, plan.check) for lo, hi in ranges] or [
             KVPartition(1, 0, 0, plan.check)  # an empty bucket: one partition without rows
         ]
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Spark ships the reader with every task, for ``read`` only: without the planned key
+        list (each partition carries its own share; a copy asked for partitions reads the
+        ranges of the ``SUFFIX`` check instead, which is exact too)."""
+        state = dict(self.__dict__)
+        state["plan"] = dataclasses.replace(self.plan, subjects=None)
+        return state
 
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
         assert isinstance(partition, KVPartition)
