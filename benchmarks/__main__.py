@@ -5,6 +5,7 @@ python -m benchmarks --rounds 3 --sizes 10 100
 python -m benchmarks --write benchmarks/RESULTS.md
 python -m benchmarks --sizes --get-size 0 --watch-rounds 0 --object-sizes --rss-mib 0   # CAS only
 python -m benchmarks.consumer_groups     # consumer groups only (also part of the full run)
+python -m benchmarks --spark-read-keys 500000   # also natskv partition reads (spark extra)
 """
 
 from __future__ import annotations
@@ -75,6 +76,10 @@ def main() -> None:
     )
     parser.add_argument("--pcg-rounds", type=int, default=3)
     parser.add_argument("--rss-mib", type=int, default=1024, help="0 skips the RSS run")
+    parser.add_argument(
+        "--spark-read-keys", type=int, default=0,
+        help="natskv partition reads vs the earlier read at this many keys (spark extra); 0 skips",
+    )  # fmt: skip
     parser.add_argument("--write", type=Path, help="also write a markdown report here")
     args = parser.parse_args()
     with jetstream.EmbeddedServer() as server:
@@ -91,6 +96,12 @@ def main() -> None:
         report += (
             f"\nPeak memory, each operation in a fresh process:\n\n{rss.measure(args.rss_mib)}\n"
         )
+    if args.spark_read_keys:
+        from . import spark_kv_read
+
+        for history in (1, 4):
+            report += "\n" + spark_kv_read.processes(args.spark_read_keys, history, [1, 2, 4], 3)
+            report += "\n"
     print(report)
     if args.write:
         args.write.write_text(report)
