@@ -6,6 +6,7 @@ python -m benchmarks --write benchmarks/RESULTS.md
 python -m benchmarks --sizes --get-size 0 --watch-rounds 0 --object-sizes --rss-mib 0   # CAS only
 python -m benchmarks.consumer_groups     # consumer groups only (also part of the full run)
 python -m benchmarks --curves benchmarks/curves.json   # also the cost curves to 1M keys (minutes)
+python -m benchmarks --spark-read-keys 500000   # also natskv partition reads (spark extra)
 """
 
 from __future__ import annotations
@@ -84,6 +85,12 @@ def main() -> None:
         help="also run the cost curves (10k-1M keys, 1-1024 MiB objects: minutes) and write "
         "their raw numbers to this JSON (plot it with python -m benchmarks.curves --plot)",
     )
+    parser.add_argument(
+        "--spark-read-keys",
+        type=int,
+        default=0,
+        help="natskv partition reads vs the earlier read at this many keys (spark extra); 0 skips",
+    )
     parser.add_argument("--write", type=Path, help="also write a markdown report here")
     args = parser.parse_args()
     with jetstream.EmbeddedServer() as server:
@@ -104,6 +111,12 @@ def main() -> None:
         data = curves.run(curves.KEY_SIZES, curves.OBJECT_SIZES)
         args.curves.write_text(json.dumps(data, indent=1) + "\n")
         report += f"\nCost curves, each operation in a fresh process:\n\n{curves.markdown(data)}\n"
+    if args.spark_read_keys:
+        from . import spark_kv_read
+
+        for history in (1, 4):
+            report += "\n" + spark_kv_read.processes(args.spark_read_keys, history, [1, 2, 4], 3)
+            report += "\n"
     print(report)
     if args.write:
         args.write.write_text(report)

@@ -11,6 +11,7 @@ import os
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import jetstream
@@ -25,6 +26,10 @@ def _session() -> Any:
     import kvstore.spark
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    # Spark's Python workers import the checkout being measured, not the venv's install.
+    root = str(Path(kvstore.__file__).resolve().parents[1])
+    paths = [root, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
     spark = (
         SparkSession.builder.master("local[2]")
         .appName("jetstore-bench")

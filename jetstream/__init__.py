@@ -107,6 +107,7 @@ from ._resource import AsyncResource
 from ._scan import scan_stream
 from ._server import EmbeddedServer, find_server_binary
 from ._shared_config import MAX_BUCKET_NAME, check_size, check_stream_limits, validate_bucket_name
+from ._subjects import stream_subjects
 from ._ttl import NEVER, TTLValue, format_ttl, parse_ttl, parse_ttl_at_least, parse_ttl_header
 from ._window import AckedPublisher
 
@@ -227,6 +228,7 @@ __all__ = [
     "run_sync",
     "scan_stream",
     "str_option",
+    "stream_subjects",
     "subject_room",
     "validate_bucket_name",
 ]

@@ -12,8 +12,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, Literal, TypeVar
 
 import msgspec
-import nats
-import nats.errors
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.nuid import NUID
@@ -56,7 +54,7 @@ from ._models import (
     StreamNamesResponse,
     SuccessResponse,
 )
-from ._nats_errors import from_nats, nats_errors
+from ._nats_errors import nats_errors
 from ._priority import validate_priority_group
 from ._redact import redact_text
 from ._resource import AsyncResource
@@ -808,30 +806,22 @@ class JetStream(AsyncResource):
     async def _multi_last(
         self, stream: str, body: dict[str, Any], up_to_seq: int | None, what: str
     ) -> tuple[list[StoredMessage], int | None]:
+        """Collect the answers in the subscription's callback: waiting in ``next_msg`` for
+        each of up to 1024 messages cost ~4x the time of the whole rest (160 vs 36 us per
+        message). The timeout applies to a pause between messages, as it did there."""
+        answer = _MultiLastAnswer(up_to_seq, what)
         inbox = self._nc.new_inbox()
         with nats_errors(what):
-            sub = await self._nc.subscribe(inbox)
-        messages: list[StoredMessage] = []
+            sub = await self._nc.subscribe(inbox, cb=answer.on_msg)
         try:
             with nats_errors(what):
                 await self._nc.publish(self._api.direct_get(stream), _encode(body), reply=inbox)
-            while True:
-                try:
-                    msg = await sub.next_msg(timeout=self.timeout)
-                except nats.errors.TimeoutError as exc:
-                    raise RequestTimeoutError(f"{what}: no reply within {self.timeout:g}s") from exc
-                except nats.errors.Error as exc:  # closed while waiting
-                    raise from_nats(exc, what) from exc
-                status, description = st.status_of(msg.headers)
-                if status is None:
-                    messages.append(StoredMessage.from_direct_get(msg.headers or {}, msg.data))
-                elif status == st.END_OF_BATCH:
-                    upto = (msg.headers or {}).get(hdr.UPTO_SEQUENCE, up_to_seq or 0)
-                    return messages, int(upto)
-                elif status == st.NOT_FOUND:  # nothing matched
-                    return messages, up_to_seq
-                else:
-                    raise st.status_error(status, description, what=what)
+            while not answer.done.done():
+                seen = len(answer.messages)
+                await asyncio.wait([answer.done], timeout=self.timeout)
+                if not answer.done.done() and len(answer.messages) == seen:
+                    raise RequestTimeoutError(f"{what}: no reply within {self.timeout:g}s")
+            return answer.messages, answer.done.result()
         finally:
             with contextlib.suppress(Exception):
                 await sub.unsubscribe()
@@ -848,6 +838,36 @@ class JetStream(AsyncResource):
             headers=parse_header_block(raw.hdrs),
             data=raw.data,
         )
+
+
+class _MultiLastAnswer:
+    """The messages of one batched direct get, gathered as they arrive; ``done`` ends with the
+    sequence they are consistent as of, or with the error the server answered."""
+
+    def __init__(self, up_to_seq: int | None, what: str) -> None:
+        self.up_to_seq = up_to_seq
+        self.what = what
+        self.messages: list[StoredMessage] = []
+        self.done: asyncio.Future[int | None] = asyncio.get_running_loop().create_future()
+
+    async def on_msg(self, msg: Msg) -> None:
+        if self.done.done():
+            return
+        try:
+            status, description = st.status_of(msg.headers)
+            if status is None:
+                self.messages.append(StoredMessage.from_direct_get(msg.headers or {}, msg.data))
+            elif status == st.END_OF_BATCH:
+                upto = (msg.headers or {}).get(hdr.UPTO_SEQUENCE, self.up_to_seq or 0)
+                self.done.set_result(int(upto))
+            elif status == st.NOT_FOUND:  # nothing matched
+                self.done.set_result(self.up_to_seq)
+            else:
+                raise st.status_error(status, description, what=self.what)
+        except (JetStreamError, ValueError) as exc:
+            self.done.set_exception(
+                exc if isinstance(exc, JetStreamError) else JetStreamError(f"{self.what}: {exc}")
+            )
 
 
 class _Tries:

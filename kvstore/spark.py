@@ -32,7 +32,18 @@ path). Write: ``keyColumn`` (``key``, string), ``valueColumn`` (``value``, binar
 match case-insensitively, as Spark's do, and their types are checked before the job starts.
 Read: ``keys`` (comma-separated filters, default ``>``), ``numPartitions`` (2),
 ``includeDeletes`` (false). Stream: ``keys``, ``startingSequence`` (``earliest``, ``latest`` or a
-revision), ``maxRecordsPerTrigger``, ``seqsPerPartition`` (10000), ``includeDeletes`` (true).
+revision), ``maxRecordsPerTrigger`` (rows per micro-batch: the changes that become rows, so
+a filtered or history-1 bucket still gets full batches), ``seqsPerPartition`` (10000),
+``includeDeletes`` (true).
+
+**Batch reads** are one snapshot: every partition reads the bucket as of the stream sequence
+taken at planning (each key's last revision there; writes after planning never appear), and
+each reads only its share, so more partitions (up to the cores) read faster. On a bucket with
+history 1 the partitions read contiguous ranges of the stream's sequences; with more history
+the keys are listed at planning (from the server's subject index, no values read) and
+divided, and each partition reads its keys with batched direct gets. A key rewritten after
+planning on a bucket that no longer keeps its planned revision (history 1, or more rewrites
+than the history) is left out, as before.
 Rows: ``key string, value binary, revision long, created timestamp, op string`` (``op`` is
 ``PUT``, ``DEL``, ``PURGE`` or ``EXPIRED``).
 
@@ -47,7 +58,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -78,16 +88,16 @@ from jetstream import (
     ClientValidationError,
     ColumnError,
     ConnectionOptions,
-    JetStream,
     JetStreamError,
     Keyring,
     OrderedConsumer,
-    PullMessage,
+    StoredMessage,
     bool_option,
     check_options,
     int_option,
     run_sync,
     str_option,
+    stream_subjects,
     validate_bucket_name,
 )
 from jetstream._options import activate_spark_session
@@ -96,6 +106,14 @@ from ._encryption import EncryptionStage
 from ._keys import validate_filter
 from ._manage import bucket_info, open_bucket
 from ._models import Op, op_from_headers, stream_name, subject_prefix
+from ._ranges import (
+    LastCheck,
+    count_end,
+    read_keys,
+    read_latest,
+    split_range,
+    split_subjects,
+)
 from ._stages import ValueContext
 
 __all__ = ["KVCommit", "KVDataSource", "register"]
@@ -246,7 +264,7 @@ class KVDataSource(DataSource):
             ConnectionFailedError: no server reachable.
         """
         opts = _options(self.options, "read")
-        return KVReader(opts, _projection(schema), run_sync(lambda: _last_seq(opts)))
+        return KVReader(opts, _projection(schema), run_sync(lambda: _plan(opts)))
 
     def streamReader(self, schema: StructType) -> KVStreamReader:
         """Raises: ClientValidationError, InvalidKeyError: bad options, filters or columns."""
@@ -313,24 +331,23 @@ def _projection(schema: StructType) -> tuple[tuple[str, bool], ...]:
 
 
 def _row(
-    message: PullMessage,
+    message: StoredMessage,
     prefix: str,
     projection: tuple[tuple[str, bool], ...],
     stage: EncryptionStage | None = None,
     bucket: str = "",
 ) -> tuple[Any, ...]:
-    meta = message.metadata
     key = message.subject[len(prefix) :]
     op = op_from_headers(message.headers)
     value = message.data
     if stage is not None and op is Op.PUT and any(name == "value" for name, _ in projection):
-        context = ValueContext(bucket, key, message.headers, meta.stream_seq)
+        context = ValueContext(bucket, key, message.headers, message.seq)
         value = stage.open(value, context)  # DecryptionError fails the task
     values: dict[str, Any] = {
         "key": key,
         "value": value,
-        "revision": meta.stream_seq,
-        "created": meta.time,
+        "revision": message.seq,
+        "created": message.time,
         "op": op.value,
     }
     return tuple(
@@ -468,66 +485,97 @@ async def _store(bucket: Any, group: dict[str, tuple[bytes | None, Any]], result
 
 @dataclasses.dataclass
 class KVPartition(InputPartition):
-    """Keys whose hash falls in ``index`` (of ``count``), as of stream sequence ``up_to``."""
+    """A share of the snapshot at stream sequence ``up_to``: the keys whose last revision
+    there lies in ``first..last``, or (``subjects`` given) those keys."""
 
-    index: int
-    count: int
+    first: int
+    last: int
     up_to: int
+    check: LastCheck
+    subjects: list[str] | None = None
 
 
 class KVReader(DataSourceReader):
-    """A consistent snapshot: every partition reads the bucket as of the sequence taken at
-    planning, keeping the newest revision (up to it) of the keys that hash to it."""
+    """A consistent snapshot: the bucket as of the stream sequence taken at planning, divided
+    among the partitions so that each reads only its share (see ``kvstore._ranges``)."""
 
     def __init__(
-        self, opts: _Options, projection: tuple[tuple[str, bool], ...], up_to: int
+        self, opts: _Options, projection: tuple[tuple[str, bool], ...], plan: _Plan
     ) -> None:
         self.opts = opts
         self.projection = projection
-        self.up_to = up_to
+        self.plan = plan
 
     def partitions(self) -> list[KVPartition]:
-        return [
-            KVPartition(i, self.opts.partitions, self.up_to) for i in range(self.opts.partitions)
+        plan, parts = self.plan, self.opts.partitions
+        if plan.subjects is not None:
+            return [
+                KVPartition(1, plan.up_to, plan.up_to, plan.check, share)
+                for share in split_subjects(plan.subjects, parts)
+            ] or [KVPartition(1, 0, 0, plan.check, [])]
+        ranges = split_range(plan.first, plan.up_to, parts)
+        return [KVPartition(lo, hi, plan.up_to, plan.check) for lo, hi in ranges] or [
+            KVPartition(1, 0, 0, plan.check)  # an empty bucket: one partition without rows
         ]
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Spark ships the reader with every task, for ``read`` only: without the planned key
+        list (each partition carries its own share; a copy asked for partitions reads the
+        ranges of the ``SUFFIX`` check instead, which is exact too)."""
+        state = dict(self.__dict__)
+        state["plan"] = dataclasses.replace(self.plan, subjects=None)
+        return state
 
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
         assert isinstance(partition, KVPartition)
         yield from run_sync(lambda: _read_snapshot(self.opts, self.projection, partition))
 
 
+@dataclasses.dataclass(frozen=True)
+class _Plan:
+    """What a snapshot read pins at planning: its sequences, how a partition tells a key's
+    last revision, and (``KEYS``) the keys' subjects, listed after ``up_to`` was taken."""
+
+    first: int
+    up_to: int
+    check: LastCheck
+    subjects: list[str] | None = None
+
+
+async def _plan(opts: _Options) -> _Plan:
+    """The bucket's sequences now (BucketNotFoundError, naming it, when it does not exist)."""
+    async with opts.connection.session() as js:
+        info = await bucket_info(js, opts.bucket)
+        config, state = info.config, info.state
+        check = LastCheck.for_stream(config.max_msgs_per_subject, config.allow_direct)
+        subjects = None
+        if check is LastCheck.KEYS and state.last_seq:
+            # Listed after up_to: a key with a message at or below it is still listed (its
+            # subject goes only with its last message); keys newer than up_to read as absent.
+            subjects = await stream_subjects(js, info.config.name, opts.subjects)
+    return _Plan(max(state.first_seq, 1), state.last_seq, check, subjects)
+
+
 async def _read_snapshot(
     opts: _Options, projection: tuple[tuple[str, bool], ...], part: KVPartition
 ) -> list[tuple[Any, ...]]:
-    if part.up_to == 0:
+    if part.last < part.first or part.subjects == []:
         return []
     prefix = subject_prefix(opts.bucket)
     stage = _stage(opts)
-    latest: dict[str, PullMessage] = {}
+    stream = stream_name(opts.bucket)
     async with opts.connection.session() as js:
-        async for message in _messages(js, opts, first=1, until_caught_up=True):
-            if message.metadata.stream_seq > part.up_to:
-                break
-            key = message.subject[len(prefix) :]
-            if zlib.crc32(key.encode()) % part.count == part.index:
-                latest[key] = message
+        if part.subjects is not None:
+            messages = await read_keys(js, stream, part.subjects, part.up_to)
+        else:
+            messages = await read_latest(
+                js, stream, opts.subjects, part.first, part.last, part.up_to, part.check
+            )
     return [
         _row(message, prefix, projection, stage, opts.bucket)
-        for message in latest.values()
+        for message in messages
         if opts.include_deletes or op_from_headers(message.headers) is Op.PUT
     ]
-
-
-def _messages(
-    js: JetStream, opts: _Options, *, first: int, until_caught_up: bool
-) -> OrderedConsumer:
-    return OrderedConsumer(
-        js,
-        stream_name(opts.bucket),
-        filter_subjects=opts.subjects,
-        opt_start_seq=first if first > 1 else 0,
-        until_caught_up=until_caught_up,
-    )
 
 
 # -- streaming ----------------------------------------------------------------------------------
@@ -576,7 +624,8 @@ class KVStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._target if self._target is not None else run_sync(lambda: _last_seq(self.opts))
         )
         if start is not None and isinstance(limit, ReadMaxRows):
-            latest = min(latest, start["seq"] + limit.max_rows)
+            after, rows = start["seq"], limit.max_rows
+            latest = run_sync(lambda: _rows_end(self.opts, after, latest, rows))
         return {"seq": latest}
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[SeqRange]:
@@ -592,16 +641,46 @@ class KVStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """Nothing to do: offsets are stream sequences, no server-side state is kept."""
 
 
+async def _rows_end(opts: _Options, after: int, latest: int, rows: int) -> int:
+    """Where a micro-batch of at most ``rows`` rows starting after ``after`` ends: rows are
+    counted (the messages matching the key filters, deletes and markers only when they are
+    rows), not stream sequences, so a filtered or history-1 bucket still gets full batches."""
+
+    def counts(headers: dict[str, str]) -> bool:
+        return opts.include_deletes or op_from_headers(headers) is Op.PUT
+
+    async with opts.connection.session() as js:
+        stream = stream_name(opts.bucket)
+        return await count_end(js, stream, opts.subjects, after, latest, rows, counts)
+
+
 async def _read_range(
     opts: _Options, projection: tuple[tuple[str, bool], ...], part: SeqRange
 ) -> list[tuple[Any, ...]]:
     prefix = subject_prefix(opts.bucket)
     stage = _stage(opts)
     rows = []
-    async with opts.connection.session() as js:
-        async for message in _messages(js, opts, first=part.first, until_caught_up=True):
-            if message.metadata.stream_seq > part.last:
+    async with (
+        opts.connection.session() as js,
+        OrderedConsumer(
+            js,
+            stream_name(opts.bucket),
+            filter_subjects=opts.subjects,
+            opt_start_seq=part.first,
+            until_caught_up=True,
+        ) as consumer,
+    ):
+        async for message in consumer:
+            meta = message.metadata
+            if meta.stream_seq > part.last:
                 break
             if opts.include_deletes or op_from_headers(message.headers) is Op.PUT:
-                rows.append(_row(message, prefix, projection, stage, opts.bucket))
+                stored = StoredMessage(
+                    subject=message.subject,
+                    seq=meta.stream_seq,
+                    time=meta.time,
+                    headers=message.headers,
+                    data=message.data,
+                )
+                rows.append(_row(stored, prefix, projection, stage, opts.bucket))
     return rows

@@ -14,6 +14,7 @@ class TcpProxy:
     ``drop_to_client`` / ``drop_to_server`` silently discard bytes in that direction (the
     connection stays up, like a black hole). ``on_client_bytes`` is called with each chunk the
     client sends, before it is forwarded; it returns False to drop the chunk.
+    ``bytes_to_client`` counts the bytes forwarded from the server (how much a client read).
     """
 
     def __init__(self, target_port: int) -> None:
@@ -21,6 +22,7 @@ class TcpProxy:
         self.drop_to_client = False
         self.drop_to_server = False
         self.on_client_bytes: Callable[[bytes], bool] | None = None
+        self.bytes_to_client = 0
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -60,6 +62,8 @@ class TcpProxy:
                 if self.drop_to_server if to_server else self.drop_to_client:
                     continue
                 writer.write(chunk)
+                if not to_server:
+                    self.bytes_to_client += len(chunk)
                 await writer.drain()
         except (ConnectionError, OSError):
             pass

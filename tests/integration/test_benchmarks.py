@@ -45,3 +45,16 @@ def test_spark_benchmark_runs() -> None:
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert "natskv write" in result.stdout and "per-row put loop" in result.stdout
+
+
+@pytest.mark.spark
+def test_spark_read_benchmark_runs() -> None:
+    """The partition-read comparison (no Spark session: the partitions run in processes)."""
+    pytest.importorskip("pyspark", reason="needs the 'spark' extra")
+    result = subprocess.run(
+        [sys.executable, "-m", "benchmarks.spark_kv_read", "--processes", "--keys", "2000",
+         "--rounds", "1", "--history", "3", "--partitions", "1", "2"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "earlier: hash share" in result.stdout and "| 2 |" in result.stdout

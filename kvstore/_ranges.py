@@ -1,0 +1,195 @@
+"""Reads of a bucket divided into parts (the Spark ``natskv`` batch and stream readers) that
+still read one point in time, each part reading only its share of the stream.
+
+A snapshot "as of ``up_to``" holds each key's last message at or below ``up_to``. How it is
+divided depends on the stream (:class:`LastCheck`):
+
+* ``ONLY``: the stream keeps one message per key (history 1), so every message it still
+  stores is its key's only, hence last, one. The sequences ``first..up_to`` are cut into
+  contiguous ranges and each part reads its range once (a key rewritten after ``up_to`` lost
+  its message at or below it: it is absent, as from a whole-stream read at that moment).
+* ``KEYS``: with more history, a range cannot tell whether a later range replaces its
+  messages. The keys are listed at planning (the server's per-subject index, no messages
+  read), divided among the parts, and each part reads its keys' last message at ``up_to``
+  with batched direct gets (``multi_last`` with ``up_to_seq``): one message per key.
+* ``SUFFIX``: with more history and no direct get, each part reads its range and then on to
+  ``up_to`` (headers only) and keeps the keys not seen again: exact, but early parts read more.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+from collections.abc import Callable
+
+from jetstream import JetStream, OrderedConsumer, PullMessage, StoredMessage
+
+from ._snapshot import _chunks
+
+__all__ = ["LastCheck", "count_end", "read_keys", "read_latest", "split_range", "split_subjects"]
+
+_PARALLEL_GETS = 2  # batched direct gets in flight per part: enough to hide the round trip;
+# more only queue at the server (8 timed out, 5 s without an answer, on a loaded machine)
+
+
+class LastCheck(enum.Enum):
+    """How a part decides that a message in its range is its key's last at ``up_to``."""
+
+    ONLY = "only"
+    KEYS = "keys"
+    SUFFIX = "suffix"
+
+    @classmethod
+    def for_stream(cls, history: int, allow_direct: bool) -> LastCheck:
+        """The cheapest exact check for a stream keeping ``history`` messages per subject."""
+        if history == 1:
+            return cls.ONLY
+        return cls.KEYS if allow_direct else cls.SUFFIX
+
+
+def split_range(first: int, last: int, parts: int) -> list[tuple[int, int]]:
+    """``first..last`` (inclusive) cut into at most ``parts`` contiguous ranges whose sizes
+    differ by at most one (fewer ranges when there are fewer sequences; none when empty)."""
+    if last < first or parts < 1:
+        return []
+    span = last - first + 1
+    parts = min(parts, span)
+    bounds = [first + span * i // parts for i in range(parts + 1)]
+    return [(bounds[i], bounds[i + 1] - 1) for i in range(parts)]
+
+
+def split_subjects(subjects: list[str], parts: int) -> list[list[str]]:
+    """``subjects`` cut into at most ``parts`` contiguous slices whose sizes differ by at most
+    one (none when there are no subjects)."""
+    return [subjects[lo - 1 : hi] for lo, hi in split_range(1, len(subjects), parts)]
+
+
+async def read_latest(
+    js: JetStream,
+    stream: str,
+    filters: list[str],
+    lo: int,
+    hi: int,
+    up_to: int,
+    check: LastCheck,
+) -> list[StoredMessage]:
+    """The messages with sequences in ``lo..hi`` (matching ``filters``) that are their
+    subject's last at or below ``up_to``, in stream order (``ONLY`` and ``SUFFIX``).
+
+    Raises:
+        JetStreamError: the stream cannot be read (e.g. StreamNotFoundError).
+    """
+    if hi < lo:
+        return []
+    latest = await _scan(js, stream, filters, lo, hi)
+    if check is LastCheck.ONLY or hi >= up_to:  # nothing after the range can replace them
+        return [_stored(m) for m in latest.values()]
+    later = await _scan(js, stream, filters, hi + 1, up_to, headers_only=True)
+    return [_stored(m) for subject, m in latest.items() if subject not in later]
+
+
+async def read_keys(
+    js: JetStream, stream: str, subjects: list[str], up_to: int
+) -> list[StoredMessage]:
+    """Each subject's last message at or below ``up_to`` (``KEYS``); a subject with none
+    left there (rewritten or purged since, on a bounded history) is absent.
+
+    Raises:
+        JetStreamError: the stream cannot be read, or has no direct get.
+    """
+    return await _last_at(js, stream, subjects, up_to)
+
+
+async def _scan(
+    js: JetStream,
+    stream: str,
+    filters: list[str],
+    lo: int,
+    hi: int,
+    *,
+    headers_only: bool = False,
+) -> dict[str, PullMessage]:
+    """The newest message of each subject in ``lo..hi``: one ordered consumer from ``lo``,
+    ended at the first message past ``hi`` (or at the stream's end)."""
+    latest: dict[str, PullMessage] = {}
+    async with OrderedConsumer(
+        js,
+        stream,
+        filter_subjects=filters,
+        opt_start_seq=lo,
+        headers_only=headers_only,
+        until_caught_up=True,
+    ) as consumer:
+        async for message in consumer:
+            if message.metadata.stream_seq > hi:
+                break
+            latest[message.subject] = message  # stream order: a later message replaces
+    return latest
+
+
+async def _last_at(
+    js: JetStream, stream: str, subjects: list[str], up_to: int
+) -> list[StoredMessage]:
+    """Each subject's last message at or below ``up_to`` (batched direct gets, several in
+    flight); a subject with none left there is absent."""
+    chunks = _chunks(subjects, js.nc.max_payload)
+    found: list[StoredMessage] = []
+    for start in range(0, len(chunks), _PARALLEL_GETS):
+        answers = await asyncio.gather(
+            *(
+                js.get_last_messages(stream, chunk, up_to_seq=up_to)
+                for chunk in chunks[start : start + _PARALLEL_GETS]
+            )
+        )
+        for messages, _ in answers:
+            found.extend(messages)
+    return found
+
+
+def _stored(message: PullMessage) -> StoredMessage:
+    meta = message.metadata
+    return StoredMessage(
+        subject=message.subject,
+        seq=meta.stream_seq,
+        time=meta.time,
+        headers=message.headers,
+        data=message.data,
+    )
+
+
+async def count_end(
+    js: JetStream,
+    stream: str,
+    filters: list[str],
+    after: int,
+    latest: int,
+    rows: int,
+    counts: Callable[[dict[str, str]], bool],
+) -> int:
+    """The sequence of the ``rows``-th message after ``after`` (and at most ``latest``) for
+    which ``counts(headers)`` holds, or ``latest`` when there are fewer: where a batch of at
+    most ``rows`` rows ends. Reads headers only, and only as far as that end.
+
+    Raises:
+        JetStreamError: the stream cannot be read.
+    """
+    if latest <= after:
+        return latest
+    counted = 0
+    async with OrderedConsumer(
+        js,
+        stream,
+        filter_subjects=filters,
+        opt_start_seq=after + 1,
+        headers_only=True,
+        until_caught_up=True,
+    ) as consumer:
+        async for message in consumer:
+            seq = message.metadata.stream_seq
+            if seq > latest:
+                break
+            if counts(message.headers):
+                counted += 1
+                if counted == rows:
+                    return seq
+    return latest
