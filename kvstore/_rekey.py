@@ -81,8 +81,13 @@ def _classify(bucket: Bucket, stage: EncryptionStage, message: StoredMessage) ->
 async def _rewrite_all(bucket: Bucket, messages: list[StoredMessage]) -> RekeyReport:
     report = RekeyReport()
     if messages:
-        async with asyncio.TaskGroup() as group:  # cancelling rekey cancels every write
-            tasks = [group.create_task(_rewrite(bucket, message)) for message in messages]
+        try:
+            async with asyncio.TaskGroup() as group:  # cancelling rekey cancels every write
+                tasks = [group.create_task(_rewrite(bucket, message)) for message in messages]
+        except ExceptionGroup as failed:
+            # the first write's own error (the group cancelled the others): an ExceptionGroup
+            # is outside the library's error tree
+            raise failed.exceptions[0] from None
         for task in tasks:
             report += task.result()
     return report

@@ -421,3 +421,18 @@ def test_the_encryption_benchmark_runs() -> None:
     assert result.returncode == 0, result.stderr
     for row in ("put_many(10) | plain", "get_many(10) | encrypted", "object put 1 MiB"):
         assert row in result.stdout
+
+
+async def test_a_refused_rewrite_raises_our_error_not_an_exception_group(
+    js: jetstream.JetStream, make_bucket: BucketFactory
+) -> None:
+    """rekey() writes concurrently; a failed write used to reach the caller wrapped in the
+    TaskGroup's ExceptionGroup, which is outside the library's error tree."""
+    bucket = await make_bucket(encryption=RING1)
+    await bucket.put_many({f"k{i}": b"v" for i in range(5)})
+    info = await js.stream_info(bucket.stream)
+    await js.update_stream(msgspec.structs.replace(info.config, sealed=True))  # refuses writes
+    rekeying = await kvstore.open_bucket(js, bucket.name, encryption=RING12)
+    with pytest.raises(jetstream.JetStreamError):
+        await rekeying.rekey()
+    assert await _key_ids(js, rekeying) == {f"k{i}": "k1" for i in range(5)}  # nothing written
