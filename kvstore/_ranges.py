@@ -40,11 +40,15 @@ class LastCheck(enum.Enum):
     SUFFIX = "suffix"
 
     @classmethod
-    def for_stream(cls, history: int, allow_direct: bool) -> LastCheck:
-        """The cheapest exact check for a stream keeping ``history`` messages per subject."""
+    def for_stream(cls, history: int, allow_direct: bool, replicas: int = 1) -> LastCheck:
+        """The cheapest exact check for a stream keeping ``history`` messages per subject.
+
+        Direct gets only on a single replica: any replica answers them, and one that has
+        not applied ``up_to`` yet answers with older values or none (seen with a trailing
+        ``mirror_direct`` mirror), so a replicated stream is read through consumers."""
         if history == 1:
             return cls.ONLY
-        return cls.KEYS if allow_direct else cls.SUFFIX
+        return cls.KEYS if allow_direct and replicas <= 1 else cls.SUFFIX
 
 
 def split_range(first: int, last: int, parts: int) -> list[tuple[int, int]]:

@@ -547,7 +547,9 @@ async def _plan(opts: _Options) -> _Plan:
     async with opts.connection.session() as js:
         info = await bucket_info(js, opts.bucket)
         config, state = info.config, info.state
-        check = LastCheck.for_stream(config.max_msgs_per_subject, config.allow_direct)
+        check = LastCheck.for_stream(
+            config.max_msgs_per_subject, config.allow_direct, config.num_replicas
+        )
         subjects = None
         if check is LastCheck.KEYS and state.last_seq:
             # Listed after up_to: a key with a message at or below it is still listed (its
