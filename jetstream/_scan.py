@@ -7,7 +7,7 @@ ends once every message that existed when it started has been delivered.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import TYPE_CHECKING
 
 from . import headers as hdr
@@ -30,15 +30,19 @@ async def scan_stream(
     last_per_subject: bool = True,
     headers_only: bool = False,
     ends_scan: Callable[[PullMessage], bool] | None = None,
-) -> AsyncIterator[StoredMessage]:
+    start_seq: int = 0,
+) -> AsyncGenerator[StoredMessage, None]:
     """Yield the messages of ``stream`` matching ``filters`` as of now, in stream order.
 
     With ``last_per_subject`` only the newest message of each subject is delivered; with
     ``headers_only`` payloads are left out (``Nats-Msg-Size`` tells their length);
-    ``ends_scan`` as in :class:`OrderedConsumer`.
+    ``ends_scan`` as in :class:`OrderedConsumer`; ``start_seq`` (> 0) starts at that stream
+    sequence instead, with every message from there. Close the iterator when leaving early
+    (``contextlib.aclosing``): its consumer is deleted then.
 
     Raises:
         StreamNotFoundError: no such stream.
+        ClientValidationError: a negative ``start_seq``.
     """
     policy = "last_per_subject" if last_per_subject else "all"
     async with OrderedConsumer(
@@ -49,6 +53,7 @@ async def scan_stream(
         headers_only=headers_only,
         until_caught_up=True,
         ends_scan=ends_scan,
+        opt_start_seq=start_seq,
     ) as consumer:
         async for message in consumer:
             meta = message.metadata

@@ -19,10 +19,11 @@ divided depends on the stream (:class:`LastCheck`):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 from collections.abc import Callable
 
-from jetstream import JetStream, OrderedConsumer, PullMessage, StoredMessage
+from jetstream import JetStream, OrderedConsumer, StoredMessage, scan_stream
 
 from ._snapshot import _chunks
 
@@ -87,9 +88,9 @@ async def read_latest(
         return []
     latest = await _scan(js, stream, filters, lo, hi)
     if check is LastCheck.ONLY or hi >= up_to:  # nothing after the range can replace them
-        return [_stored(m) for m in latest.values()]
+        return list(latest.values())
     later = await _scan(js, stream, filters, hi + 1, up_to, headers_only=True)
-    return [_stored(m) for subject, m in latest.items() if subject not in later]
+    return [m for subject, m in latest.items() if subject not in later]
 
 
 async def read_keys(
@@ -112,20 +113,16 @@ async def _scan(
     hi: int,
     *,
     headers_only: bool = False,
-) -> dict[str, PullMessage]:
-    """The newest message of each subject in ``lo..hi``: one ordered consumer from ``lo``,
-    ended at the first message past ``hi`` (or at the stream's end)."""
-    latest: dict[str, PullMessage] = {}
-    async with OrderedConsumer(
-        js,
-        stream,
-        filter_subjects=filters,
-        opt_start_seq=lo,
-        headers_only=headers_only,
-        until_caught_up=True,
-    ) as consumer:
-        async for message in consumer:
-            if message.metadata.stream_seq > hi:
+) -> dict[str, StoredMessage]:
+    """The newest message of each subject in ``lo..hi``: one scan from ``lo``, ended at the
+    first message past ``hi`` (or at the stream's end)."""
+    latest: dict[str, StoredMessage] = {}
+    scan = scan_stream(
+        js, stream, filters, last_per_subject=False, headers_only=headers_only, start_seq=lo
+    )
+    async with contextlib.aclosing(scan) as messages:
+        async for message in messages:
+            if message.seq > hi:
                 break
             latest[message.subject] = message  # stream order: a later message replaces
     return latest
@@ -148,17 +145,6 @@ async def _last_at(
         for messages, _ in answers:
             found.extend(messages)
     return found
-
-
-def _stored(message: PullMessage) -> StoredMessage:
-    meta = message.metadata
-    return StoredMessage(
-        subject=message.subject,
-        seq=meta.stream_seq,
-        time=meta.time,
-        headers=message.headers,
-        data=message.data,
-    )
 
 
 async def count_end(
