@@ -44,18 +44,22 @@ def _session() -> Any:
     return spark
 
 
-class _PutLoop:
-    """One partition, one connection, ``await bucket.put`` per row."""
+class RowLoop:
+    """The per-row baseline: one partition, one connection, ``await bucket.put`` (or
+    ``get``) per row."""
 
-    def __init__(self, url: str, bucket: str) -> None:
-        self.url, self.bucket = url, bucket
+    def __init__(self, url: str, bucket: str, operation: str = "put") -> None:
+        self.url, self.bucket, self.operation = url, bucket, operation
 
     def __call__(self, rows: Iterator[Any]) -> None:
         async def run() -> None:
             async with await jetstream.connect(self.url) as js:
                 bucket = await kvstore.open_bucket(js, self.bucket)
                 for row in rows:
-                    await bucket.put(row.key, row.value)
+                    if self.operation == "put":
+                        await bucket.put(row.key, row.value)
+                    else:
+                        await bucket.get(row.key)
 
         asyncio.run(run())
 
@@ -83,7 +87,7 @@ def measure(rows: int) -> str:
                 data = df.limit(5000) if name == "warm" else df
                 start = time.perf_counter()
                 if name == "loop":
-                    data.coalesce(1).foreachPartition(_PutLoop(server.url, name))
+                    data.coalesce(1).foreachPartition(RowLoop(server.url, name))
                 else:
                     data.write.format("natskv").mode("append").option("servers", server.url).save(
                         name

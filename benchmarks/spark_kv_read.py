@@ -16,13 +16,12 @@ import argparse
 import asyncio
 import tempfile
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import jetstream
 import kvstore
 
-from .spark_kv import _session
+from .spark_kv import RowLoop, _session
 
 VALUE = b"v" * 100
 BASELINE_KEYS = 20_000  # the per-row loop reads this many keys (it is ~100x slower)
@@ -40,22 +39,6 @@ async def _fill(url: str, name: str, keys: int, history: int) -> None:
                     for s in starts[i : i + 4]
                 )
             )
-
-
-class _GetLoop:
-    """One partition, one connection, ``await bucket.get`` per key."""
-
-    def __init__(self, url: str, bucket: str) -> None:
-        self.url, self.bucket = url, bucket
-
-    def __call__(self, rows: Iterator[Any]) -> None:
-        async def run() -> None:
-            async with await jetstream.connect(self.url) as js:
-                bucket = await kvstore.open_bucket(js, self.bucket)
-                for row in rows:
-                    await bucket.get(row.key)
-
-        asyncio.run(run())
 
 
 def _timed(action: Any) -> tuple[float, Any]:
@@ -89,10 +72,13 @@ def measure(keys: int, history: int, partitions: list[int], stream: bool) -> str
                 seconds, rows = _timed(lambda: _stream(spark, server.url))
                 lines.append(f"| stream (availableNow) | {rows:,} | {seconds:.2f} | "
                              f"{rows / seconds:,.0f} |")  # fmt: skip
-            wanted = spark.range(BASELINE_KEYS).selectExpr("concat('k', id) as key").coalesce(1)
-            seconds, _ = _timed(lambda: wanted.foreachPartition(_GetLoop(server.url, "bench")))
-            lines.append(f"| per-row `bucket.get` loop (1 partition) | {BASELINE_KEYS:,} | "
-                         f"{seconds:.2f} | {BASELINE_KEYS / seconds:,.0f} |")  # fmt: skip
+            baseline = min(BASELINE_KEYS, keys)
+            wanted = spark.range(baseline).selectExpr("concat('k', id) as key").coalesce(1)
+            seconds, _ = _timed(
+                lambda: wanted.foreachPartition(RowLoop(server.url, "bench", "get"))
+            )
+            lines.append(f"| per-row `bucket.get` loop (1 partition) | {baseline:,} | "
+                         f"{seconds:.2f} | {baseline / seconds:,.0f} |")  # fmt: skip
         finally:
             spark.stop()
     return (
