@@ -10,6 +10,9 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from ._errors import ClientValidationError
+from ._names import validate_subject_token
+
 if TYPE_CHECKING:  # _context imports this package
     from ._context import JetStream
 
@@ -33,11 +36,15 @@ async def stream_subjects(js: JetStream, stream: str, filters: list[str]) -> lis
     least one message on now, sorted and without repeats.
 
     Raises:
+        ClientValidationError: an invalid stream name, ``filters`` given as one string instead
+            of a list, or a filter that is empty, has whitespace or an empty token; nothing
+            is sent.
         StreamNotFoundError: no such stream.
         JetStreamError: a request failed.
     """
+    patterns = _checked(filters)
     found: set[str] = set()
-    for pattern in dict.fromkeys(filters):
+    for pattern in patterns:
         offset = 0
         while True:
             body = msgspec.json.encode({"subjects_filter": pattern, "offset": offset})
@@ -49,3 +56,12 @@ async def stream_subjects(js: JetStream, stream: str, filters: list[str]) -> lis
             if not subjects or offset >= page.total:
                 break
     return sorted(found)
+
+
+def _checked(filters: list[str]) -> list[str]:
+    # A lone string would be iterated character by character, each a valid one-token filter.
+    if isinstance(filters, str):
+        raise ClientValidationError(
+            f"filters must be a list of subjects, not a string: {filters!r}"
+        )
+    return [validate_subject_token(f, "subject filter") for f in dict.fromkeys(filters)]

@@ -40,3 +40,12 @@ async def test_more_subjects_than_one_page_are_all_listed(
         await bucket.put_many({f"k{i}": b"" for i in range(start, min(start + 1000, keys))})
     listed = await jetstream.stream_subjects(js, bucket.stream, [f"$KV.{name}.>"])
     assert len(listed) == keys and len(set(listed)) == keys
+
+
+@pytest.mark.parametrize("filters", ["$KV.x.>", [""], ["a b"], ["a..b"], [".a"], ["a\r\nPUB x 1"]])
+async def test_bad_filters_are_refused_before_any_request(
+    js: jetstream.JetStream, filters: object
+) -> None:
+    # The stream does not exist: a request would raise StreamNotFoundError instead.
+    with pytest.raises(jetstream.ClientValidationError):
+        await jetstream.stream_subjects(js, "NO_SUCH_STREAM", filters)  # type: ignore[arg-type]
