@@ -12,6 +12,7 @@ from nats.aio.client import Client
 from nats.protocol.parser import Parser
 
 from jetstream._delivery import DeliveryClient, route_of
+from jetstream._frames import FrameParser
 from jetstream._message import parse_headers
 
 FRAME_HEADERS = b"NATS/1.0\r\nKV-Operation: DEL\r\nNats-TTL: 5s\r\n\r\n"
@@ -35,17 +36,27 @@ def frame(sid: int, headers: bytes, payload: bytes) -> bytes:
     )
 
 
-def test_process_msg_keeps_the_signature_the_route_overrides() -> None:
+def test_process_msg_keeps_the_signature_unrouted_frames_are_passed_to() -> None:
     params = list(inspect.signature(Client._process_msg).parameters)
     assert params == ["self", "sid", "subject", "reply", "data", "headers"]
     assert inspect.iscoroutinefunction(Client._process_msg)
+
+
+def test_nats_py_reads_through_the_parser_in_ps_and_resets_it_on_reconnect() -> None:
+    client = DeliveryClient()
+    assert isinstance(client._ps, FrameParser)
+    assert "await self._ps.parse(b)" in inspect.getsource(Client._read_loop)
+    for method in (Client._process_op_err, Client._process_connect_init):
+        assert "self._ps.reset()" in inspect.getsource(method)
+    assert list(inspect.signature(Parser.parse).parameters) == ["self", "data"]
+    assert inspect.iscoroutinefunction(Parser.parse)
 
 
 async def test_nats_py_parser_hands_routed_frames_to_the_handler_raw() -> None:
     client = DeliveryClient()
     got: list[tuple[bytes, bytes, bytes | None, bytes]] = []
     client.route(FakeSub(7), lambda *frame: got.append(frame))
-    await Parser(client).parse(frame(7, FRAME_HEADERS, b"hello"))
+    await client._ps.parse(frame(7, FRAME_HEADERS, b"hello"))
     assert got == [(b"_INBOX.x", REPLY, FRAME_HEADERS, b"hello")]
     assert (client.stats["in_msgs"], client.stats["in_bytes"]) == (1, 5)
 
@@ -56,8 +67,8 @@ async def test_unrouted_and_unrouted_again_frames_take_nats_py_path() -> None:
     sub = FakeSub(7)
     client.route(sub, lambda *frame: got.append(frame))
     client.unroute(sub)
-    await Parser(client).parse(frame(7, FRAME_HEADERS, b"x"))  # no such subscription: dropped
-    await Parser(client).parse(frame(8, FRAME_HEADERS, b"y"))
+    await client._ps.parse(frame(7, FRAME_HEADERS, b"x"))  # no such subscription: dropped
+    await client._ps.parse(frame(8, FRAME_HEADERS, b"y"))
     assert got == []
     assert client.stats["in_msgs"] == 2  # nats-py counted them
 
@@ -75,7 +86,7 @@ async def test_a_failing_handler_goes_to_the_error_callback_not_the_reader() -> 
         raise RuntimeError("bug")
 
     client.route(FakeSub(3), broken)
-    await Parser(client).parse(frame(3, FRAME_HEADERS, b"x") * 2)
+    await client._ps.parse(frame(3, FRAME_HEADERS, b"x") * 2)
     assert [str(e) for e in errors] == ["bug", "bug"]
 
 
