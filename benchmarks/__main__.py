@@ -35,8 +35,9 @@ async def measure(args: argparse.Namespace, url: str) -> list[Scenario]:
         for scenario in scenarios:
             await scenario.run(args.rounds)
     if args.watch_rounds:
-        for kind in kv_watch.KINDS:
-            scenarios.append(await measure_watch(args, url, kind))
+        for during in (False, True):
+            for kind in kv_watch.KINDS:
+                scenarios.append(await measure_watch(args, url, kind, during))
     async with objects.stores(url) as stores:
         for mib in args.object_sizes:  # each put round purges the store: put first, then get
             putting = objects.put_scenario(stores, mib)
@@ -49,13 +50,14 @@ async def measure(args: argparse.Namespace, url: str) -> list[Scenario]:
     return scenarios
 
 
-async def measure_watch(args: argparse.Namespace, url: str, kind: str) -> Scenario:
-    async with kv_watch.watch_bucket(url, args.watch_keys, kind) as (bucket, peer_kv):
+async def measure_watch(args: argparse.Namespace, url: str, kind: str, during: bool) -> Scenario:
+    history = 2 if during else 1
+    async with kv_watch.watch_bucket(url, args.watch_keys, kind, history) as (bucket, peer_kv):
         writer = kv_watch.Writer(url, args.watch_updates, kind)
         await writer.start()
         try:
             watching = kv_watch.watch_scenario(
-                bucket, peer_kv, writer, args.watch_keys, args.watch_updates, kind
+                bucket, peer_kv, writer, args.watch_keys, args.watch_updates, kind, during
             )
             await watching.run(args.watch_rounds)
         finally:

@@ -203,3 +203,21 @@ def test_buckets_and_stores_refuse_the_same_limits(limits: dict[str, object]) ->
     for config in (kvstore.BucketConfig, objstore.StoreConfig):
         with pytest.raises(jetstream.InvalidBucketConfigError):
             config(**limits)  # type: ignore[arg-type]
+
+
+def test_delivery_times_are_exact_microseconds_and_absurd_ones_refused() -> None:
+    import random
+    from datetime import UTC, datetime, timedelta
+
+    from jetstream._message import time_of_ns
+
+    epoch = datetime(1970, 1, 1, tzinfo=UTC)
+    rng = random.Random(7)
+    last = 253402300799999999999  # 9999-12-31T23:59:59.999999999
+    samples = [0, 999, 1_000, 1795312495381810599, 2**32 * 10**9 - 1, 2**32 * 10**9, last]
+    samples += [rng.randrange(0, 2**32 * 10**9) for _ in range(20_000)]
+    samples += [rng.randrange(2**32 * 10**9, last) for _ in range(2_000)]
+    for ns in samples:
+        assert time_of_ns(ns) == epoch + timedelta(microseconds=ns // 1_000), ns
+    with pytest.raises(ValueError):
+        parse_ack_reply("$JS.ACK.PC.C.1.7.3.99999999999999999999999999.4")
