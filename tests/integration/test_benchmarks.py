@@ -34,6 +34,9 @@ def test_benchmark_runner_prints_a_table(tmp_path: Path) -> None:
         assert variant in text
     assert "Machine:" in text and "nats-server" in text
     assert "peak RSS" in text and "put 4 MiB" in text
+    for timing in ("after", "during"):
+        for kind in ("put_many", "put"):
+            assert f"updates {timing} the snapshot ({kind})" in text
 
 
 @pytest.mark.spark
