@@ -6,7 +6,13 @@ import asyncio
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
-from jetstream import JetStreamError, PullMessage, StoredMessage, scan_stream
+from jetstream import (
+    JetStreamError,
+    MessageNotFoundError,
+    PullMessage,
+    StoredMessage,
+    scan_stream,
+)
 from jetstream import headers as hdr
 
 from ._models import Entry, Op
@@ -69,9 +75,11 @@ async def read_snapshot(bucket: Bucket, keys: Iterable[str]) -> Snapshot:
             f"get_many needs direct get, which bucket {bucket.name!r} lacks (it was created "
             "without allow_direct); enable it with kvstore.update_bucket(js, name)"
         )
-    chunks = _chunks(subjects, bucket._js.nc.max_payload)
     for _ in range(PINNED_ATTEMPTS):
-        found, pin = await _read_pinned(bucket, chunks)
+        answer = await _read_pinned(bucket, subjects)
+        if answer is None:
+            continue  # a replica behind the pin answered part of it: ask again
+        found, pin = answer
         if pin is not None and any(message.seq > pin for message in found.values()):
             continue  # a message past the point the answer claims: not one point in time
         if pin is not None and pin < bucket._own_writes.latest:
@@ -98,10 +106,10 @@ _FILTERED_SCAN = 256  # more filter subjects slow the server down: scan the buck
 _PARALLEL_GETS = 8  # batched direct gets in flight at once after the first
 
 
-def _chunks(subjects: list[str], max_payload: int) -> list[list[str]]:
+def _chunks(subjects: list[str], max_payload: int, reserve: int = 0) -> list[list[str]]:
     """Split ``subjects`` into batched-get requests: at most ``MULTI_GET_CHUNK`` subjects, and
-    a JSON body within the server's max payload (long keys)."""
-    room = max_payload - 64  # {"multi_last":[...],"up_to_seq":N}
+    a JSON body within the server's max payload (long keys) with ``reserve`` bytes to spare."""
+    room = max_payload - 64 - reserve  # {"multi_last":[...],"up_to_seq":N}
     chunks: list[list[str]] = []
     chunk: list[str] = []
     size = 0
@@ -118,29 +126,61 @@ def _chunks(subjects: list[str], max_payload: int) -> list[list[str]]:
 
 
 async def _read_pinned(
-    bucket: Bucket, chunks: list[list[str]]
-) -> tuple[dict[str, StoredMessage], int | None]:
-    """Every chunk as of one sequence: the first answer says which; the others are pinned to
-    it and asked together."""
+    bucket: Bucket, subjects: list[str]
+) -> tuple[dict[str, StoredMessage], int | None] | None:
+    """Every subject as of one sequence, the pin: the first request's answer says which; the
+    others are pinned to it and asked together. None when a replica behind the pin answered.
+
+    Any replica (or a mirror with ``mirror_direct``) may answer each request, and one behind
+    the pin answers as of its own last sequence without saying so: half of a ``put_many``
+    could come out old. So each pinned request also asks for the subject of the message at
+    the pin, which only a replica that has that message answers with that sequence."""
     js, stream = bucket._js, bucket.stream
+    max_payload = js.nc.max_payload
     found: dict[str, StoredMessage] = {}
-    if not chunks:
+    if not subjects:
         return found, None
-    messages, pin = await js.get_last_messages(stream, chunks[0])
+    first = _chunks(subjects, max_payload)[0]
+    messages, pin = await js.get_last_messages(stream, first)
     found.update((m.subject, m) for m in messages)
-    rest = chunks[1:]
-    if rest and pin is None:  # nothing matched the first chunk: pin at the stream's end
+    rest = subjects[len(first) :]
+    if not rest:
+        return found, pin
+    if pin is None:  # nothing matched the first chunk: pin at the stream's end
         pin = (await js.stream_info(stream)).state.last_seq
-    for start in range(0, len(rest), _PARALLEL_GETS):
+        if pin == 0:
+            return found, pin  # an empty stream: every key is missing, nothing can trail
+    witness = await _subject_at(bucket, pin)
+    if witness is None:
+        return None  # removed meanwhile (rewritten, purged): read again at a newer point
+    chunks = _chunks(rest, max_payload, reserve=len(witness) + 3)
+    for start in range(0, len(chunks), _PARALLEL_GETS):
         answers = await asyncio.gather(
             *(
-                js.get_last_messages(stream, chunk, up_to_seq=pin)
-                for chunk in rest[start : start + _PARALLEL_GETS]
+                js.get_last_messages(stream, _with(chunk, witness), up_to_seq=pin)
+                for chunk in chunks[start : start + _PARALLEL_GETS]
             )
         )
         for messages, _ in answers:
+            if not any(m.seq == pin and m.subject == witness for m in messages):
+                return None
             found.update((m.subject, m) for m in messages)
     return found, pin
+
+
+def _with(chunk: list[str], subject: str) -> list[str]:
+    return chunk if subject in chunk else [*chunk, subject]
+
+
+async def _subject_at(bucket: Bucket, seq: int) -> str | None:
+    """The subject of the message at ``seq``, from any replica or else the leader; None when
+    it is gone."""
+    for direct in (True, False):
+        try:
+            return (await bucket._js.get_message(bucket.stream, seq, direct=direct)).subject
+        except MessageNotFoundError:
+            continue
+    return None
 
 
 async def _any_stored(bucket: Bucket, chunks: list[list[str]]) -> bool:

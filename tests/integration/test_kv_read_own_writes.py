@@ -108,3 +108,40 @@ async def test_create_over_another_handles_delete_is_not_refused(
         fresh = await kvstore.open_bucket(js, trailed.name)  # no writes of its own
         revision = await fresh.create("k", f"v{i}".encode())
         assert (await other.get("k", revision=revision)).value == f"v{i}".encode()
+
+
+async def test_get_many_over_several_requests_never_mixes_a_trailing_replica_in(
+    js: jetstream.JetStream, make_bucket: BucketFactory
+) -> None:
+    """Beyond 1000 keys get_many sends several batched gets pinned to one sequence. A replica
+    behind that sequence answers as of its own last one, and the server's reply does not say
+    so: one request answered by the leader and one by the frozen replica gave half of a
+    ``put_many`` old and half new."""
+    bucket = await make_bucket()
+    keys = [f"k{i:04}" for i in range(2000)]
+    record = keys[990:1010]  # one put_many across the first two requests (1000 keys each)
+    for start in range(0, len(keys), 1000):
+        await bucket.put_many({key: b"v" for key in keys[start : start + 1000]})
+    await bucket.put_many({key: b"old" for key in record})
+    mirror = jetstream.StreamConfig(
+        name=f"{bucket.stream}_TRAIL",
+        mirror={"name": bucket.stream},
+        storage="memory",
+        allow_direct=True,
+        mirror_direct=True,
+    )
+    await js.add_stream(mirror)
+    last = (await js.stream_info(bucket.stream)).state.last_seq
+    try:
+        async with asyncio.timeout(10):
+            while (await js.stream_info(mirror.name)).state.last_seq < last:
+                await asyncio.sleep(0.02)
+        await js.update_stream(msgspec.structs.replace(mirror, sealed=True))
+        revisions = await bucket.put_many({key: b"new" for key in record})
+        for _ in range(READS // 2):
+            snapshot = await bucket.get_many(keys)
+            assert {snapshot[key].value for key in record} == {b"new"}
+            assert snapshot.revision >= max(revisions.values())
+            assert len(snapshot) == len(keys) and not snapshot.missing
+    finally:
+        await js.delete_stream(mirror.name)
