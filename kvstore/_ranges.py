@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 from jetstream import JetStream, OrderedConsumer, StoredMessage, scan_stream
 
-from ._snapshot import _chunks
+from ._snapshot import pinned_last_messages
 
 __all__ = ["LastCheck", "count_end", "read_keys", "read_latest", "split_range", "split_subjects"]
 
@@ -41,15 +41,14 @@ class LastCheck(enum.Enum):
     SUFFIX = "suffix"
 
     @classmethod
-    def for_stream(cls, history: int, allow_direct: bool, replicas: int = 1) -> LastCheck:
+    def for_stream(cls, history: int, allow_direct: bool) -> LastCheck:
         """The cheapest exact check for a stream keeping ``history`` messages per subject.
 
-        Direct gets only on a single replica: any replica answers them, and one that has
-        not applied ``up_to`` yet answers with older values or none (seen with a trailing
-        ``mirror_direct`` mirror), so a replicated stream is read through consumers."""
+        ``KEYS`` reads with direct gets, which any replica may answer; :func:`read_keys`
+        checks each answer came from one that has applied ``up_to``."""
         if history == 1:
             return cls.ONLY
-        return cls.KEYS if allow_direct and replicas <= 1 else cls.SUFFIX
+        return cls.KEYS if allow_direct else cls.SUFFIX
 
 
 def split_range(first: int, last: int, parts: int) -> list[tuple[int, int]]:
@@ -94,15 +93,31 @@ async def read_latest(
 
 
 async def read_keys(
-    js: JetStream, stream: str, subjects: list[str], up_to: int
+    js: JetStream, stream: str, filters: list[str], subjects: list[str], up_to: int
 ) -> list[StoredMessage]:
     """Each subject's last message at or below ``up_to`` (``KEYS``); a subject with none
     left there (rewritten or purged since, on a bounded history) is absent.
 
+    Batched direct gets, each checked to come from a replica that has applied ``up_to``
+    (:func:`~kvstore._snapshot.pinned_last_messages`), asked again while one behind answers;
+    after that, or when the message at ``up_to`` is gone, a scan of the stream to ``up_to``
+    through a consumer on ``filters`` (the stream leader's view).
+
     Raises:
         JetStreamError: the stream cannot be read, or has no direct get.
     """
-    return await _last_at(js, stream, subjects, up_to)
+    for attempt in range(_PINNED_TRIES):
+        found = await pinned_last_messages(js, stream, subjects, up_to, _PARALLEL_GETS)
+        if found is not None:
+            return found
+        await asyncio.sleep(0.05 * 2**attempt)  # a replica catching up takes milliseconds
+    wanted = set(subjects)
+    latest = await _scan(js, stream, filters, 1, up_to)
+    return [m for subject, m in latest.items() if subject in wanted]
+
+
+_PINNED_TRIES = 4
+"""Pinned reads of a partition's keys before it scans the stream instead."""
 
 
 async def _scan(
@@ -126,25 +141,6 @@ async def _scan(
                 break
             latest[message.subject] = message  # stream order: a later message replaces
     return latest
-
-
-async def _last_at(
-    js: JetStream, stream: str, subjects: list[str], up_to: int
-) -> list[StoredMessage]:
-    """Each subject's last message at or below ``up_to`` (batched direct gets, several in
-    flight); a subject with none left there is absent."""
-    chunks = _chunks(subjects, js.nc.max_payload)
-    found: list[StoredMessage] = []
-    for start in range(0, len(chunks), _PARALLEL_GETS):
-        answers = await asyncio.gather(
-            *(
-                js.get_last_messages(stream, chunk, up_to_seq=up_to)
-                for chunk in chunks[start : start + _PARALLEL_GETS]
-            )
-        )
-        for messages, _ in answers:
-            found.extend(messages)
-    return found
 
 
 async def count_end(

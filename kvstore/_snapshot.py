@@ -7,6 +7,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from jetstream import (
+    JetStream,
     JetStreamError,
     MessageNotFoundError,
     PullMessage,
@@ -20,7 +21,7 @@ from ._models import Entry, Op
 if TYPE_CHECKING:
     from ._bucket import Bucket
 
-__all__ = ["MULTI_GET_CHUNK", "Snapshot", "read_snapshot"]
+__all__ = ["MULTI_GET_CHUNK", "Snapshot", "pinned_last_messages", "read_snapshot"]
 
 MULTI_GET_CHUNK = 1000
 """Keys per batched direct get; the server answers at most 1024 messages per request."""
@@ -129,12 +130,8 @@ async def _read_pinned(
     bucket: Bucket, subjects: list[str]
 ) -> tuple[dict[str, StoredMessage], int | None] | None:
     """Every subject as of one sequence, the pin: the first request's answer says which; the
-    others are pinned to it and asked together. None when a replica behind the pin answered.
-
-    Any replica (or a mirror with ``mirror_direct``) may answer each request, and one behind
-    the pin answers as of its own last sequence without saying so: half of a ``put_many``
-    could come out old. So each pinned request also asks for the subject of the message at
-    the pin, which only a replica that has that message answers with that sequence."""
+    others are pinned to it and asked together (:func:`pinned_last_messages`: a replica behind
+    the pin would give half of a ``put_many`` old). None when one behind it answered."""
     js, stream = bucket._js, bucket.stream
     max_payload = js.nc.max_payload
     found: dict[str, StoredMessage] = {}
@@ -150,34 +147,57 @@ async def _read_pinned(
         pin = (await js.stream_info(stream)).state.last_seq
         if pin == 0:
             return found, pin  # an empty stream: every key is missing, nothing can trail
-    witness = await _subject_at(bucket, pin)
+    answer = await pinned_last_messages(js, stream, rest, pin, _PARALLEL_GETS)
+    if answer is None:
+        return None
+    found.update((m.subject, m) for m in answer)
+    return found, pin
+
+
+async def pinned_last_messages(
+    js: JetStream, stream: str, subjects: list[str], pin: int, parallel: int
+) -> list[StoredMessage] | None:
+    """Each subject's last message at or below ``pin`` (batched direct gets, ``parallel`` in
+    flight); None when a replica behind ``pin`` answered one of them, or when the message at
+    ``pin`` is gone so that this cannot be told.
+
+    Any replica (or a mirror with ``mirror_direct``) may answer each request, and one behind
+    the pin answers as of its own last sequence without saying so. So each request also asks
+    for the subject of the message at the pin (the witness), which only a replica that has
+    applied the pin returns with that sequence.
+
+    Raises:
+        JetStreamError: a request failed.
+    """
+    witness = await _subject_at(js, stream, pin)
     if witness is None:
-        return None  # removed meanwhile (rewritten, purged): read again at a newer point
-    chunks = _chunks(rest, max_payload, reserve=len(witness) + 3)
-    for start in range(0, len(chunks), _PARALLEL_GETS):
+        return None
+    chunks = _chunks(subjects, js.nc.max_payload, reserve=len(witness) + 3)
+    found: list[StoredMessage] = []
+    for start in range(0, len(chunks), parallel):
         answers = await asyncio.gather(
             *(
                 js.get_last_messages(stream, _with(chunk, witness), up_to_seq=pin)
-                for chunk in chunks[start : start + _PARALLEL_GETS]
+                for chunk in chunks[start : start + parallel]
             )
         )
-        for messages, _ in answers:
+        for chunk, (messages, _) in zip(chunks[start : start + parallel], answers, strict=True):
             if not any(m.seq == pin and m.subject == witness for m in messages):
                 return None
-            found.update((m.subject, m) for m in messages)
-    return found, pin
+            found.extend(m for m in messages if m.subject != witness or witness in chunk)
+    return found
 
 
 def _with(chunk: list[str], subject: str) -> list[str]:
     return chunk if subject in chunk else [*chunk, subject]
 
 
-async def _subject_at(bucket: Bucket, seq: int) -> str | None:
+async def _subject_at(js: JetStream, stream: str, seq: int) -> str | None:
     """The subject of the message at ``seq``, from any replica or else the leader; None when
     it is gone."""
     for direct in (True, False):
         try:
-            return (await bucket._js.get_message(bucket.stream, seq, direct=direct)).subject
+            return (await js.get_message(stream, seq, direct=direct)).subject
         except MessageNotFoundError:
             continue
     return None

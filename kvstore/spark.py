@@ -547,9 +547,7 @@ async def _plan(opts: _Options) -> _Plan:
     async with opts.connection.session() as js:
         info = await bucket_info(js, opts.bucket)
         config, state = info.config, info.state
-        check = LastCheck.for_stream(
-            config.max_msgs_per_subject, config.allow_direct, config.num_replicas
-        )
+        check = LastCheck.for_stream(config.max_msgs_per_subject, config.allow_direct)
         subjects = None
         if check is LastCheck.KEYS and state.last_seq:
             # Listed after up_to: a key with a message at or below it is still listed (its
@@ -568,7 +566,7 @@ async def _read_snapshot(
     stream = stream_name(opts.bucket)
     async with opts.connection.session() as js:
         if part.subjects is not None:
-            messages = await read_keys(js, stream, part.subjects, part.up_to)
+            messages = await read_keys(js, stream, opts.subjects, part.subjects, part.up_to)
         else:
             messages = await read_latest(
                 js, stream, opts.subjects, part.first, part.last, part.up_to, part.check

@@ -9,6 +9,7 @@ cluster fault test met it.)
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 
 import msgspec
@@ -16,9 +17,32 @@ import pytest
 
 import jetstream
 import kvstore
+from kvstore._ranges import read_keys
 from tests.conftest import BucketFactory
 
 READS = 40  # a trailing replica answers each with even odds: all 40 right by luck is 2**-40
+
+
+@contextlib.asynccontextmanager
+async def frozen_mirror(js: jetstream.JetStream, bucket: kvstore.Bucket) -> AsyncIterator[None]:
+    """A replica frozen at what ``bucket`` holds now, answering its direct gets."""
+    mirror = jetstream.StreamConfig(
+        name=f"{bucket.stream}_TRAIL",
+        mirror={"name": bucket.stream},
+        storage="memory",
+        allow_direct=True,
+        mirror_direct=True,
+    )
+    last = (await js.stream_info(bucket.stream)).state.last_seq
+    await js.add_stream(mirror)
+    try:
+        async with asyncio.timeout(10):
+            while (await js.stream_info(mirror.name)).state.last_seq < last:
+                await asyncio.sleep(0.02)  # the mirror copies, then starts answering
+        await js.update_stream(msgspec.structs.replace(mirror, sealed=True))
+        yield
+    finally:
+        await js.delete_stream(mirror.name)
 
 
 @pytest.fixture
@@ -28,20 +52,8 @@ async def trailed(
     """A bucket holding k=old, with a replica frozen at that point answering direct gets."""
     bucket = await make_bucket()
     await bucket.put("k", b"old")
-    mirror = jetstream.StreamConfig(
-        name=f"{bucket.stream}_TRAIL",
-        mirror={"name": bucket.stream},
-        storage="memory",
-        allow_direct=True,
-        mirror_direct=True,
-    )
-    await js.add_stream(mirror)
-    async with asyncio.timeout(10):
-        while (await js.stream_info(mirror.name)).state.last_seq < 1:
-            await asyncio.sleep(0.02)  # the mirror copies k=old, then starts answering
-    await js.update_stream(msgspec.structs.replace(mirror, sealed=True))
-    yield bucket
-    await js.delete_stream(mirror.name)
+    async with frozen_mirror(js, bucket):
+        yield bucket
 
 
 async def test_the_trailing_replica_does_answer(
@@ -123,25 +135,32 @@ async def test_get_many_over_several_requests_never_mixes_a_trailing_replica_in(
     for start in range(0, len(keys), 1000):
         await bucket.put_many({key: b"v" for key in keys[start : start + 1000]})
     await bucket.put_many({key: b"old" for key in record})
-    mirror = jetstream.StreamConfig(
-        name=f"{bucket.stream}_TRAIL",
-        mirror={"name": bucket.stream},
-        storage="memory",
-        allow_direct=True,
-        mirror_direct=True,
-    )
-    await js.add_stream(mirror)
-    last = (await js.stream_info(bucket.stream)).state.last_seq
-    try:
-        async with asyncio.timeout(10):
-            while (await js.stream_info(mirror.name)).state.last_seq < last:
-                await asyncio.sleep(0.02)
-        await js.update_stream(msgspec.structs.replace(mirror, sealed=True))
+    async with frozen_mirror(js, bucket):
         revisions = await bucket.put_many({key: b"new" for key in record})
         for _ in range(READS // 2):
             snapshot = await bucket.get_many(keys)
             assert {snapshot[key].value for key in record} == {b"new"}
             assert snapshot.revision >= max(revisions.values())
             assert len(snapshot) == len(keys) and not snapshot.missing
-    finally:
-        await js.delete_stream(mirror.name)
+
+
+async def test_partition_key_reads_never_take_a_trailing_replicas_answer(
+    js: jetstream.JetStream, make_bucket: BucketFactory
+) -> None:
+    """The Spark reader's ``KEYS`` partitions: batched gets pinned to the planned sequence.
+    Each must be as of that sequence, or be read again (or through a consumer)."""
+    bucket = await make_bucket(history=5)
+    keys = [f"k{i:04}" for i in range(1500)]
+    await bucket.put_many({key: b"old" for key in keys[:1000]})
+    await bucket.put_many({key: b"old" for key in keys[1000:]})
+    async with frozen_mirror(js, bucket):
+        await bucket.put_many({key: b"new" for key in keys[500:1000]})
+        await bucket.put_many({key: b"new" for key in keys[1000:1500]})
+        up_to = (await js.stream_info(bucket.stream)).state.last_seq
+        subjects = [bucket._subject(key) for key in keys]
+        for _ in range(READS // 4):
+            found = await read_keys(js, bucket.stream, [f"$KV.{bucket.name}.>"], subjects, up_to)
+            values = {m.subject[-5:]: m.data for m in found}
+            assert sorted(values) == keys
+            assert {values[key] for key in keys[500:]} == {b"new"}
+            assert {values[key] for key in keys[:500]} == {b"old"}

@@ -35,6 +35,3 @@ def test_the_last_revision_check_follows_history_and_direct_get() -> None:
     assert LastCheck.for_stream(5, allow_direct=True) is LastCheck.KEYS
     assert LastCheck.for_stream(-1, allow_direct=True) is LastCheck.KEYS
     assert LastCheck.for_stream(64, allow_direct=False) is LastCheck.SUFFIX
-    # a replica behind the planned sequence could answer a direct get: consumers on R3
-    assert LastCheck.for_stream(5, allow_direct=True, replicas=3) is LastCheck.SUFFIX
-    assert LastCheck.for_stream(1, allow_direct=True, replicas=3) is LastCheck.ONLY
