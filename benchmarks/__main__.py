@@ -7,6 +7,7 @@ python -m benchmarks --sizes --get-size 0 --watch-rounds 0 --object-sizes --rss-
 python -m benchmarks.consumer_groups     # consumer groups only (also part of the full run)
 python -m benchmarks --curves benchmarks/curves.json   # also the cost curves to 1M keys (minutes)
 python -m benchmarks --spark-read-keys 500000   # also natskv partition reads (spark extra)
+python -m benchmarks.frames              # the protocol reader alone vs nats-py's parser (no server)
 """
 
 from __future__ import annotations

@@ -39,6 +39,16 @@ def test_benchmark_runner_prints_a_table(tmp_path: Path) -> None:
             assert f"updates {timing} the snapshot ({kind})" in text
 
 
+def test_frame_reader_benchmark_runs() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "benchmarks.frames", "--frames", "500", "--rounds", "1"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    for reader in ("nats-py Parser", "FrameParser, routed", "FrameParser, handed to nats-py"):
+        assert f"| {reader} |" in result.stdout
+
+
 @pytest.mark.spark
 def test_spark_benchmark_runs() -> None:
     pytest.importorskip("pyspark", reason="needs the 'spark' extra")
