@@ -56,7 +56,10 @@ async def worker(url: str, member: str) -> None:
         await asyncio.sleep(0.005)  # the work: 5 ms per order
         delivered = msg.raw.metadata.delivered
         line = [order["customer"], order["n"], msg.partition, delivered, start, time.time()]
-        print("done", json.dumps(line), flush=True)  # before the ack: never lost if acked
+        # Before the ack: never lost if acked. One write, so a kill cannot cut the line (with
+        # PYTHONUNBUFFERED, print() writes each of its pieces separately).
+        sys.stdout.write(f"done {json.dumps(line)}\n")
+        sys.stdout.flush()
         await msg.ack()
 
     # max_ack_pending=1: the next order is handed out only once the previous one is acked, so
@@ -103,6 +106,8 @@ class Worker:
     async def _read(self) -> None:
         assert self.proc.stdout is not None
         async for line in self.proc.stdout:
+            if not line.endswith(b"\n"):
+                break  # cut by a kill: that order was not acked, it comes back
             word, _, rest = line.decode().partition(" ")
             if word == "ready":
                 self.partitions = json.loads(rest)

@@ -108,15 +108,18 @@ def _frame_args(args: list[bytes]) -> tuple[int, bytes, int, int]:
     ``HMSG subject sid [reply] header_size size``.
 
     Raises:
-        ProtocolError: a missing or extra field, or a size or sid that is not a number.
+        ProtocolError: a missing or extra field, or a sid or size that is not a decimal number
+            (nats-py's pattern is ``\\d+``: no sign, which would move the reader backwards),
+            or a header larger than the message.
     """
     headed = args[0] == _HMSG
     fields = len(args) - headed
-    if fields not in (4, 5):
+    numbers = (args[2], args[-2], args[-1]) if headed else (args[2], args[-1])
+    if fields not in (4, 5) or not all(n.isdigit() for n in numbers):
         raise ProtocolError("nats: malformed MSG")
-    try:
-        header_size = int(args[-2]) if headed else 0
-        reply = args[3] if fields == 5 else b""
-        return int(args[2]), reply, header_size, int(args[-1])
-    except ValueError:
-        raise ProtocolError("nats: malformed MSG") from None
+    header_size = int(args[-2]) if headed else 0
+    size = int(args[-1])
+    if header_size > size:
+        raise ProtocolError("nats: malformed MSG")
+    reply = args[3] if fields == 5 else b""
+    return int(args[2]), reply, header_size, size

@@ -23,9 +23,9 @@ import contextlib
 import enum
 from collections.abc import Callable
 
-from jetstream import JetStream, OrderedConsumer, StoredMessage, scan_stream
+from jetstream import JetStream, MessageNotFoundError, OrderedConsumer, StoredMessage, scan_stream
 
-from ._snapshot import pinned_last_messages
+from ._snapshot import Witness, pinned_last_messages
 
 __all__ = ["LastCheck", "count_end", "read_keys", "read_latest", "split_range", "split_subjects"]
 
@@ -93,27 +93,37 @@ async def read_latest(
 
 
 async def read_keys(
-    js: JetStream, stream: str, filters: list[str], subjects: list[str], up_to: int
+    js: JetStream, stream: str, filters: list[str], subjects: list[str], witness: Witness
 ) -> list[StoredMessage]:
-    """Each subject's last message at or below ``up_to`` (``KEYS``); a subject with none
+    """Each subject's last message at or below ``witness.seq`` (``KEYS``); a subject with none
     left there (rewritten or purged since, on a bounded history) is absent.
 
-    Batched direct gets, each checked to come from a replica that has applied ``up_to``
-    (:func:`~kvstore._snapshot.pinned_last_messages`), asked again while one behind answers;
-    after that, or when the message at ``up_to`` is gone, a scan of the stream to ``up_to``
-    through a consumer on ``filters`` (the stream leader's view).
+    Batched direct gets, each checked to come from a replica that has applied the witness
+    (:func:`~kvstore._snapshot.pinned_last_messages`), asked again while one behind answers.
+    After a few tries, or at once when the witness message is gone, a scan of the stream to
+    its sequence through a consumer on ``filters`` (the stream leader's view).
 
     Raises:
         JetStreamError: the stream cannot be read, or has no direct get.
     """
     for attempt in range(_PINNED_TRIES):
-        found = await pinned_last_messages(js, stream, subjects, up_to, _PARALLEL_GETS)
+        found = await pinned_last_messages(js, stream, subjects, witness, _PARALLEL_GETS)
         if found is not None:
             return found
+        if not await _still_stored(js, stream, witness.seq):
+            break
         await asyncio.sleep(0.05 * 2**attempt)  # a replica catching up takes milliseconds
     wanted = set(subjects)
-    latest = await _scan(js, stream, filters, 1, up_to)
+    latest = await _scan(js, stream, filters, 1, witness.seq)
     return [m for subject, m in latest.items() if subject in wanted]
+
+
+async def _still_stored(js: JetStream, stream: str, seq: int) -> bool:
+    try:
+        await js.get_message(stream, seq, direct=False)
+    except MessageNotFoundError:
+        return False
+    return True
 
 
 _PINNED_TRIES = 4

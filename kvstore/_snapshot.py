@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from jetstream import (
     JetStream,
@@ -21,7 +21,14 @@ from ._models import Entry, Op
 if TYPE_CHECKING:
     from ._bucket import Bucket
 
-__all__ = ["MULTI_GET_CHUNK", "Snapshot", "pinned_last_messages", "read_snapshot"]
+__all__ = [
+    "MULTI_GET_CHUNK",
+    "Snapshot",
+    "Witness",
+    "newest_message",
+    "pinned_last_messages",
+    "read_snapshot",
+]
 
 MULTI_GET_CHUNK = 1000
 """Keys per batched direct get; the server answers at most 1024 messages per request."""
@@ -59,11 +66,13 @@ class Snapshot(Mapping[str, Entry]):
 async def read_snapshot(bucket: Bucket, keys: Iterable[str]) -> Snapshot:
     """Read ``keys`` as of one stream sequence.
 
-    Batched direct gets share one ``up_to_seq`` (the point the first answer was consistent as
-    of). On a bucket with history 1 a key rewritten after that point has no revision left at
-    it, and the server leaves it out as if it never existed; so every key reported missing is
-    asked for again without a pin, and if one has a message now, the whole read is repeated at
-    a newer point. After a few attempts under heavy writes, a consumer snapshot is read instead.
+    Up to 1000 keys are one batched direct get, answered by one replica as of its own last
+    sequence. More share one ``up_to_seq``, the stream's newest message on the leader, and each
+    request must also return that message (see :func:`pinned_last_messages`). On a bucket with
+    history 1 a key rewritten after the pin has no revision left at it, and the server leaves
+    it out as if it never existed; so every key reported missing is asked for again without a
+    pin, and if one has a message now, the whole read is repeated at a newer point. After a few
+    attempts under heavy writes, a consumer snapshot is read instead.
 
     Raises:
         InvalidKeyError: a bad key (nothing is sent).
@@ -76,17 +85,19 @@ async def read_snapshot(bucket: Bucket, keys: Iterable[str]) -> Snapshot:
             f"get_many needs direct get, which bucket {bucket.name!r} lacks (it was created "
             "without allow_direct); enable it with kvstore.update_bucket(js, name)"
         )
+    own = bucket._own_writes
+    floor = max((own.revision(key) for key in wanted), default=0)  # its own writes of them
     for _ in range(PINNED_ATTEMPTS):
         answer = await _read_pinned(bucket, subjects)
         if answer is None:
             continue  # a replica behind the pin answered part of it: ask again
-        found, pin = answer
+        found, pin, witness = answer
         if pin is not None and any(message.seq > pin for message in found.values()):
             continue  # a message past the point the answer claims: not one point in time
-        if pin is not None and pin < bucket._own_writes.latest:
+        if pin is not None and pin < floor:
             continue  # a replica that trails this handle's own writes answered: ask again
         absent = [subject for subject in subjects if subject not in found]
-        if not absent or not await _any_stored(bucket, _chunks(absent, bucket._js.nc.max_payload)):
+        if not absent or not await _any_stored(bucket, absent, witness):
             return _snapshot(bucket, wanted, subjects, found, pin)
     for _ in range(PINNED_ATTEMPTS):
         found, pin, at_boundary = await _read_by_consumer(bucket, subjects)
@@ -115,7 +126,7 @@ def _chunks(subjects: list[str], max_payload: int, reserve: int = 0) -> list[lis
     chunk: list[str] = []
     size = 0
     for subject in subjects:
-        cost = len(subject) + 3  # quotes and comma (keys need no JSON escapes)
+        cost = _subject_cost(subject)  # (keys need no JSON escapes)
         if chunk and (len(chunk) >= MULTI_GET_CHUNK or size + cost > room):
             chunks.append(chunk)
             chunk, size = [], 0
@@ -128,87 +139,123 @@ def _chunks(subjects: list[str], max_payload: int, reserve: int = 0) -> list[lis
 
 async def _read_pinned(
     bucket: Bucket, subjects: list[str]
-) -> tuple[dict[str, StoredMessage], int | None] | None:
-    """Every subject as of one sequence, the pin: the first request's answer says which; the
-    others are pinned to it and asked together (:func:`pinned_last_messages`: a replica behind
-    the pin would give half of a ``put_many`` old). None when one behind it answered."""
+) -> tuple[dict[str, StoredMessage], int | None, Witness | None] | None:
+    """Every subject as of one sequence, the pin, and the witness of that pin when there is
+    one; None when a replica behind the pin answered part of it.
+
+    One request when the subjects fit: one replica answers it as of its own last sequence
+    (its reply says which), consistent if perhaps not the newest. Otherwise every request is
+    pinned to the leader's newest message, which each answer must return too."""
     js, stream = bucket._js, bucket.stream
-    max_payload = js.nc.max_payload
     found: dict[str, StoredMessage] = {}
     if not subjects:
-        return found, None
-    first = _chunks(subjects, max_payload)[0]
-    messages, pin = await js.get_last_messages(stream, first)
-    found.update((m.subject, m) for m in messages)
-    rest = subjects[len(first) :]
-    if not rest:
-        return found, pin
-    if pin is None:  # nothing matched the first chunk: pin at the stream's end
-        pin = (await js.stream_info(stream)).state.last_seq
-        if pin == 0:
-            return found, pin  # an empty stream: every key is missing, nothing can trail
-    answer = await pinned_last_messages(js, stream, rest, pin, _PARALLEL_GETS)
+        return found, None, None
+    if len(_chunks(subjects, js.nc.max_payload)) == 1:
+        messages, pin = await js.get_last_messages(stream, subjects)
+        found.update((m.subject, m) for m in messages)
+        return found, pin, None
+    witness = await newest_message(js, stream, f"{bucket._prefix}>")
+    if witness is None:
+        return found, 0, None  # an empty bucket: every key is missing
+    answer = await pinned_last_messages(js, stream, subjects, witness, _PARALLEL_GETS)
     if answer is None:
         return None
     found.update((m.subject, m) for m in answer)
-    return found, pin
+    return found, witness.seq, witness
+
+
+class Witness(NamedTuple):
+    """A message that proves a replica has applied the sequence ``seq``: the one stored there."""
+
+    subject: str
+    seq: int
+
+
+async def newest_message(js: JetStream, stream: str, filter_subject: str) -> Witness | None:
+    """The leader's newest message on ``filter_subject``, as a witness of its sequence; None
+    when there is none, or when its subject would read as a wildcard in a filter (a peer can
+    store ``a.>`` literally).
+
+    Raises:
+        JetStreamError: the request failed.
+    """
+    try:
+        message = await js.get_last_message(stream, filter_subject, direct=False)
+    except MessageNotFoundError:
+        return None
+    if any(token in ("*", ">") for token in message.subject.split(".")):
+        return None
+    return Witness(message.subject, message.seq)
 
 
 async def pinned_last_messages(
-    js: JetStream, stream: str, subjects: list[str], pin: int, parallel: int
+    js: JetStream, stream: str, subjects: list[str], witness: Witness, parallel: int
 ) -> list[StoredMessage] | None:
-    """Each subject's last message at or below ``pin`` (batched direct gets, ``parallel`` in
-    flight); None when a replica behind ``pin`` answered one of them, or when the message at
-    ``pin`` is gone so that this cannot be told.
+    """Each subject's last message at or below ``witness.seq`` (batched direct gets,
+    ``parallel`` in flight); None when one answer lacks the witness at its sequence: a replica
+    behind it answered, or the witness message is gone.
 
     Any replica (or a mirror with ``mirror_direct``) may answer each request, and one behind
-    the pin answers as of its own last sequence without saying so. So each request also asks
-    for the subject of the message at the pin (the witness), which only a replica that has
-    applied the pin returns with that sequence.
+    the pin answers as of its own last sequence without saying so: half of a ``put_many`` could
+    come out old. So each request also asks for the witness's subject, which only a replica
+    that has applied the pin returns with the pin's sequence.
 
     Raises:
         JetStreamError: a request failed.
     """
-    witness = await _subject_at(js, stream, pin)
-    if witness is None:
-        return None
-    chunks = _chunks(subjects, js.nc.max_payload, reserve=len(witness) + 3)
+    pin = witness.seq
+    chunks = _chunks(subjects, js.nc.max_payload, reserve=_subject_cost(witness.subject))
     found: list[StoredMessage] = []
     for start in range(0, len(chunks), parallel):
+        batch = chunks[start : start + parallel]
         answers = await asyncio.gather(
             *(
-                js.get_last_messages(stream, _with(chunk, witness), up_to_seq=pin)
-                for chunk in chunks[start : start + parallel]
+                js.get_last_messages(stream, _with(chunk, witness.subject), up_to_seq=pin)
+                for chunk in batch
             )
         )
-        for chunk, (messages, _) in zip(chunks[start : start + parallel], answers, strict=True):
-            if not any(m.seq == pin and m.subject == witness for m in messages):
+        for chunk, (messages, _) in zip(batch, answers, strict=True):
+            if not _shows(messages, witness, exact=True):
                 return None
-            found.extend(m for m in messages if m.subject != witness or witness in chunk)
+            found.extend(m for m in messages if m.subject != witness.subject or m.subject in chunk)
     return found
+
+
+def _shows(messages: list[StoredMessage], witness: Witness, *, exact: bool) -> bool:
+    """Whether the witness's subject came back at its sequence (``exact``) or later."""
+    for m in messages:
+        if m.subject == witness.subject:
+            return m.seq == witness.seq if exact else m.seq >= witness.seq
+    return False
 
 
 def _with(chunk: list[str], subject: str) -> list[str]:
     return chunk if subject in chunk else [*chunk, subject]
 
 
-async def _subject_at(js: JetStream, stream: str, seq: int) -> str | None:
-    """The subject of the message at ``seq``, from any replica or else the leader; None when
-    it is gone."""
-    for direct in (True, False):
-        try:
-            return (await js.get_message(stream, seq, direct=direct)).subject
-        except MessageNotFoundError:
-            continue
-    return None
+def _subject_cost(subject: str) -> int:
+    return len(subject.encode()) + 3  # quotes and comma
 
 
-async def _any_stored(bucket: Bucket, chunks: list[list[str]]) -> bool:
-    """Whether any of these subjects has a message now (then the pinned read may have missed
-    it: its revision at the pin was replaced, or written after an empty first answer)."""
+async def _any_stored(bucket: Bucket, absent: list[str], witness: Witness | None) -> bool:
+    """Whether any of the ``absent`` subjects has a message now (then the pinned read may
+    have missed it: its revision at the pin was replaced, or written after an empty first
+    answer). A replica behind the pin could say no for a key it has not seen yet, so each
+    answer must show the witness (the pin's, or else the leader's newest message) at its
+    sequence or later; an answer that does not counts as yes, and the read is repeated."""
+    js, stream = bucket._js, bucket.stream
+    if witness is None:
+        witness = await newest_message(js, stream, f"{bucket._prefix}>")
+        if witness is None:
+            return False  # nothing is stored at all
+    if witness.subject in absent:
+        return True
+    chunks = _chunks(absent, js.nc.max_payload, reserve=_subject_cost(witness.subject))
     for chunk in chunks:
-        messages, _ = await bucket._js.get_last_messages(bucket.stream, chunk)
-        if messages:
+        messages, _ = await js.get_last_messages(stream, [*chunk, witness.subject])
+        if not _shows(messages, witness, exact=False):
+            return True  # a replica behind the pin answered: not known, so read again
+        if any(m.subject != witness.subject for m in messages):
             return True
     return False
 

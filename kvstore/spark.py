@@ -114,6 +114,7 @@ from ._ranges import (
     split_range,
     split_subjects,
 )
+from ._snapshot import Witness, newest_message
 from ._stages import ValueContext
 
 __all__ = ["KVCommit", "KVDataSource", "register"]
@@ -493,6 +494,7 @@ class KVPartition(InputPartition):
     up_to: int
     check: LastCheck
     subjects: list[str] | None = None
+    witness: Witness | None = None  # the message at up_to (with subjects)
 
 
 class KVReader(DataSourceReader):
@@ -510,7 +512,7 @@ class KVReader(DataSourceReader):
         plan, parts = self.plan, self.opts.partitions
         if plan.subjects is not None:
             return [
-                KVPartition(1, plan.up_to, plan.up_to, plan.check, share)
+                KVPartition(1, plan.up_to, plan.up_to, plan.check, share, plan.witness)
                 for share in split_subjects(plan.subjects, parts)
             ] or [KVPartition(1, 0, 0, plan.check, [])]
         ranges = split_range(plan.first, plan.up_to, parts)
@@ -540,6 +542,7 @@ class _Plan:
     up_to: int
     check: LastCheck
     subjects: list[str] | None = None
+    witness: Witness | None = None
 
 
 async def _plan(opts: _Options) -> _Plan:
@@ -548,12 +551,20 @@ async def _plan(opts: _Options) -> _Plan:
         info = await bucket_info(js, opts.bucket)
         config, state = info.config, info.state
         check = LastCheck.for_stream(config.max_msgs_per_subject, config.allow_direct)
-        subjects = None
+        up_to, subjects, witness = state.last_seq, None, None
         if check is LastCheck.KEYS and state.last_seq:
-            # Listed after up_to: a key with a message at or below it is still listed (its
-            # subject goes only with its last message); keys newer than up_to read as absent.
-            subjects = await stream_subjects(js, info.config.name, opts.subjects)
-    return _Plan(max(state.first_seq, 1), state.last_seq, check, subjects)
+            # Pinned to the leader's newest message, which every partition's direct gets must
+            # return too (a replica behind it would answer with older values, silently).
+            stream = info.config.name
+            witness = await newest_message(js, stream, f"{subject_prefix(opts.bucket)}>")
+            if witness is None:
+                check = LastCheck.SUFFIX  # nothing to check replicas with: consumers
+            else:
+                up_to = witness.seq
+                # Listed after up_to: a key with a message at or below it is still listed (its
+                # subject goes only with its last message); keys newer than up_to read absent.
+                subjects = await stream_subjects(js, stream, opts.subjects)
+    return _Plan(max(state.first_seq, 1), up_to, check, subjects, witness)
 
 
 async def _read_snapshot(
@@ -565,8 +576,8 @@ async def _read_snapshot(
     stage = _stage(opts)
     stream = stream_name(opts.bucket)
     async with opts.connection.session() as js:
-        if part.subjects is not None:
-            messages = await read_keys(js, stream, opts.subjects, part.subjects, part.up_to)
+        if part.subjects is not None and part.witness is not None:
+            messages = await read_keys(js, stream, opts.subjects, part.subjects, part.witness)
         else:
             messages = await read_latest(
                 js, stream, opts.subjects, part.first, part.last, part.up_to, part.check

@@ -17,7 +17,9 @@ import pytest
 
 import jetstream
 import kvstore
+from kvstore import _ranges, _snapshot
 from kvstore._ranges import read_keys
+from kvstore._snapshot import newest_message
 from tests.conftest import BucketFactory
 
 READS = 40  # a trailing replica answers each with even odds: all 40 right by luck is 2**-40
@@ -156,11 +158,59 @@ async def test_partition_key_reads_never_take_a_trailing_replicas_answer(
     async with frozen_mirror(js, bucket):
         await bucket.put_many({key: b"new" for key in keys[500:1000]})
         await bucket.put_many({key: b"new" for key in keys[1000:1500]})
-        up_to = (await js.stream_info(bucket.stream)).state.last_seq
+        witness = await newest_message(js, bucket.stream, f"$KV.{bucket.name}.>")
+        assert witness is not None
         subjects = [bucket._subject(key) for key in keys]
         for _ in range(READS // 4):
-            found = await read_keys(js, bucket.stream, [f"$KV.{bucket.name}.>"], subjects, up_to)
+            found = await read_keys(js, bucket.stream, [f"$KV.{bucket.name}.>"], subjects, witness)
             values = {m.subject[-5:]: m.data for m in found}
             assert sorted(values) == keys
             assert {values[key] for key in keys[500:]} == {b"new"}
             assert {values[key] for key in keys[:500]} == {b"old"}
+
+
+async def test_get_many_whose_first_request_finds_nothing_on_the_trailing_replica(
+    js: jetstream.JetStream, make_bucket: BucketFactory
+) -> None:
+    """The keys of the first request did not exist when the replica froze: its empty answer
+    must not pass for the bucket at a pin taken elsewhere."""
+    bucket = await make_bucket()
+    first = [f"a{i:04}" for i in range(1000)]
+    second = [f"b{i:04}" for i in range(1000)]
+    await bucket.put_many({key: b"old" for key in second})
+    async with frozen_mirror(js, bucket):
+        await bucket.put_many({"a0000": b"new", "b0000": b"new"})
+        for _ in range(READS // 2):
+            snapshot = await bucket.get_many(first + second)
+            got = {key: snapshot[key].value if key in snapshot else None for key in first[:1]}
+            got["b0000"] = snapshot["b0000"].value
+            assert got == {"a0000": b"new", "b0000": b"new"}
+
+
+async def test_a_removed_last_message_does_not_force_the_slow_paths(
+    js: jetstream.JetStream, make_bucket: BucketFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stream's last sequence can name a message that is gone (here a tombstone removed
+    by ``purge_deletes``): pins are the newest message that exists, so neither ``get_many``
+    nor a partition's key read falls back to reading through a consumer."""
+    bucket = await make_bucket(history=5)
+    keys = [f"k{i:04}" for i in range(1500)]
+    await bucket.put_many({key: b"v" for key in keys[:1000]})
+    await bucket.put_many({key: b"v" for key in keys[1000:]})
+    await bucket.put("gone", b"x")
+    await bucket.delete("gone")
+    await bucket.purge_deletes(older_than=None)
+    info = await js.stream_info(bucket.stream)
+    witness = await newest_message(js, bucket.stream, f"$KV.{bucket.name}.>")
+    assert witness is not None and witness.seq < info.state.last_seq  # the premise
+
+    async def no_fallback(*args: object, **kwargs: object) -> None:
+        raise AssertionError("fell back to a consumer read")
+
+    monkeypatch.setattr(_snapshot, "_read_by_consumer", no_fallback)
+    monkeypatch.setattr(_ranges, "_scan", no_fallback)
+    snapshot = await bucket.get_many(keys)
+    assert len(snapshot) == len(keys) and snapshot.revision == witness.seq
+    subjects = [bucket._subject(key) for key in keys]
+    found = await read_keys(js, bucket.stream, [f"$KV.{bucket.name}.>"], subjects, witness)
+    assert len(found) == len(keys)

@@ -99,7 +99,9 @@ class Member:
         if not self.path.exists():
             return []
         out = []
-        for raw in self.path.read_text().splitlines():
+        # Read while the member appends: the last line may be half written yet.
+        *whole, _partial = self.path.read_text().split("\n")
+        for raw in whole:
             tag, key, n, delivered, t = raw.split()
             out.append(Line(tag, key, int(n), int(delivered), int(t), self.instance))
         return out

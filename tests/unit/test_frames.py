@@ -161,3 +161,35 @@ async def test_a_payload_larger_than_a_read_waits_whole_then_arrives_once() -> N
     for start in range(0, len(frame) - 1, 32_768):
         await parser.parse(frame[start : start + 32_768])
     assert client.calls[-1][-1] == BIG and len(client.calls) == 1
+
+
+class Bounded(Recorder):
+    """Stops a reader that hands the same frames over again and again."""
+
+    async def _process_msg(self, *frame: Any) -> None:
+        await super()._process_msg(*frame)
+        if len(self.calls) > 100:
+            raise RuntimeError("the same frame again and again")
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"MSG a 1 -15\r\n",  # a negative size moved the reader back to the line's start
+        b"MSG a 1 2\r\nok\r\nMSG b 1 -30\r\n",  # ... or into an earlier frame, forever
+        b"HMSG a 1 0 -18\r\n",
+    ],
+)
+async def test_a_size_nats_py_would_not_match_is_a_protocol_error(data: bytes) -> None:
+    with pytest.raises(ProtocolError):
+        await Parser(Recorder()).parse(data)
+    with pytest.raises(ProtocolError):
+        await FrameParser(Bounded(), {}).parse(data)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("data", [b"HMSG a 1 9 5\r\nxxxxx\r\n", b"MSG a +1 2\r\nok\r\n"])
+async def test_stricter_than_nats_py_where_it_would_misread(data: bytes) -> None:
+    """nats-py takes these (a header larger than the message, a signed sid) and hands on
+    garbage; the server never sends them."""
+    with pytest.raises(ProtocolError):
+        await FrameParser(Bounded(), {}).parse(data)  # type: ignore[arg-type]
