@@ -21,6 +21,7 @@ import dataclasses
 import itertools
 import json
 import os
+import weakref
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -219,7 +220,16 @@ class Sealer:
     data once with :meth:`bind` and seal with :meth:`seal_bound`: the same bytes are
     authenticated as with :meth:`seal`, without rebuilding the constant part per payload."""
 
-    __slots__ = ("_base", "_cipher", "_count", "_into", "_key_id", "_prefix", "header")
+    __slots__ = (
+        "__weakref__",
+        "_base",
+        "_cipher",
+        "_count",
+        "_into",
+        "_key_id",
+        "_prefix",
+        "header",
+    )
 
     def __init__(self, cipher: AESGCM, key_id: str) -> None:
         self._cipher = cipher
@@ -227,11 +237,19 @@ class Sealer:
         self.header = format_header(key_id)
         """The ``Jetstore-Enc`` header value of every payload this sealer seals."""
         self._prefix = key_prefix(key_id)
-        self._base = int.from_bytes(os.urandom(NONCE_SIZE), "big")
+        self._base = 0
+        self.redraw()
         self._count = itertools.count()  # next() is atomic: threads never share a nonce
+        _LIVE_SEALERS.add(self)
         # cryptography >= 45 encrypts into a caller's buffer: a chunk's payload is then built
         # in place instead of concatenating the nonce to a fresh ciphertext (one copy less).
         self._into = getattr(cipher, "encrypt_into", None)
+
+    def redraw(self) -> None:
+        """Draw a new random nonce base. A forked child does this for every sealer it
+        inherits: otherwise parent and child would seal with the same nonces under the same
+        key, which breaks AES-GCM (it leaks the XOR of the plaintexts and allows forgery)."""
+        self._base = int.from_bytes(os.urandom(NONCE_SIZE), "big")
 
     def bind(self, associated_data: bytes) -> bytes:
         """The bytes :meth:`seal_bound` takes for payloads whose associated data starts with
@@ -286,6 +304,16 @@ class Sealer:
 
 
 _MAX_SEALS = 2**32
+
+_LIVE_SEALERS: weakref.WeakSet[Sealer] = weakref.WeakSet()
+
+
+def _redraw_after_fork() -> None:
+    for sealer in list(_LIVE_SEALERS):
+        sealer.redraw()
+
+
+os.register_at_fork(after_in_child=_redraw_after_fork)
 
 
 @dataclasses.dataclass(frozen=True)

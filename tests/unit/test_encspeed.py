@@ -13,6 +13,7 @@ plain, one-step functions do: wire format v1 is unchanged, only built with less 
 from __future__ import annotations
 
 import itertools
+import os
 
 import pytest
 
@@ -68,6 +69,26 @@ def test_every_way_of_sealing_draws_from_one_nonce_sequence() -> None:
         payloads.append(sealer.seal_bound_into(b"x" * (round_no * 1000), bound))
     nonces = [_nonce(p) for p in payloads]
     assert [n ^ nonces[0] for n in nonces] == list(range(90))  # base XOR 0, 1, 2, ...
+
+
+# Python 3.12+ warns about fork() in a process with threads; the child only seals and exits.
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
+def test_a_forked_child_never_reuses_its_parents_nonces() -> None:
+    """The nonce is a base drawn once plus a counter; a child forked from a process that
+    holds a sealer would count from the same base under the same key (GCM nonce reuse)."""
+    sealer = RING.sealer()
+    sealer.seal_bound(b"before the fork", sealer.bind(b"ad"))
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: seal once, report the nonce, leave without any cleanup
+        os.write(write_end, sealer.seal_bound(b"child", sealer.bind(b"ad"))[:NONCE_SIZE])
+        os._exit(0)
+    os.close(write_end)
+    child_nonce = os.read(read_end, NONCE_SIZE)
+    os.close(read_end)
+    os.waitpid(pid, 0)
+    parent_nonce = sealer.seal_bound(b"parent", sealer.bind(b"ad"))[:NONCE_SIZE]
+    assert len(child_nonce) == NONCE_SIZE and child_nonce != parent_nonce
 
 
 def test_bound_sealing_keeps_the_sealers_limit() -> None:
