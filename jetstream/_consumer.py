@@ -649,7 +649,7 @@ class OrderedConsumer(AsyncResource):
         Raises:
             StreamNotFoundError: no such stream.
         """
-        if self._puller is not None:
+        if self._puller is not None or self._closed:  # closed: never a new consumer
             return
         try:
             await self._create()

@@ -118,6 +118,17 @@ class ObjectReader(AsyncResource):
         return self
 
     async def __anext__(self) -> bytes:
+        try:
+            return await self._next_chunk()
+        except StopAsyncIteration:
+            raise
+        except Exception:
+            # Read without ``async with``, a failed read would leave the feed's task waiting
+            # and the consumer on the server: end both here (the errors above say why).
+            await self._exit(None)
+            raise
+
+    async def _next_chunk(self) -> bytes:
         if self._done:
             await self._finish()
             raise StopAsyncIteration

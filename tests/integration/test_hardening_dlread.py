@@ -9,6 +9,9 @@ import collections
 from collections.abc import Callable, Coroutine, Generator
 from typing import Any
 
+import msgspec
+import pytest
+
 import jetstream
 import objstore
 from objstore._download import window_messages
@@ -112,4 +115,31 @@ async def test_a_cancelled_read_leaves_no_task_and_no_consumer(
         assert reading.cancelled()
         assert not _feed_tasks()
         assert await _consumers(js, store) == []
+    await objstore.delete_store(js, store.name)
+
+
+async def test_a_failed_read_without_async_with_leaves_no_task_and_no_consumer(
+    js: jetstream.JetStream, unique_name: Callable[[str], str]
+) -> None:
+    """``ObjectReader`` is public and iterable without ``async with``: a read that fails
+    (here a meta record promising less than is stored) must still end its feed and consumer."""
+    store, info = await _store_with_object(js, unique_name("noctx"))
+    reader = objstore.ObjectReader(store, msgspec.structs.replace(info, size=info.size - 100))
+    with pytest.raises(objstore.DigestMismatchError):
+        await reader.read()
+    assert not _feed_tasks()
+    assert await _consumers(js, store) == []
+    await objstore.delete_store(js, store.name)
+
+
+async def test_reading_after_the_block_ended_creates_no_consumer(
+    js: jetstream.JetStream, unique_name: Callable[[str], str]
+) -> None:
+    store, _ = await _store_with_object(js, unique_name("after"))
+    async with store.open("big") as reader:
+        pass
+    with pytest.raises(jetstream.JetStreamError):
+        await reader.read()
+    assert not _feed_tasks()
+    assert await _consumers(js, store) == []
     await objstore.delete_store(js, store.name)
