@@ -47,7 +47,7 @@ from ._errors import (
     KeyNotFoundError,
     WrongRevisionError,
 )
-from ._keys import validate_filter, validate_key, validate_revision
+from ._keys import distinct_filters, validate_filter, validate_key, validate_revision
 from ._models import (
     BucketConfig,
     BucketStatus,
@@ -540,7 +540,7 @@ class Bucket:
         if not patterns:
             raise ClientValidationError("a key filter list needs at least one filter")
         longest = self.max_key_length
-        subjects = []
+        stored_patterns = []
         for pattern in patterns:
             stored = pattern if self._key_codec is None else encode_filter(self._key_codec, pattern)
             try:
@@ -549,8 +549,8 @@ class Bucket:
                 if stored is pattern:
                     raise
                 raise InvalidKeyError(f"filter {pattern!r}, stored as {stored!r}: {exc}") from None
-            subjects.append(self._prefix + stored)
-        return subjects
+            stored_patterns.append(stored)
+        return [self._prefix + stored for stored in distinct_filters(stored_patterns)]
 
     def _decode_key(self, stored: str) -> str:
         """The user key of a stored key.

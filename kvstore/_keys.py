@@ -10,7 +10,7 @@ from jetstream import ClientValidationError
 
 from ._errors import InvalidKeyError
 
-__all__ = ["validate_filter", "validate_key", "validate_revision"]
+__all__ = ["distinct_filters", "validate_filter", "validate_key", "validate_revision"]
 
 _KEY: Final = re.compile(r"[-/_=.a-zA-Z0-9]+")
 _FILTER_TOKEN: Final = re.compile(r"[-/_=a-zA-Z0-9]+|\*|>")
@@ -50,6 +50,53 @@ def validate_filter(pattern: str, *, max_length: int | None = None) -> None:
             raise InvalidKeyError(f"invalid key filter {pattern!r}: bad token {token!r}")
         if token == ">" and index != len(tokens) - 1:
             raise InvalidKeyError(f"invalid key filter {pattern!r}: '>' must be the last token")
+
+
+def distinct_filters(patterns: list[str]) -> list[str]:
+    """``patterns`` (valid filters) without repeats and without those another one covers
+    (``a.b`` under ``a.>``), in their order: the server refuses a consumer whose filters
+    overlap (10138), and a covered filter adds nothing.
+
+    Raises:
+        InvalidKeyError: two filters overlap without one covering the other (``a.*.c`` and
+            ``a.b.>`` share ``a.b.c``): which subjects the caller meant is not clear.
+    """
+    kept: list[str] = []
+    for pattern in dict.fromkeys(patterns):
+        if any(_covers(other, pattern) for other in patterns if other != pattern):
+            continue
+        kept.append(pattern)
+    for i, first in enumerate(kept):
+        for second in kept[i + 1 :]:
+            if _overlap(first.split("."), second.split(".")):
+                raise InvalidKeyError(
+                    f"key filters {first!r} and {second!r} overlap (the server refuses that); "
+                    "pass filters that do not share keys"
+                )
+    return kept
+
+
+def _covers(wide: str, narrow: str) -> bool:
+    """Whether every subject ``narrow`` matches also matches ``wide``."""
+    wide_tokens, narrow_tokens = wide.split("."), narrow.split(".")
+    for index, token in enumerate(wide_tokens):
+        if token == ">":
+            return len(narrow_tokens) > index
+        if index >= len(narrow_tokens) or narrow_tokens[index] == ">":
+            return False
+        if token != "*" and (narrow_tokens[index] == "*" or narrow_tokens[index] != token):
+            return False
+    return len(wide_tokens) == len(narrow_tokens)
+
+
+def _overlap(first: list[str], second: list[str]) -> bool:
+    """Whether some subject matches both filters (given as tokens)."""
+    for a, b in zip(first, second, strict=False):
+        if a == ">" or b == ">":
+            return True
+        if a != "*" and b != "*" and a != b:
+            return False
+    return len(first) == len(second)
 
 
 def _check_length(key: object, max_length: int | None, what: str) -> None:

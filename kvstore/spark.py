@@ -103,7 +103,7 @@ from jetstream import (
 from jetstream._options import activate_spark_session
 
 from ._encryption import EncryptionStage
-from ._keys import validate_filter
+from ._keys import distinct_filters, validate_filter
 from ._manage import bucket_info, open_bucket
 from ._models import Op, op_from_headers, stream_name, subject_prefix
 from ._ranges import (
@@ -183,9 +183,10 @@ def _options(options: Mapping[str, str], mode: str) -> _Options:
     if not bucket:
         raise ClientValidationError("option 'bucket' (or a load/save path) is required")
     validate_bucket_name(bucket)
-    filters = tuple(f.strip() for f in (str_option(options, "keys", ">") or ">").split(","))
-    for pattern in filters:
+    patterns = [f.strip() for f in (str_option(options, "keys", ">") or ">").split(",")]
+    for pattern in patterns:
         validate_filter(pattern)
+    filters = tuple(distinct_filters(patterns))  # the server refuses overlapping filters
     max_records = str_option(options, "maxRecordsPerTrigger")
     key_file = str_option(options, "keyFile")
     allow_plaintext = bool_option(options, "allowPlaintext", False)

@@ -159,3 +159,18 @@ async def test_watch_survives_a_server_kill_and_restart(tmp_path: Path) -> None:
             assert [e.value for e in before + after] == [str(i).encode() for i in range(100)]
     finally:
         server.close()
+
+
+async def test_overlapping_filters_watch_and_list_once(make_bucket: BucketFactory) -> None:
+    """A filter covered by another (``a.b`` under ``a.>``) or given twice was sent as is,
+    and the server refused the consumer (10138); it is dropped now."""
+    bucket = await make_bucket()
+    await bucket.put("a.b", b"1")
+    await bucket.put("a.c", b"2")
+    assert sorted([key async for key in bucket.keys(["a.>", "a.b", "a.>"])]) == ["a.b", "a.c"]
+    async with bucket.watch(["a.b", "a.>"]) as watcher:
+        seen = [(await watcher.__anext__()).key for _ in range(2)]
+    assert seen == ["a.b", "a.c"]
+    with pytest.raises(kvstore.InvalidKeyError, match="overlap"):
+        async with bucket.watch(["a.*.c", "a.b.>"]):
+            pass

@@ -115,3 +115,17 @@ async def test_upload_many_encrypts_with_a_keyring(
     assert all(b"plaintext!" not in c for c in chunks)
     store = await objstore.open_store(js, name, encryption=ring)
     assert await store.get_bytes("o1") == b"plaintext!" * 300
+
+
+def test_natskv_key_filters_drop_covered_ones_and_refuse_partial_overlaps() -> None:
+    """The server refuses a consumer whose filters overlap: history-1 and stream reads of
+    ``keys=a.>,a.b`` failed inside the tasks (10138)."""
+    from kvstore import InvalidKeyError
+    from kvstore.spark import _options
+
+    opts = _options(
+        {"bucket": "b", "servers": "nats://127.0.0.1:1", "keys": "a.>, a.b,a.>"}, "read"
+    )
+    assert opts.filters == ("a.>",)
+    with pytest.raises(InvalidKeyError, match="overlap"):
+        _options({"bucket": "b", "servers": "nats://127.0.0.1:1", "keys": "a.*.c,a.b.>"}, "stream")

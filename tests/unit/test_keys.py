@@ -15,6 +15,7 @@ from kvstore import (
     validate_filter,
     validate_key,
 )
+from kvstore._keys import distinct_filters
 
 _NATS_KV_KEY = re.compile(r"^[-/_=\.a-zA-Z0-9]+$")
 
@@ -65,3 +66,27 @@ def test_valid_bucket_names(name: str) -> None:
 def test_invalid_bucket_names(name: object) -> None:
     with pytest.raises(InvalidBucketNameError):
         validate_bucket_name(name)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("patterns", "kept"),
+    [
+        (["a.>", "a.b"], ["a.>"]),
+        (["a.b", "a.>"], ["a.>"]),
+        (["a.>", "a.>"], ["a.>"]),
+        ([">", "a.*", "b"], [">"]),
+        (["a.*", "a.b", "a.b.c"], ["a.*", "a.b.c"]),  # a.* covers a.b, not a.b.c
+        (["a.*.c", "a.b.c"], ["a.*.c"]),
+        (["a", "a.>"], ["a", "a.>"]),  # a.> needs a token after a
+        (["a.b", "a.c", "b.>"], ["a.b", "a.c", "b.>"]),
+        (["a.*", "a.>"], ["a.>"]),
+    ],
+)
+def test_covered_and_repeated_filters_are_dropped(patterns: list[str], kept: list[str]) -> None:
+    assert distinct_filters(patterns) == kept
+
+
+@pytest.mark.parametrize("patterns", [["a.*.c", "a.b.>"], ["*.b", "a.*"], ["a.*.>", "*.b.c"]])
+def test_filters_that_only_partly_overlap_are_refused(patterns: list[str]) -> None:
+    with pytest.raises(InvalidKeyError, match="overlap"):
+        distinct_filters(patterns)
