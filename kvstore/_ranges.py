@@ -86,10 +86,51 @@ async def read_latest(
     if hi < lo:
         return []
     latest = await _scan(js, stream, filters, lo, hi)
-    if check is LastCheck.ONLY or hi >= up_to:  # nothing after the range can replace them
+    if check is LastCheck.ONLY:  # one message per key: the one scanned is its last
         return list(latest.values())
-    later = await _scan(js, stream, filters, hi + 1, up_to, headers_only=True)
-    return [m for subject, m in latest.items() if subject not in later]
+    return await _still_last(js, stream, filters, latest, hi, up_to)
+
+
+async def _still_last(
+    js: JetStream,
+    stream: str,
+    filters: list[str],
+    latest: dict[str, StoredMessage],
+    hi: int,
+    up_to: int,
+) -> list[StoredMessage]:
+    """Of each subject's newest message in a scan up to ``hi`` (``latest``), those still its
+    last at or below ``up_to``, in stream order.
+
+    One headers-only scan from ``hi + 1`` to the stream's end now: a subject seen there at or
+    below ``up_to`` has a later revision (dropped). A subject seen above ``up_to`` was written
+    since planning, which can have removed its revision at ``up_to`` before the first scan
+    reached it, so that scan kept an older one. The server removes a subject's revisions oldest
+    first, so the kept revision still being stored proves that none newer was removed: it is
+    kept only then (else the key is left out, as one rewritten beyond the history)."""
+    end = (await js.stream_info(stream)).state.last_seq
+    replaced: set[str] = set()
+    rewritten: set[str] = set()
+    if end > hi:
+        scan = scan_stream(
+            js, stream, filters, last_per_subject=False, headers_only=True, start_seq=hi + 1
+        )
+        async with contextlib.aclosing(scan) as messages:
+            async for message in messages:
+                if message.seq > end:
+                    break
+                (replaced if message.seq <= up_to else rewritten).add(message.subject)
+    kept = [m for subject, m in latest.items() if subject not in replaced]
+    doubtful = [m for m in kept if m.subject in rewritten]
+    gone: set[int] = set()
+    for start in range(0, len(doubtful), _CHECKS_IN_FLIGHT):
+        batch = doubtful[start : start + _CHECKS_IN_FLIGHT]
+        stored = await asyncio.gather(*(_still_stored(js, stream, m.seq) for m in batch))
+        gone.update(m.seq for m, there in zip(batch, stored, strict=True) if not there)
+    return [m for m in kept if m.seq not in gone]
+
+
+_CHECKS_IN_FLIGHT = 32
 
 
 async def read_keys(
@@ -114,8 +155,9 @@ async def read_keys(
             break
         await asyncio.sleep(0.05 * 2**attempt)  # a replica catching up takes milliseconds
     wanted = set(subjects)
-    latest = await _scan(js, stream, filters, 1, witness.seq)
-    return [m for subject, m in latest.items() if subject in wanted]
+    scanned = await _scan(js, stream, filters, 1, witness.seq)
+    latest = {subject: m for subject, m in scanned.items() if subject in wanted}
+    return await _still_last(js, stream, filters, latest, witness.seq, witness.seq)
 
 
 async def _still_stored(js: JetStream, stream: str, seq: int) -> bool:

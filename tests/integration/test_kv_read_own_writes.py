@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
+from typing import Any
 
 import msgspec
 import pytest
@@ -214,3 +215,63 @@ async def test_a_removed_last_message_does_not_force_the_slow_paths(
     subjects = [bucket._subject(key) for key in keys]
     found = await read_keys(js, bucket.stream, [f"$KV.{bucket.name}.>"], subjects, witness)
     assert len(found) == len(keys)
+
+
+async def test_a_range_scan_never_returns_a_revision_older_than_the_planned_one(
+    js: jetstream.JetStream, make_bucket: BucketFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """History 2, read through consumers (``SUFFIX``): k@1, x@2, k@3 at planning (up_to 3).
+    The partition 1..2 keeps k@1; two writes of k between its scan and the check remove k@1
+    and k@3. k's revision at 3 is not the partition's to return, and k@1 never was."""
+    bucket = await make_bucket(history=2)
+    await bucket.put("k", b"old")
+    await bucket.put("x", b"x")
+    await bucket.put("k", b"new")
+    real_scan = _ranges._scan
+
+    async def scan_then_rewrite(*args: Any, **kwargs: Any) -> Any:
+        found = await real_scan(*args, **kwargs)
+        await bucket.put("k", b"w1")  # a writer right after the range was read
+        await bucket.put("k", b"w2")
+        return found
+
+    monkeypatch.setattr(_ranges, "_scan", scan_then_rewrite)
+    prefix = f"$KV.{bucket.name}."
+    found = await _ranges.read_latest(
+        js, bucket.stream, [prefix + ">"], 1, 2, 3, _ranges.LastCheck.SUFFIX
+    )
+    assert {m.subject[len(prefix) :]: m.seq for m in found} == {"x": 2}
+
+
+async def test_the_fallback_scan_never_returns_a_revision_older_than_the_planned_one(
+    js: jetstream.JetStream, make_bucket: BucketFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """History 2, a key partition whose witness is gone scans the stream to the pin: it sees
+    k@1, then two writes of k remove k@1 and k@1502 (k's value at the pin) before the scan
+    reaches k@1502. k is left out (rewritten beyond the history), never returned as k@1."""
+    bucket = await make_bucket(history=2)
+    await bucket.put("k", b"old")
+    for start in range(0, 1500, 500):  # enough that the scan has not fetched k@1502 yet
+        await bucket.put_many({f"f{i}": b"." for i in range(start, start + 500)})
+    await bucket.put("k", b"new")
+    await bucket.put("w", b"w")
+    prefix = f"$KV.{bucket.name}."
+    witness = await newest_message(js, bucket.stream, prefix + ">")
+    assert witness is not None
+    await bucket.put("w", b"w2")
+    await bucket.put("w", b"w3")  # the witness is gone: the partition scans
+    real = _ranges.scan_stream
+
+    async def scan_with_a_writer(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        first = True
+        async with contextlib.aclosing(real(*args, **kwargs)) as messages:
+            async for message in messages:
+                yield message
+                if first:
+                    first = False
+                    await bucket.put("k", b"w1")
+                    await bucket.put("k", b"w2")
+
+    monkeypatch.setattr(_ranges, "scan_stream", scan_with_a_writer)
+    found = await read_keys(js, bucket.stream, [prefix + ">"], [prefix + "k"], witness)
+    assert found == [] or [(m.seq, m.data) for m in found] == [(1502, b"new")]
