@@ -15,6 +15,7 @@ may point at them) and :class:`CommitUnknownError` raised.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import hashlib
@@ -112,7 +113,14 @@ async def upload(
     # (a cancelled put then either stored the object whole or left nothing; never orphans).
     if replacing is not None:
         return await run_to_end(_commit_over(store, info, ttl_headers, replacing, subject))
-    return await run_to_end(_commit(store, info, ttl_headers, previous, subject))
+    caller_gone = asyncio.Event()  # set once the caller saw the cancellation
+    try:
+        return await run_to_end(
+            _commit(store, info, ttl_headers, previous, subject, caller_gone.is_set)
+        )
+    except asyncio.CancelledError:
+        caller_gone.set()  # no new write may start: a later put of the name must win
+        raise
 
 
 async def _commit_over(
@@ -142,13 +150,20 @@ async def _commit(
     ttl_headers: dict[str, str],
     previous: MetaRecord | None,
     subject: str,
+    caller_gone: Callable[[], bool],
 ) -> ObjectInfo:
     """Write the meta record, then purge the chunks of the record it replaced; when the meta
     record was surely not stored, purge the new chunks instead (UploadFailedError)."""
     in_doubt: list[str] = []  # the Msg-Id of a meta write whose outcome is unknown
     try:
         replaced = await replace_record(
-            store, info, ttl_headers, msg_id=info.nuid, in_doubt=in_doubt, known=previous
+            store,
+            info,
+            ttl_headers,
+            msg_id=info.nuid,
+            in_doubt=in_doubt,
+            known=previous,
+            give_up=caller_gone,
         )
     except MessageIdInProcessError as exc:  # an earlier send is in flight: it may be stored
         raise _unknown(info.name, in_doubt, exc) from exc
