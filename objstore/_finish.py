@@ -4,12 +4,15 @@ record written and the chunks it released not yet purged would otherwise stay be
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
-from typing import Any, TypeVar
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeAlias, TypeVar
 
-__all__ = ["run_to_end"]
+__all__ = ["CallerGone", "run_attempts_to_end", "run_to_end"]
 
 _T = TypeVar("_T")
+
+CallerGone: TypeAlias = Callable[[], bool]
+"""True once the caller of :func:`run_attempts_to_end` has seen its cancellation."""
 
 _RUNNING: set[asyncio.Future[Any]] = set()  # work outliving a cancelled caller (kept referenced)
 
@@ -22,6 +25,23 @@ async def run_to_end(work: Coroutine[object, object, _T]) -> _T:
     _RUNNING.add(task)
     task.add_done_callback(_done)
     return await asyncio.shield(task)
+
+
+async def run_attempts_to_end(make: Callable[[CallerGone], Coroutine[object, object, _T]]) -> _T:
+    """:func:`run_to_end` for a retry loop: ``make(caller_gone)`` builds the work, which must
+    start no new attempt once ``caller_gone()`` is true. A write already sent may still land,
+    but a retry computed from a record read after the caller saw the cancellation could undo
+    what the caller did next (a put or delete of the same name, found by the model tests)."""
+    gone = False
+
+    def caller_gone() -> bool:
+        return gone
+
+    try:
+        return await run_to_end(make(caller_gone))
+    except asyncio.CancelledError:
+        gone = True
+        raise
 
 
 def _done(task: asyncio.Future[Any]) -> None:

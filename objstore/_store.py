@@ -36,12 +36,13 @@ from ._encryption import OVERHEAD, cipher_for
 from ._errors import (
     InvalidObjectMetaError,
     InvalidObjectNameError,
+    ObjectChangedError,
     ObjectExistsError,
     ObjectNotFoundError,
     StoreNotFoundError,
 )
 from ._files import check_target, save_to_file
-from ._finish import run_to_end
+from ._finish import CallerGone, run_attempts_to_end
 from ._io import Source
 from ._links import follow_links
 from ._meta import MetaRecord, attempts, info_from_message, read_record, write_record
@@ -227,10 +228,11 @@ class ObjectStore:
         """
         validate_object_name(name)
         # Run to the end even if cancelled: a tombstone without the purge would orphan chunks.
-        await run_to_end(self._delete(name))
+        await run_attempts_to_end(lambda caller_gone: self._delete(name, caller_gone))
 
-    async def _delete(self, name: str) -> None:
-        for _ in attempts(f"delete of {name!r}"):
+    async def _delete(self, name: str, caller_gone: CallerGone) -> None:
+        for attempt in attempts(f"delete of {name!r}"):
+            _stop_if_gone(attempt, caller_gone, f"delete of {name!r}")
             record = await read_record(self, name, strict=False)
             if record is None or (record.readable and not record.live):
                 raise ObjectNotFoundError(name)
@@ -321,7 +323,9 @@ class ObjectStore:
         if target == name:
             return await self._update_in_place(name, change)
         # Run to the end even if cancelled: never a copy without the source's tombstone.
-        return await run_to_end(self._rename(name, target, change))
+        return await run_attempts_to_end(
+            lambda caller_gone: self._rename(name, target, change, caller_gone)
+        )
 
     async def _update_in_place(
         self, name: str, change: Callable[[ObjectInfo], ObjectInfo]
@@ -339,9 +343,14 @@ class ObjectStore:
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _rename(
-        self, name: str, target: str, change: Callable[[ObjectInfo], ObjectInfo]
+        self,
+        name: str,
+        target: str,
+        change: Callable[[ObjectInfo], ObjectInfo],
+        caller_gone: CallerGone,
     ) -> ObjectInfo:
-        for _ in attempts(f"rename of {name!r} to {target!r}"):
+        for attempt in attempts(f"rename of {name!r} to {target!r}"):
+            _stop_if_gone(attempt, caller_gone, f"rename of {name!r} to {target!r}")
             source = await self._live_record(name)
             taken = await read_record(self, target)
             if taken is not None and not taken.info.deleted:
@@ -792,3 +801,10 @@ async def store_info(js: JetStream, name: str) -> StreamInfo:
     if f"$O.{name}.M.>" not in info.config.subjects:
         raise JetStreamError(f"stream {info.config.name!r} is not an object store")
     return info
+
+
+def _stop_if_gone(attempt: int, caller_gone: CallerGone, what: str) -> None:
+    """A retry must not start once the caller saw its cancellation: it would act on what is
+    there now, perhaps an object the caller put after giving up on this call."""
+    if attempt and caller_gone():
+        raise ObjectChangedError(f"{what}: cancelled, and the record changed; nothing more done")

@@ -15,7 +15,6 @@ may point at them) and :class:`CommitUnknownError` raised.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import hashlib
@@ -41,7 +40,7 @@ from jetstream import (
 from ._download import WINDOW_BYTES
 from ._encryption import OVERHEAD
 from ._errors import UploadFailedError
-from ._finish import run_to_end
+from ._finish import CallerGone, run_attempts_to_end, run_to_end
 from ._io import Source, chunks_of, digest_text, known_size
 from ._meta import MetaRecord, read_record, replace_record, write_record
 from ._models import ObjectInfo, ObjectMetaOptions, chunk_subject, now_rfc3339
@@ -113,14 +112,9 @@ async def upload(
     # (a cancelled put then either stored the object whole or left nothing; never orphans).
     if replacing is not None:
         return await run_to_end(_commit_over(store, info, ttl_headers, replacing, subject))
-    caller_gone = asyncio.Event()  # set once the caller saw the cancellation
-    try:
-        return await run_to_end(
-            _commit(store, info, ttl_headers, previous, subject, caller_gone.is_set)
-        )
-    except asyncio.CancelledError:
-        caller_gone.set()  # no new write may start: a later put of the name must win
-        raise
+    return await run_attempts_to_end(
+        lambda caller_gone: _commit(store, info, ttl_headers, previous, subject, caller_gone)
+    )
 
 
 async def _commit_over(
@@ -150,7 +144,7 @@ async def _commit(
     ttl_headers: dict[str, str],
     previous: MetaRecord | None,
     subject: str,
-    caller_gone: Callable[[], bool],
+    caller_gone: CallerGone,
 ) -> ObjectInfo:
     """Write the meta record, then purge the chunks of the record it replaced; when the meta
     record was surely not stored, purge the new chunks instead (UploadFailedError)."""

@@ -12,7 +12,7 @@ import pytest
 
 import jetstream
 import objstore
-from objstore import ObjectStore, _finish, _meta
+from objstore import ObjectStore, _finish, _meta, _store
 
 
 @pytest.fixture
@@ -60,3 +60,65 @@ async def test_cancelled_put_never_overwrites_a_later_completed_put(
         )
     }
     assert nuids == {(await store.info("x")).nuid}, "chunks left behind"
+
+
+def _blocking_write(
+    monkeypatch: pytest.MonkeyPatch, blocks: Callable[[objstore.ObjectInfo], bool]
+) -> tuple[asyncio.Event, asyncio.Event]:
+    """Hold the first meta write ``blocks`` selects until released (a slow network)."""
+    in_flight, release = asyncio.Event(), asyncio.Event()
+    real_write = _meta.write_record
+
+    async def write_record(s, info, ttl, *, expected, msg_id):  # type: ignore[no-untyped-def]
+        if blocks(info) and not release.is_set():
+            in_flight.set()
+            await release.wait()
+        return await real_write(s, info, ttl, expected=expected, msg_id=msg_id)
+
+    monkeypatch.setattr(_meta, "write_record", write_record)
+    monkeypatch.setattr(_store, "write_record", write_record)  # imported by name there
+    return in_flight, release
+
+
+async def _settled() -> None:
+    deadline = time.monotonic() + 10
+    while _finish._RUNNING and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    assert not _finish._RUNNING
+
+
+async def test_a_cancelled_delete_never_deletes_a_later_put(
+    store: ObjectStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await store.put("x", b"0" * 3000, chunk_size=1024)
+    in_flight, release = _blocking_write(monkeypatch, lambda info: info.deleted)
+    deleting = asyncio.ensure_future(store.delete("x"))
+    await asyncio.wait_for(in_flight.wait(), 5)
+    await store.update_meta("x", description="racer")  # the delete's tombstone will conflict
+    deleting.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await deleting
+    await store.put("x", b"B" * 4000, chunk_size=1024)  # after the caller gave up the delete
+    release.set()
+    await _settled()
+    assert await store.get_bytes("x") == b"B" * 4000, "the cancelled delete removed a later put"
+
+
+async def test_a_cancelled_rename_never_moves_a_later_put(
+    store: ObjectStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await store.put("x", b"0" * 3000, chunk_size=1024)
+    in_flight, release = _blocking_write(monkeypatch, lambda i: i.name == "y" and i.size == 3000)
+    renaming = asyncio.ensure_future(store.update_meta("x", new_name="y"))
+    await asyncio.wait_for(in_flight.wait(), 5)
+    await store.put("y", b"y")  # the target is written meanwhile: the copy will conflict
+    await store.delete("y")
+    renaming.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await renaming
+    await store.put("x", b"B" * 4000, chunk_size=1024)  # after the caller gave up the rename
+    release.set()
+    await _settled()
+    assert await store.get_bytes("x") == b"B" * 4000, "the cancelled rename moved a later put"
+    with pytest.raises(objstore.ObjectNotFoundError):
+        await store.info("y")
