@@ -7,7 +7,9 @@ import asyncio
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeAlias, TypeVar
 
-__all__ = ["CallerGone", "run_attempts_to_end", "run_to_end"]
+from ._errors import ObjectChangedError
+
+__all__ = ["CallerGone", "run_attempts_to_end", "run_to_end", "stop_if_gone"]
 
 _T = TypeVar("_T")
 
@@ -42,6 +44,17 @@ async def run_attempts_to_end(make: Callable[[CallerGone], Coroutine[object, obj
     except asyncio.CancelledError:
         gone = True
         raise
+
+
+def stop_if_gone(attempt: int, caller_gone: CallerGone, what: str) -> None:
+    """Call right before a retry's write, after its reads: once the caller saw its
+    cancellation, a write computed from what is there now could undo the caller's next call.
+
+    Raises:
+        ObjectChangedError: a retry (``attempt`` > 0) after the caller has gone.
+    """
+    if attempt and caller_gone():
+        raise ObjectChangedError(f"{what}: cancelled, and the record changed; nothing written")
 
 
 def _done(task: asyncio.Future[Any]) -> None:

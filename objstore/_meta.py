@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -39,6 +39,7 @@ from jetstream import (
 from jetstream import headers as hdr
 
 from ._errors import InvalidObjectMetaError, ObjectChangedError
+from ._finish import CallerGone, stop_if_gone
 from ._models import ObjectInfo, decode_info, encode_info, meta_subject, name_from_meta_subject
 from ._trust import check_record
 
@@ -192,7 +193,7 @@ async def replace_record(
     msg_id: str,
     in_doubt: list[str],
     known: MetaRecord | None,
-    give_up: Callable[[], bool] = lambda: False,
+    caller_gone: CallerGone = lambda: False,
 ) -> ObjectInfo | None:
     """Make ``info`` the record of its name whatever is there (an upload's commit: the last
     writer wins) and return the record it replaced (None if none), read right before the write
@@ -209,12 +210,7 @@ async def replace_record(
     """
     for attempt in attempts(f"upload of {info.name!r}"):
         replaced = known if attempt == 0 else await read_record(store, info.name, strict=False)
-        if attempt > 0 and give_up():
-            # The caller was cancelled (and saw it): a write computed from a record read now
-            # could replace a put that began after that. Only a write already sent may land.
-            raise ObjectChangedError(
-                f"upload of {info.name!r}: cancelled, and the record changed; nothing written"
-            )
+        stop_if_gone(attempt, caller_gone, f"upload of {info.name!r}")
         attempt_id = msg_id if attempt == 0 else f"{msg_id}-{attempt}"
         in_doubt[:] = [attempt_id]
         try:

@@ -36,13 +36,12 @@ from ._encryption import OVERHEAD, cipher_for
 from ._errors import (
     InvalidObjectMetaError,
     InvalidObjectNameError,
-    ObjectChangedError,
     ObjectExistsError,
     ObjectNotFoundError,
     StoreNotFoundError,
 )
 from ._files import check_target, save_to_file
-from ._finish import CallerGone, run_attempts_to_end
+from ._finish import CallerGone, run_attempts_to_end, stop_if_gone
 from ._io import Source
 from ._links import follow_links
 from ._meta import MetaRecord, attempts, info_from_message, read_record, write_record
@@ -232,10 +231,10 @@ class ObjectStore:
 
     async def _delete(self, name: str, caller_gone: CallerGone) -> None:
         for attempt in attempts(f"delete of {name!r}"):
-            _stop_if_gone(attempt, caller_gone, f"delete of {name!r}")
             record = await read_record(self, name, strict=False)
             if record is None or (record.readable and not record.live):
                 raise ObjectNotFoundError(name)
+            stop_if_gone(attempt, caller_gone, f"delete of {name!r}")
             try:
                 await self._tombstone(record)
             except WrongLastSequenceError:
@@ -350,11 +349,11 @@ class ObjectStore:
         caller_gone: CallerGone,
     ) -> ObjectInfo:
         for attempt in attempts(f"rename of {name!r} to {target!r}"):
-            _stop_if_gone(attempt, caller_gone, f"rename of {name!r} to {target!r}")
             source = await self._live_record(name)
             taken = await read_record(self, target)
             if taken is not None and not taken.info.deleted:
                 raise ObjectExistsError(f"an object named {target!r} exists")
+            stop_if_gone(attempt, caller_gone, f"rename of {name!r} to {target!r}")
             renamed = change(source.info)
             try:  # the copy first: a crash after it leaves two names, not none
                 copy_seq = await write_record(
@@ -801,10 +800,3 @@ async def store_info(js: JetStream, name: str) -> StreamInfo:
     if f"$O.{name}.M.>" not in info.config.subjects:
         raise JetStreamError(f"stream {info.config.name!r} is not an object store")
     return info
-
-
-def _stop_if_gone(attempt: int, caller_gone: CallerGone, what: str) -> None:
-    """A retry must not start once the caller saw its cancellation: it would act on what is
-    there now, perhaps an object the caller put after giving up on this call."""
-    if attempt and caller_gone():
-        raise ObjectChangedError(f"{what}: cancelled, and the record changed; nothing more done")

@@ -157,7 +157,7 @@ async def _commit(
             msg_id=info.nuid,
             in_doubt=in_doubt,
             known=previous,
-            give_up=caller_gone,
+            caller_gone=caller_gone,
         )
     except MessageIdInProcessError as exc:  # an earlier send is in flight: it may be stored
         raise _unknown(info.name, in_doubt, exc) from exc
