@@ -114,8 +114,12 @@ def _frame_args(args: list[bytes]) -> tuple[int, bytes, int, int]:
     """
     headed = args[0] == _HMSG
     fields = len(args) - headed
-    numbers = (args[2], args[-2], args[-1]) if headed else (args[2], args[-1])
-    if fields not in (4, 5) or not all(n.isdigit() for n in numbers):
+    # One isdigit over the joined fields (split() never yields an empty one): a generator
+    # per field cost a quarter of the whole frame.
+    if fields not in (4, 5):
+        raise ProtocolError("nats: malformed MSG")
+    numbers = args[2] + args[-2] + args[-1] if headed else args[2] + args[-1]
+    if not numbers.isdigit():
         raise ProtocolError("nats: malformed MSG")
     header_size = int(args[-2]) if headed else 0
     size = int(args[-1])

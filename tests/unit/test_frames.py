@@ -132,6 +132,8 @@ async def test_a_failing_handler_reaches_the_error_callback_and_reading_goes_on(
         b"MSG a b 5\r\n",  # sid not a number
         b"MSG a 1 x\r\n",  # size not a number
         b"MSG a 1\r\n",  # no size
+        b"MSG a\r\n",  # no sid either
+        b"HMSG\r\n",
         b"MSG a 1 r s 5\r\n",  # a field too many
         b"HMSG a 1 5\r\n",  # no header size
         b"HMSG a 1 r 2 x\r\n",
