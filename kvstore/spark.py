@@ -228,6 +228,12 @@ async def _last_seq(opts: _Options) -> int:
         return (await bucket_info(js, opts.bucket)).state.last_seq
 
 
+async def _first_seq(opts: _Options) -> int:
+    """The sequence of the bucket's oldest message still stored."""
+    async with opts.connection.session() as js:
+        return (await bucket_info(js, opts.bucket)).state.first_seq
+
+
 # -- the data source ----------------------------------------------------------------------------
 
 
@@ -643,6 +649,8 @@ class KVStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[SeqRange]:
         step = self.opts.seqs_per_partition
         first, last = start["seq"] + 1, end["seq"]
+        if last - first >= step:  # several partitions: none for sequences the stream dropped
+            first = max(first, run_sync(lambda: _first_seq(self.opts)))
         return [SeqRange(s, min(s + step - 1, last)) for s in range(first, last + 1, step)]
 
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:

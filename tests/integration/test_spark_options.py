@@ -129,3 +129,37 @@ def test_natskv_key_filters_drop_covered_ones_and_refuse_partial_overlaps() -> N
     assert opts.filters == ("a.>",)
     with pytest.raises(InvalidKeyError, match="overlap"):
         _options({"bucket": "b", "servers": "nats://127.0.0.1:1", "keys": "a.*.c,a.b.>"}, "stream")
+
+
+def test_a_stream_batch_has_no_partitions_for_sequences_the_bucket_dropped(
+    nats_server: jetstream.EmbeddedServer, unique_name: Callable[[str], str]
+) -> None:
+    """History 1, one key written 50 times: only sequence 50 is stored. A micro-batch from
+    ``earliest`` (or an old checkpoint) covered 1..50 with a partition (and a consumer) per
+    10 sequences, all but the last empty."""
+    import kvstore
+    from kvstore.spark import KVStreamReader, _options
+
+    name = unique_name("drop")
+
+    async def fill() -> None:
+        async with await jetstream.connect(nats_server.url) as js:
+            bucket = await kvstore.create_bucket(js, name)
+            for i in range(50):
+                await bucket.put("k", str(i).encode())
+
+    jetstream.run_sync(fill)
+    opts = _options(
+        {"bucket": name, "servers": nats_server.url, "seqsPerPartition": "10"}, "stream"
+    )
+    reader = KVStreamReader(opts, ())
+    try:
+        assert [(p.first, p.last) for p in reader.partitions({"seq": 0}, {"seq": 50})] == [(50, 50)]
+        assert len(reader.partitions({"seq": 49}, {"seq": 50})) == 1
+    finally:
+
+        async def drop() -> None:
+            async with await jetstream.connect(nats_server.url) as js:
+                await kvstore.delete_bucket(js, name)
+
+        jetstream.run_sync(drop)
