@@ -9,12 +9,22 @@ import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
+import nats
 import pytest
+from nats.js import JetStreamContext
 
 import jetstream
 import kvstore
 
 _counter = itertools.count()
+
+
+@pytest.fixture
+async def peer(nats_server: jetstream.EmbeddedServer) -> AsyncIterator[JetStreamContext]:
+    """nats-py's own JetStream context, as another client of the same server."""
+    nc = await nats.connect(nats_server.url)
+    yield nc.jetstream()
+    await nc.close()
 
 
 @pytest.fixture(scope="session")

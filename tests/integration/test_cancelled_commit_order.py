@@ -4,9 +4,8 @@ CancelledError (found by tests/model: 'upload lost: o1 holds #6 after #10')."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
@@ -22,44 +21,6 @@ async def store(
     created = await objstore.create_store(js, unique_name("cco"))
     yield created
     await objstore.delete_store(js, created.name)
-
-
-async def test_cancelled_put_never_overwrites_a_later_completed_put(
-    store: ObjectStore, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    await store.put("x", b"0" * 3000, chunk_size=1024)
-    a, b = b"A" * 5000, b"B" * 4000  # the sizes tell the two commits apart
-    in_flight, release = asyncio.Event(), asyncio.Event()
-    real_write = _meta.write_record
-
-    async def write_record(s, info, ttl, *, expected, msg_id):  # type: ignore[no-untyped-def]
-        if info.size == len(a) and not release.is_set():
-            in_flight.set()  # A's first meta write is on its way ...
-            await release.wait()  # ... and slow to arrive
-        return await real_write(s, info, ttl, expected=expected, msg_id=msg_id)
-
-    monkeypatch.setattr(_meta, "write_record", write_record)
-
-    put_a = asyncio.ensure_future(store.put("x", a, chunk_size=1024))
-    await asyncio.wait_for(in_flight.wait(), 5)
-    await store.update_meta("x", description="racer")  # A's in-flight write will conflict
-    put_a.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await put_a  # the caller sees CancelledError: A is over for them
-    await store.put("x", b, chunk_size=1024)  # B begins after A was cancelled, and completes
-    release.set()
-    deadline = time.monotonic() + 10
-    while _finish._RUNNING and time.monotonic() < deadline:
-        await asyncio.sleep(0.01)
-    assert not _finish._RUNNING
-    assert await store.get_bytes("x") == b, "the cancelled put overwrote a later completed one"
-    nuids = {
-        m.subject.rsplit(".", 1)[1]
-        async for m in jetstream.scan_stream(
-            store._js, store.stream, [f"$O.{store.name}.C.>"], headers_only=True
-        )
-    }
-    assert nuids == {(await store.info("x")).nuid}, "chunks left behind"
 
 
 def _blocking_write(
@@ -80,24 +41,67 @@ def _blocking_write(
     return in_flight, release
 
 
+async def _cancel_mid_write(
+    monkeypatch: pytest.MonkeyPatch,
+    blocks: Callable[[objstore.ObjectInfo], bool],
+    call: Awaitable[object],
+    racer: Callable[[], Awaitable[object]],
+) -> asyncio.Event:
+    """Run ``call`` until its meta write ``blocks`` selects is on its way, let ``racer`` make
+    that write conflict, cancel the caller (who sees CancelledError), and return the event
+    that lets the held write arrive."""
+    in_flight, release = _blocking_write(monkeypatch, blocks)
+    task = asyncio.ensure_future(call)
+    await asyncio.wait_for(in_flight.wait(), 5)
+    await racer()
+    task.cancel()
+    await asyncio.wait([task])
+    assert task.cancelled()
+    return release
+
+
 async def _settled() -> None:
+    """Every write that outlived its cancelled caller has ended."""
     deadline = time.monotonic() + 10
     while _finish._RUNNING and time.monotonic() < deadline:
         await asyncio.sleep(0.01)
     assert not _finish._RUNNING
 
 
+async def test_cancelled_put_never_overwrites_a_later_completed_put(
+    store: ObjectStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await store.put("x", b"0" * 3000, chunk_size=1024)
+    a, b = b"A" * 5000, b"B" * 4000  # the sizes tell the two commits apart
+    release = await _cancel_mid_write(
+        monkeypatch,
+        lambda info: info.size == len(a),
+        store.put("x", a, chunk_size=1024),
+        lambda: store.update_meta("x", description="racer"),  # A's write will conflict
+    )
+    await store.put("x", b, chunk_size=1024)  # B begins after A was cancelled, and completes
+    release.set()
+    await _settled()
+    assert await store.get_bytes("x") == b, "the cancelled put overwrote a later completed one"
+    nuids = {
+        m.subject.rsplit(".", 1)[1]
+        async for m in jetstream.scan_stream(
+            store._js, store.stream, [f"$O.{store.name}.C.>"], headers_only=True
+        )
+    }
+    assert nuids == {(await store.info("x")).nuid}, "chunks left behind"
+
+
 async def test_a_cancelled_delete_never_deletes_a_later_put(
     store: ObjectStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     await store.put("x", b"0" * 3000, chunk_size=1024)
-    in_flight, release = _blocking_write(monkeypatch, lambda info: info.deleted)
-    deleting = asyncio.ensure_future(store.delete("x"))
-    await asyncio.wait_for(in_flight.wait(), 5)
-    await store.update_meta("x", description="racer")  # the delete's tombstone will conflict
-    deleting.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await deleting
+    release = await _cancel_mid_write(
+        monkeypatch,
+        lambda info: info.deleted,
+        store.delete("x"),
+        lambda: store.update_meta("x", description="racer"),  # the tombstone will conflict
+    )
     await store.put("x", b"B" * 4000, chunk_size=1024)  # after the caller gave up the delete
     release.set()
     await _settled()
@@ -108,14 +112,17 @@ async def test_a_cancelled_rename_never_moves_a_later_put(
     store: ObjectStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     await store.put("x", b"0" * 3000, chunk_size=1024)
-    in_flight, release = _blocking_write(monkeypatch, lambda i: i.name == "y" and i.size == 3000)
-    renaming = asyncio.ensure_future(store.update_meta("x", new_name="y"))
-    await asyncio.wait_for(in_flight.wait(), 5)
-    await store.put("y", b"y")  # the target is written meanwhile: the copy will conflict
-    await store.delete("y")
-    renaming.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await renaming
+
+    async def write_the_target() -> None:  # the copy will conflict
+        await store.put("y", b"y")
+        await store.delete("y")
+
+    release = await _cancel_mid_write(
+        monkeypatch,
+        lambda info: info.name == "y" and info.size == 3000,
+        store.update_meta("x", new_name="y"),
+        write_the_target,
+    )
     await store.put("x", b"B" * 4000, chunk_size=1024)  # after the caller gave up the rename
     release.set()
     await _settled()

@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from datetime import timedelta
 
-import nats
-import pytest
 from nats.js import JetStreamContext
 
 import jetstream
@@ -27,13 +25,6 @@ K1 = bytes(range(32))
 RING = Keyring({"k1": K1}, primary="k1")
 OPENER = Keyring({"k1": K1}, primary="k1")  # another ring with the same key: a reader
 ENC = jetstream.headers.ENCRYPTION
-
-
-@pytest.fixture
-async def peer(nats_server: jetstream.EmbeddedServer) -> AsyncIterator[JetStreamContext]:
-    nc = await nats.connect(nats_server.url)
-    yield nc.jetstream()
-    await nc.close()
 
 
 async def test_put_many_stores_envelope_v1_with_each_messages_own_headers(

@@ -11,7 +11,6 @@ import random
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
-import nats
 import pytest
 from nats.js import JetStreamContext
 
@@ -19,13 +18,6 @@ import jetstream
 import objstore
 
 SMALL = 64 * 1024  # many messages in flight when an upload fails
-
-
-@pytest.fixture
-async def peer(nats_server: jetstream.EmbeddedServer) -> AsyncIterator[JetStreamContext]:
-    nc = await nats.connect(nats_server.url)
-    yield nc.jetstream()
-    await nc.close()
 
 
 async def _chunk_subjects(js: jetstream.JetStream, store: objstore.ObjectStore) -> set[str]:

@@ -51,13 +51,6 @@ async def store(make_store: StoreFactory) -> ObjectStore:
     return await make_store()
 
 
-@pytest.fixture
-async def peer(nats_server: jetstream.EmbeddedServer) -> AsyncIterator[JetStreamContext]:
-    nc = await nats.connect(nats_server.url)
-    yield nc.jetstream()
-    await nc.close()
-
-
 def _meta_subject(store: ObjectStore, name: str) -> str:
     return f"$O.{store.name}.M.{base64.urlsafe_b64encode(name.encode()).decode()}"
 

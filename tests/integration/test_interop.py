@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from datetime import timedelta
 
 import nats
@@ -13,13 +13,6 @@ from nats.js import JetStreamContext
 import jetstream
 import kvstore
 from kvstore import Bucket
-
-
-@pytest.fixture
-async def peer(nats_server: jetstream.EmbeddedServer) -> AsyncIterator[JetStreamContext]:
-    nc = await nats.connect(nats_server.url)
-    yield nc.jetstream()
-    await nc.close()
 
 
 async def test_nats_py_reads_what_we_write(bucket: Bucket, peer: JetStreamContext) -> None:

@@ -4,9 +4,7 @@ exactly as orbit.go kvcodec stores them (vectors derived by hand in tests/unit/t
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
-import nats
 import pytest
 from nats.js import JetStreamContext
 
@@ -15,13 +13,6 @@ import kvstore
 from kvstore import Base64KeyCodec, ChainKeyCodec, Op, PathKeyCodec
 from kvstore._stages import ValueContext
 from tests.conftest import BucketFactory
-
-
-@pytest.fixture
-async def peer(nats_server: jetstream.EmbeddedServer) -> AsyncIterator[JetStreamContext]:
-    nc = await nats.connect(nats_server.url)
-    yield nc.jetstream()
-    await nc.close()
 
 
 async def _subjects(js: jetstream.JetStream, bucket: kvstore.Bucket) -> list[str]:

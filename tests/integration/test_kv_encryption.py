@@ -9,7 +9,7 @@ import asyncio
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
@@ -31,13 +31,6 @@ RING1 = Keyring({"k1": K1}, primary="k1")
 RING12 = Keyring({"k1": K1, "k2": K2}, primary="k2")
 RING2 = Keyring({"k2": K2}, primary="k2")
 ENC = jetstream.headers.ENCRYPTION
-
-
-@pytest.fixture
-async def peer(nats_server: jetstream.EmbeddedServer) -> AsyncIterator[JetStreamContext]:
-    nc = await nats.connect(nats_server.url)
-    yield nc.jetstream()
-    await nc.close()
 
 
 async def _stored(js: jetstream.JetStream, bucket: kvstore.Bucket) -> list[jetstream.StoredMessage]:

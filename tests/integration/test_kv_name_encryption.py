@@ -5,10 +5,7 @@ peer see only sealed names."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
-import nats
-import pytest
 from nats.js import JetStreamContext
 
 import jetstream
@@ -16,13 +13,6 @@ import kvstore
 from tests.conftest import BucketFactory
 
 RING = jetstream.Keyring({"k1": jetstream.Keyring.new_key()}, primary="k1")
-
-
-@pytest.fixture
-async def peer(nats_server: jetstream.EmbeddedServer) -> AsyncIterator[JetStreamContext]:
-    nc = await nats.connect(nats_server.url)
-    yield nc.jetstream()
-    await nc.close()
 
 
 async def test_names_and_values_sealed_every_operation_works(

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-import nats
 import pytest
 from nats.js import JetStreamContext
 
@@ -32,13 +31,6 @@ RING12 = Keyring({"k1": K1, "k2": K2}, primary="k2")
 RING2 = Keyring({"k2": K2}, primary="k2")
 ENC = jetstream.headers.ENCRYPTION
 DATA = bytes(range(256)) * 41  # 10496 bytes: 10 chunks of 1024 and one of 256
-
-
-@pytest.fixture
-async def peer(nats_server: jetstream.EmbeddedServer) -> AsyncIterator[JetStreamContext]:
-    nc = await nats.connect(nats_server.url)
-    yield nc.jetstream()
-    await nc.close()
 
 
 @pytest.fixture

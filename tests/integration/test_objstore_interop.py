@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 
 import nats
 import pytest
@@ -13,13 +13,6 @@ import jetstream
 import objstore
 
 CHUNK = objstore.DEFAULT_CHUNK_SIZE
-
-
-@pytest.fixture
-async def peer(nats_server: jetstream.EmbeddedServer) -> AsyncIterator[JetStreamContext]:
-    nc = await nats.connect(nats_server.url)
-    yield nc.jetstream()
-    await nc.close()
 
 
 async def test_nats_py_reads_what_we_store(

@@ -7,7 +7,6 @@ from __future__ import annotations
 import pathlib
 from collections.abc import AsyncIterator, Callable
 
-import nats
 import pytest
 from nats.js import JetStreamContext
 
@@ -18,13 +17,6 @@ from pcgroups import MemberMapping, StaticConfig
 from tests.integration.group_streams import group_stream
 
 FIXTURES = pathlib.Path(__file__).parent.parent / "fixtures" / "pcgroups"
-
-
-@pytest.fixture
-async def peer(nats_server: jetstream.EmbeddedServer) -> AsyncIterator[JetStreamContext]:
-    nc = await nats.connect(nats_server.url)
-    yield nc.jetstream()
-    await nc.close()
 
 
 @pytest.fixture

@@ -16,7 +16,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
-import nats
 import pytest
 from nats.js import JetStreamContext
 
@@ -39,13 +38,6 @@ async def store(
     store = await objstore.create_store(js, unique_name("hostile"))
     yield store
     await objstore.delete_store(js, store.name)
-
-
-@pytest.fixture
-async def peer(nats_server: jetstream.EmbeddedServer) -> AsyncIterator[JetStreamContext]:
-    nc = await nats.connect(nats_server.url)
-    yield nc.jetstream()
-    await nc.close()
 
 
 def _meta_subject(store: str, name: str) -> str:

@@ -19,7 +19,6 @@ from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
 from pathlib import Path
 
-import nats
 import pytest
 from nats.js import JetStreamContext
 
@@ -41,13 +40,6 @@ async def store(
     store = await objstore.create_store(js, unique_name("rsec"))
     yield store
     await objstore.delete_store(js, store.name)
-
-
-@pytest.fixture
-async def peer(nats_server: jetstream.EmbeddedServer) -> AsyncIterator[JetStreamContext]:
-    nc = await nats.connect(nats_server.url)
-    yield nc.jetstream()
-    await nc.close()
 
 
 def _meta_subject(store: str, name: str) -> str:
