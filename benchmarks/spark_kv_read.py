@@ -99,21 +99,6 @@ def _stream(spark: Any, url: str) -> int:
         return sum(p["numInputRows"] for p in query.recentProgress)
 
 
-def _schema() -> Any:
-    from pyspark.sql.types import (
-        BinaryType,
-        LongType,
-        StringType,
-        StructField,
-        StructType,
-        TimestampType,
-    )
-
-    types = (StringType(), BinaryType(), LongType(), TimestampType(), StringType())
-    names = ("key", "value", "revision", "created", "op")
-    return StructType([StructField(n, t) for n, t in zip(names, types, strict=True)])
-
-
 def _read_partition(reader: Any, partition: Any) -> int:
     return sum(1 for _ in reader.read(partition))
 
@@ -164,20 +149,20 @@ def processes(keys: int, history: int, partitions: list[int], rounds: int) -> st
     import statistics
     from concurrent.futures import ProcessPoolExecutor
 
-    from kvstore.spark import KVDataSource
+    from kvstore.spark import ROW_TYPE, KVDataSource
 
     times: dict[tuple[str, int], list[float]] = {}
     with jetstream.EmbeddedServer() as server:
         asyncio.run(_fill(server.url, "bench", keys, history))
         context = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=2, mp_context=context) as pool:
-            warm = KVDataSource({"servers": server.url, "bucket": "bench"}).reader(_schema())
+            warm = KVDataSource({"servers": server.url, "bucket": "bench"}).reader(ROW_TYPE)
             list(pool.map(_hash_share, [warm] * 2, [0, 1], [1000, 1000]))  # imports, connects
             for _ in range(rounds):
                 for parts in partitions:
                     options = {"servers": server.url, "bucket": "bench"}
                     options["numPartitions"] = str(parts)
-                    reader = KVDataSource(options).reader(_schema())
+                    reader = KVDataSource(options).reader(ROW_TYPE)
                     shares = reader.partitions()
                     start = time.perf_counter()
                     rows = sum(pool.map(_read_partition, [reader] * len(shares), shares))

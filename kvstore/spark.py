@@ -77,7 +77,14 @@ try:
         ReadMaxRows,
         SupportsTriggerAvailableNow,
     )
-    from pyspark.sql.types import StructType
+    from pyspark.sql.types import (
+        BinaryType,
+        LongType,
+        StringType,
+        StructField,
+        StructType,
+        TimestampType,
+    )
 except ImportError as exc:  # pragma: no cover - exercised by the missing-extra check
     raise ImportError(
         "kvstore.spark needs PySpark >= 4.2 and pyarrow: pip install 'jetstore[spark]'"
@@ -120,8 +127,18 @@ from ._stages import ValueContext
 __all__ = ["KVCommit", "KVDataSource", "register"]
 
 _log = logging.getLogger("kvstore.spark")
-SCHEMA = "key string, value binary, revision long, created timestamp, op string"
-_FIELDS = ("key", "value", "revision", "created", "op")
+ROW_TYPE = StructType(
+    [
+        StructField("key", StringType()),
+        StructField("value", BinaryType()),
+        StructField("revision", LongType()),
+        StructField("created", TimestampType()),
+        StructField("op", StringType()),
+    ]
+)
+"""The rows of a ``natskv`` read, for a reader built without a session (``reader(ROW_TYPE)``)."""
+SCHEMA = ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in ROW_TYPE.fields)
+_FIELDS = tuple(ROW_TYPE.names)
 _COMMON = (*CONNECTION_OPTIONS, "bucket", "path", "keyFile", "allowPlaintext")
 _KNOWN = {
     "write": (*_COMMON, "keyColumn", "valueColumn", "ttlColumn", "batchSize"),

@@ -27,14 +27,6 @@ pyspark = pytest.importorskip("pyspark", reason="needs the 'spark' extra")
 
 from pyspark.sql import SparkSession  # noqa: E402
 from pyspark.sql.streaming.datasource import ReadMaxRows  # noqa: E402
-from pyspark.sql.types import (  # noqa: E402
-    BinaryType,
-    LongType,
-    StringType,
-    StructField,
-    StructType,
-    TimestampType,
-)
 
 import kvstore.spark  # noqa: E402
 from kvstore._models import op_from_headers  # noqa: E402
@@ -43,15 +35,7 @@ from tests.proxy import TcpProxy  # noqa: E402
 
 pytestmark = pytest.mark.spark
 
-SCHEMA = StructType(
-    [
-        StructField("key", StringType()),
-        StructField("value", BinaryType()),
-        StructField("revision", LongType()),
-        StructField("created", TimestampType()),
-        StructField("op", StringType()),
-    ]
-)
+SCHEMA = kvstore.spark.ROW_TYPE
 PARTITION_COUNTS = (1, 2, 3, 7, 1024)  # 1024: more than the stream's sequences, one each
 LATE = ("k1", "k2", "late")  # written after planning
 
