@@ -86,18 +86,18 @@ async def read_snapshot(bucket: Bucket, keys: Iterable[str]) -> Snapshot:
             "without allow_direct); enable it with kvstore.update_bucket(js, name)"
         )
     own = bucket._own_writes
-    floor = max((own.revision(key) for key in wanted), default=0)  # its own writes of them
+    floor = max((own.revision(s) for s in subjects), default=0)  # its own writes of them
     for _ in range(PINNED_ATTEMPTS):
         answer = await _read_pinned(bucket, subjects)
         if answer is None:
             continue  # a replica behind the pin answered part of it: ask again
-        found, pin, witness = answer
+        found, pin = answer
         if pin is not None and any(message.seq > pin for message in found.values()):
             continue  # a message past the point the answer claims: not one point in time
         if pin is not None and pin < floor:
             continue  # a replica that trails this handle's own writes answered: ask again
         absent = [subject for subject in subjects if subject not in found]
-        if not absent or not await _any_stored(bucket, absent, witness):
+        if not absent or not await _any_stored(bucket, absent, found, pin):
             return _snapshot(bucket, wanted, subjects, found, pin)
     for _ in range(PINNED_ATTEMPTS):
         found, pin, at_boundary = await _read_by_consumer(bucket, subjects)
@@ -139,9 +139,9 @@ def _chunks(subjects: list[str], max_payload: int, reserve: int = 0) -> list[lis
 
 async def _read_pinned(
     bucket: Bucket, subjects: list[str]
-) -> tuple[dict[str, StoredMessage], int | None, Witness | None] | None:
-    """Every subject as of one sequence, the pin, and the witness of that pin when there is
-    one; None when a replica behind the pin answered part of it.
+) -> tuple[dict[str, StoredMessage], int | None] | None:
+    """Every subject as of one sequence, and that sequence (the pin); None when a replica
+    behind the pin answered part of it.
 
     One request when the subjects fit: one replica answers it as of its own last sequence
     (its reply says which), consistent if perhaps not the newest. Otherwise every request is
@@ -149,19 +149,19 @@ async def _read_pinned(
     js, stream = bucket._js, bucket.stream
     found: dict[str, StoredMessage] = {}
     if not subjects:
-        return found, None, None
+        return found, None
     if len(_chunks(subjects, js.nc.max_payload)) == 1:
         messages, pin = await js.get_last_messages(stream, subjects)
         found.update((m.subject, m) for m in messages)
-        return found, pin, None
+        return found, pin
     witness = await newest_message(js, stream, f"{bucket._prefix}>")
     if witness is None:
-        return found, 0, None  # an empty bucket: every key is missing
+        return found, 0  # an empty bucket: every key is missing
     answer = await pinned_last_messages(js, stream, subjects, witness, _PARALLEL_GETS)
     if answer is None:
         return None
     found.update((m.subject, m) for m in answer)
-    return found, witness.seq, witness
+    return found, witness.seq
 
 
 class Witness(NamedTuple):
@@ -215,18 +215,15 @@ async def pinned_last_messages(
             )
         )
         for chunk, (messages, _) in zip(batch, answers, strict=True):
-            if not _shows(messages, witness, exact=True):
+            if not _shows(messages, witness):
                 return None
             found.extend(m for m in messages if m.subject != witness.subject or m.subject in chunk)
     return found
 
 
-def _shows(messages: list[StoredMessage], witness: Witness, *, exact: bool) -> bool:
-    """Whether the witness's subject came back at its sequence (``exact``) or later."""
-    for m in messages:
-        if m.subject == witness.subject:
-            return m.seq == witness.seq if exact else m.seq >= witness.seq
-    return False
+def _shows(messages: list[StoredMessage], witness: Witness) -> bool:
+    """Whether the witness's subject came back at the witness's sequence."""
+    return any(m.subject == witness.subject and m.seq == witness.seq for m in messages)
 
 
 def _with(chunk: list[str], subject: str) -> list[str]:
@@ -237,25 +234,33 @@ def _subject_cost(subject: str) -> int:
     return len(subject.encode()) + 3  # quotes and comma
 
 
-async def _any_stored(bucket: Bucket, absent: list[str], witness: Witness | None) -> bool:
+async def _any_stored(
+    bucket: Bucket, absent: list[str], found: dict[str, StoredMessage], pin: int | None
+) -> bool:
     """Whether any of the ``absent`` subjects has a message now (then the pinned read may
     have missed it: its revision at the pin was replaced, or written after an empty first
-    answer). A replica behind the pin could say no for a key it has not seen yet, so each
-    answer must show the witness (the pin's, or else the leader's newest message) at its
-    sequence or later; an answer that does not counts as yes, and the read is repeated."""
+    answer).
+
+    A replica behind the pin could say no for a key it has not seen yet. An unpinned answer
+    reports the replica's last sequence, so each must report at least the pin; a subject
+    found by the read is asked along, so that the answer is never empty (an empty one reports
+    nothing). Only when nothing was found does the leader say what to ask for and from where.
+    An answer that cannot be trusted counts as yes: the read is repeated."""
     js, stream = bucket._js, bucket.stream
-    if witness is None:
-        witness = await newest_message(js, stream, f"{bucket._prefix}>")
-        if witness is None:
+    floor = pin or 0
+    sentinel = next(iter(found), None)
+    if sentinel is None:
+        newest = await newest_message(js, stream, f"{bucket._prefix}>")
+        if newest is None:
             return False  # nothing is stored at all
-    if witness.subject in absent:
+        sentinel, floor = newest.subject, max(floor, newest.seq)
+    if sentinel in absent:
         return True
-    chunks = _chunks(absent, js.nc.max_payload, reserve=_subject_cost(witness.subject))
-    for chunk in chunks:
-        messages, _ = await js.get_last_messages(stream, [*chunk, witness.subject])
-        if not _shows(messages, witness, exact=False):
+    for chunk in _chunks(absent, js.nc.max_payload, reserve=_subject_cost(sentinel)):
+        messages, replica_last = await js.get_last_messages(stream, [*chunk, sentinel])
+        if replica_last is None or replica_last < floor:
             return True  # a replica behind the pin answered: not known, so read again
-        if any(m.subject != witness.subject for m in messages):
+        if any(m.subject != sentinel for m in messages):
             return True
     return False
 
