@@ -16,7 +16,8 @@ from typing import Any, Self
 from ._context import JetStream, connect
 from ._errors import JetStreamError
 from ._links import Link
-from ._server import EmbeddedServer, ServerProcesses, _free_port
+from ._ports import lease_port
+from ._server import EmbeddedServer, ServerProcesses
 
 __all__ = ["EmbeddedCluster"]
 
@@ -42,17 +43,17 @@ class EmbeddedCluster(ServerProcesses):
             raise ValueError("a cluster needs at least one node")
         self.name = name
         self._root = store_dir or Path(tempfile.mkdtemp(prefix="jetstore-cluster-"))
-        routes = [_free_port() for _ in range(size)]
-        self.monitor_ports = [_free_port() for _ in range(size)]
+        # Route and monitoring ports stay leased while the cluster lives: a killed node must
+        # find them free when it restarts.
+        self._leases = [lease_port() for _ in range(2 * size)]
+        routes = [lease.port for lease in self._leases[:size]]
+        self.monitor_ports = [lease.port for lease in self._leases[size:]]
         # With partitionable, node i reaches node j only through links[i, j] (see partition).
         self.links: dict[tuple[int, int], Link] = {}
         self._dead_ends: list[Link] = []
         if partitionable:
             self.links = {
-                (i, j): Link(_free_port(), routes[j])
-                for i in range(size)
-                for j in range(size)
-                if i != j
+                (i, j): Link(0, routes[j]) for i in range(size) for j in range(size) if i != j
             }
         self.nodes = [
             EmbeddedServer(
@@ -77,7 +78,7 @@ class EmbeddedCluster(ServerProcesses):
             return ["--routes", ",".join(f"nats://127.0.0.1:{port}" for port in routes)]
         # Gossip would let nodes route to each other directly, around the links: advertise a
         # port that refuses every connection instead of the real route port.
-        dead_end = Link(_free_port(), routes[i])
+        dead_end = Link(0, routes[i])
         dead_end.cut()
         self._dead_ends.append(dead_end)
         mine = [link for (src, _), link in self.links.items() if src == i]
@@ -155,6 +156,8 @@ class EmbeddedCluster(ServerProcesses):
             node.close()
         for link in [*self.links.values(), *self._dead_ends]:
             link.close()
+        for lease in self._leases:
+            lease.release()
 
     def jsz(self, index: int, **params: str) -> dict[str, Any]:
         """A node's ``/jsz`` monitoring report (its own view: per-replica stream state)."""

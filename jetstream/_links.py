@@ -16,19 +16,20 @@ _CHUNK = 65536
 
 
 class Link:
-    """Forwards connections made to ``port`` (on 127.0.0.1) to ``target_port``.
+    """Forwards connections made to ``port`` (on 127.0.0.1; 0 picks a free one, see
+    :attr:`port`) to ``target_port``. The port stays bound until :meth:`close`.
 
     :meth:`cut` closes every forwarded connection and refuses new ones until :meth:`restore`:
     a link down, as the nodes on both ends see it.
     """
 
     def __init__(self, port: int, target_port: int) -> None:
-        self.port = port
         self.target_port = target_port
         self._up = True
         self._lock = threading.Lock()
         self._sockets: set[socket.socket] = set()
         self._listener = socket.create_server(("127.0.0.1", port))
+        self.port: int = self._listener.getsockname()[1]
         self._closed = False
         threading.Thread(target=self._accept_loop, name=f"link-{port}", daemon=True).start()
 

@@ -13,7 +13,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import sysconfig
@@ -24,6 +23,7 @@ from types import TracebackType
 from typing import Self
 
 from ._errors import JetStreamError, ServerNotFoundError
+from ._ports import PortLease, lease_port
 
 __all__ = ["EmbeddedServer", "find_server_binary"]
 
@@ -73,7 +73,11 @@ class ServerProcesses:
         raise NotImplementedError
 
     def __enter__(self) -> Self:
-        return self.start()
+        try:
+            return self.start()
+        except BaseException:
+            self.close()  # a cluster that failed half-way leaves no node running
+            raise
 
     def __exit__(
         self,
@@ -84,7 +88,7 @@ class ServerProcesses:
         self.close()
 
     async def __aenter__(self) -> Self:
-        return await asyncio.to_thread(self.start)
+        return await asyncio.to_thread(self.__enter__)
 
     async def __aexit__(
         self,
@@ -95,17 +99,12 @@ class ServerProcesses:
         await asyncio.to_thread(self.close)
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 class EmbeddedServer(ServerProcesses):
     """A nats-server process with JetStream, listening on a loopback port.
 
     Use as ``async with EmbeddedServer() as server:`` (or ``with``), or call :meth:`start` and
-    :meth:`stop`. The port is chosen once (free port, unless given) and kept across
+    :meth:`stop`. The port is chosen once (unless given: a free port below the ephemeral range,
+    leased until :meth:`close` so no other embedded server takes it) and kept across
     :meth:`restart`, as is the store directory, so a restarted server has the same URL and data.
     A temporary store directory is removed when the server stops for good.
 
@@ -126,6 +125,7 @@ class EmbeddedServer(ServerProcesses):
         self._extra_args = list(extra_args or [])
         self._startup_timeout = startup_timeout
         self._proc: subprocess.Popen[bytes] | None = None
+        self._lease: PortLease | None = None
 
     # -- properties ---------------------------------------------------------------------------
 
@@ -178,7 +178,10 @@ class EmbeddedServer(ServerProcesses):
         if self._store_dir is None:
             self._store_dir = Path(tempfile.mkdtemp(prefix="jetstore-nats-"))
         self._store_dir.mkdir(parents=True, exist_ok=True)
-        port = self._port if self._port is not None else _free_port()
+        if self._port is None:
+            self._lease = lease_port()
+            self._port = self._lease.port
+        port = self._port
         log = self.store_dir / "nats-server.log"
         log.write_bytes(b"")
         cmd = [
@@ -193,7 +196,6 @@ class EmbeddedServer(ServerProcesses):
         self._proc = subprocess.Popen(
             cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
         )
-        self._port = port
         try:
             self._wait_ready(log)
         except BaseException:
@@ -270,8 +272,12 @@ class EmbeddedServer(ServerProcesses):
         self._proc = None
 
     def close(self) -> None:
-        """Stop the server and remove its store directory if it was a temporary one."""
+        """Stop the server, release its port and remove its store directory if it was a
+        temporary one."""
         self.stop()
+        if self._lease is not None:
+            self._lease.release()
+            self._lease, self._port = None, None  # a later start leases a port again
         if not self._given_store and self._store_dir is not None:
             shutil.rmtree(self._store_dir, ignore_errors=True)
             self._store_dir = None
