@@ -21,7 +21,6 @@ async def main(url: str, bucket_name: str, updates: int, kind: str) -> None:
         bucket = await kvstore.open_bucket(js, bucket_name)
         peer = await nats.connect(url)
         try:
-            peer_kv = await peer.jetstream().key_value(bucket_name)
             loop = asyncio.get_running_loop()
             while True:
                 line = await loop.run_in_executor(None, sys.stdin.readline)
@@ -29,7 +28,7 @@ async def main(url: str, bucket_name: str, updates: int, kind: str) -> None:
                     return
                 for start in range(0, updates, 1000):
                     numbers = range(start, min(start + 1000, updates))
-                    await write(bucket, peer_kv, kind, numbers, b"u" * 100)
+                    await write(bucket, peer, kind, numbers, b"u" * 100)
                 print("done", flush=True)
         finally:
             await peer.close()

@@ -597,11 +597,7 @@ class OrderedConsumer(AsyncResource):
                 if meta.consumer_seq != self._expected:
                     await self._reset(f"gap: got {meta.consumer_seq}, expected {self._expected}")
                     continue
-                self._expected += 1
-                self.last_stream_seq = meta.stream_seq
-                if self._until_caught_up and meta.pending == 0 and self._ends_scan(item):
-                    self._caught_up = True
-                return item
+                return self._deliver(item)
             if isinstance(item, ResetSignal):
                 await self._reset(item.reason.value)
                 continue
@@ -609,6 +605,32 @@ class OrderedConsumer(AsyncResource):
                 await self.close()
                 raise item
             raise StopAsyncIteration  # stopped
+
+    def next_nowait(self) -> PullMessage | None:
+        """The next message if one is already here and in order, else None (then
+        ``__anext__`` does whatever comes next: waits, recreates the consumer, ends).
+
+        The per-message path of a watch: a caller that drains what one read of the socket
+        brought takes it without the awaits of ``__anext__``.
+        """
+        puller = self._puller
+        if puller is None or self._caught_up or self._closed:
+            return None
+        message = puller.queue.peek_message()
+        if message is None or message.metadata.consumer_seq != self._expected:
+            return None  # a gap: __anext__ takes it and recreates the consumer
+        puller.queue.drop_oldest()
+        puller.took(message)
+        return self._deliver(message)
+
+    def _deliver(self, message: PullMessage) -> PullMessage:
+        """Note ``message`` (in order) as delivered and return it."""
+        meta = message.metadata
+        self._expected += 1
+        self.last_stream_seq = meta.stream_seq
+        if self._until_caught_up and meta.pending == 0 and self._ends_scan(message):
+            self._caught_up = True
+        return message
 
     async def _next_item(self, puller: Puller) -> Item | None:
         """The next item; for ``until_caught_up``, None after an idle second in which the

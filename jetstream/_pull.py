@@ -204,6 +204,17 @@ class ItemQueue:
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
+    def peek_message(self) -> PullMessage | None:
+        """The oldest item if it is a message (left in place), else None."""
+        items = self._items
+        if items and type(items[0]) is PullMessage:
+            return items[0]
+        return None
+
+    def drop_oldest(self) -> None:
+        """Remove the oldest item (after :meth:`peek_message`)."""
+        self._items.popleft()
+
     async def get(self, timeout: float | None = None) -> Item:
         """The oldest item, waiting for one; with ``timeout``, TimeoutError after that many
         seconds without one. (A timer handle only while waiting: ``asyncio.wait_for`` would

@@ -113,8 +113,9 @@ class KeyWatcher(AsyncResource):
     async def __anext__(self) -> Entry:
         if not self._started:
             await self._start()
+        consumer = self._consumer
         while True:
-            message = await self._consumer.__anext__()
+            message = consumer.next_nowait() or await consumer.__anext__()
             if message.metadata.pending == 0:
                 self.initial_done.set()
             try:

@@ -174,3 +174,28 @@ async def test_overlapping_filters_watch_and_list_once(make_bucket: BucketFactor
     with pytest.raises(kvstore.InvalidKeyError, match="overlap"):
         async with bucket.watch(["a.*.c", "a.b.>"]):
             pass
+
+
+async def test_a_delivery_lost_in_transit_is_recovered_in_order(bucket: Bucket) -> None:
+    """A consumer-sequence gap (a delivery the client never got) recreates the consumer after
+    the last delivered revision; here the gap is found among messages already buffered, where
+    the watch takes them without waiting."""
+    for i in range(6):
+        await bucket.put(f"k{i}", b"v")
+    async with bucket.watch() as watcher:
+        puller = watcher._consumer._puller
+        assert puller is not None
+        receive = puller._receive
+        lost: list[int] = []
+
+        def lose_the_second(message: jetstream.PullMessage) -> None:
+            if message.reply and message.metadata.consumer_seq == 2:
+                lost.append(message.metadata.stream_seq)
+                return
+            receive(message)
+
+        puller._receive = lose_the_second  # type: ignore[method-assign]  # the first consumer's
+        entries = await _collect(watcher, 6)
+    assert len(lost) == 1
+    assert [e.key for e in entries] == [f"k{i}" for i in range(6)]
+    assert watcher.resets == 1

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from jetstream._pull import ItemQueue
+from jetstream._pull import ItemQueue, PullMessage
 
 
 async def test_get_with_timeout_raises_when_nothing_arrives() -> None:
@@ -32,3 +32,16 @@ async def test_get_with_timeout_wakes_on_a_put_and_keeps_order() -> None:
     first = await waiting
     assert isinstance(first, TimeoutError) and str(first) == "first"
     assert await queue.get() is None
+
+
+async def test_peek_message_shows_only_a_message_at_the_head() -> None:
+    queue = ItemQueue()
+    assert queue.peek_message() is None
+    message = PullMessage("s", "r", b"", {}, 0, None)  # type: ignore[arg-type]
+    queue.put_nowait(message)
+    queue.put_nowait(None)
+    assert queue.peek_message() is message, "left in place"
+    assert queue.peek_message() is message
+    queue.drop_oldest()
+    assert queue.peek_message() is None, "a stop signal is not a message"
+    assert await queue.get(timeout=1) is None
