@@ -44,6 +44,7 @@ from ._errors import (
     RequestTimeoutError,
     StreamNotFoundError,
 )
+from ._message import AckReply
 from ._models import ConsumerConfig, ConsumerInfo
 from ._nats_errors import from_nats, nats_errors
 from ._priority import PriorityPin
@@ -597,7 +598,7 @@ class OrderedConsumer(AsyncResource):
                 if meta.consumer_seq != self._expected:
                     await self._reset(f"gap: got {meta.consumer_seq}, expected {self._expected}")
                     continue
-                return self._deliver(item)
+                return self._deliver(item, meta)
             if isinstance(item, ResetSignal):
                 await self._reset(item.reason.value)
                 continue
@@ -617,15 +618,17 @@ class OrderedConsumer(AsyncResource):
         if puller is None or self._caught_up or self._closed:
             return None
         message = puller.queue.peek_message()
-        if message is None or message.metadata.consumer_seq != self._expected:
+        if message is None:
+            return None
+        meta = message.metadata
+        if meta.consumer_seq != self._expected:
             return None  # a gap: __anext__ takes it and recreates the consumer
         puller.queue.drop_oldest()
         puller.took(message)
-        return self._deliver(message)
+        return self._deliver(message, meta)
 
-    def _deliver(self, message: PullMessage) -> PullMessage:
-        """Note ``message`` (in order) as delivered and return it."""
-        meta = message.metadata
+    def _deliver(self, message: PullMessage, meta: AckReply) -> PullMessage:
+        """Note ``message`` (in order; ``meta`` is its metadata) as delivered and return it."""
         self._expected += 1
         self.last_stream_seq = meta.stream_seq
         if self._until_caught_up and meta.pending == 0 and self._ends_scan(message):

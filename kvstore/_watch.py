@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Self
 
 from jetstream import (
+    AckReply,
     AsyncResource,
     ClientValidationError,
     OrderedConsumer,
@@ -39,8 +40,9 @@ def _skip_foreign(bucket: Bucket, error: KeyDecodeError) -> None:
     _log.warning("bucket %r: skipping a key its key codec cannot decode: %s", bucket.name, error)
 
 
-def entry_from(bucket: Bucket, message: PullMessage) -> Entry:
-    meta = message.metadata
+def entry_from(bucket: Bucket, message: PullMessage, meta: AckReply | None = None) -> Entry:
+    """The entry ``message`` stands for (``meta``: its metadata, when already parsed)."""
+    meta = meta or message.metadata
     return bucket._entry_of(
         message.subject, message.data, meta.stream_seq, meta.time, message.headers, meta.pending
     )
@@ -116,10 +118,11 @@ class KeyWatcher(AsyncResource):
         consumer = self._consumer
         while True:
             message = consumer.next_nowait() or await consumer.__anext__()
-            if message.metadata.pending == 0:
+            meta = message.metadata
+            if meta.pending == 0:
                 self.initial_done.set()
             try:
-                entry = entry_from(self._bucket, message)
+                entry = entry_from(self._bucket, message, meta)
             except KeyDecodeError as exc:
                 _skip_foreign(self._bucket, exc)
                 continue
