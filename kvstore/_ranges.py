@@ -25,7 +25,14 @@ from collections.abc import Callable
 
 from jetstream import JetStream, MessageNotFoundError, OrderedConsumer, StoredMessage, scan_stream
 
-from ._snapshot import Witness, pinned_last_messages
+from ._snapshot import (
+    FILTERED_SCAN,
+    Witness,
+    pinned_last_messages,
+    subject_chunks,
+    subject_cost,
+    with_subject,
+)
 
 __all__ = ["LastCheck", "count_end", "read_keys", "read_latest", "split_range", "split_subjects"]
 
@@ -147,17 +154,60 @@ async def read_keys(
     Raises:
         JetStreamError: the stream cannot be read, or has no direct get.
     """
+    pin = witness.seq
     for attempt in range(_PINNED_TRIES):
         found = await pinned_last_messages(js, stream, subjects, witness, _PARALLEL_GETS)
         if found is not None:
             return found
-        if not await _still_stored(js, stream, witness.seq):
-            break
+        if not await _still_stored(js, stream, pin):
+            break  # the witness was rewritten since planning (a hot key)
         await asyncio.sleep(0.05 * 2**attempt)  # a replica catching up takes milliseconds
+    current = await _current_last_messages(js, stream, subjects, witness)
+    if current is not None:
+        unchanged, rewritten = current
+        if len(rewritten) <= FILTERED_SCAN:  # few keys written since: read only those
+            scanned = await _scan(js, stream, rewritten, 1, pin) if rewritten else {}
+            return [*unchanged, *await _still_last(js, stream, rewritten, scanned, pin, pin)]
     wanted = set(subjects)
-    scanned = await _scan(js, stream, filters, 1, witness.seq)
+    scanned = await _scan(js, stream, filters, 1, pin)
     latest = {subject: m for subject, m in scanned.items() if subject in wanted}
-    return await _still_last(js, stream, filters, latest, witness.seq, witness.seq)
+    return await _still_last(js, stream, filters, latest, pin, pin)
+
+
+async def _current_last_messages(
+    js: JetStream, stream: str, subjects: list[str], witness: Witness
+) -> tuple[list[StoredMessage], list[str]] | None:
+    """Each subject's last message now, from replicas that have applied ``witness.seq``:
+    those at or below it (their last there too), and the subjects written since (their last at
+    ``witness.seq`` is to be found). None when an answer came from a replica behind it, or
+    reports no sequence (nothing matched).
+
+    An unpinned answer reports the sequence it is consistent as of, so it needs no witness
+    message: this is the read when the witness has been rewritten. The witness's subject is
+    asked along so that an answer is never empty.
+    """
+    pin = witness.seq
+    unchanged: list[StoredMessage] = []
+    rewritten: list[str] = []
+    reserve = subject_cost(witness.subject)
+    chunks = subject_chunks(subjects, js.nc.max_payload, reserve=reserve)
+    for start in range(0, len(chunks), _PARALLEL_GETS):
+        batch = chunks[start : start + _PARALLEL_GETS]
+        answers = await asyncio.gather(
+            *(js.get_last_messages(stream, with_subject(chunk, witness.subject)) for chunk in batch)
+        )
+        for chunk, (messages, as_of) in zip(batch, answers, strict=True):
+            if as_of is None or as_of < pin:
+                return None
+            asked = set(chunk)
+            for message in messages:
+                if message.subject not in asked:
+                    continue  # the witness's subject, asked along only
+                if message.seq <= pin:
+                    unchanged.append(message)
+                else:
+                    rewritten.append(message.subject)
+    return unchanged, rewritten
 
 
 async def _still_stored(js: JetStream, stream: str, seq: int) -> bool:

@@ -113,12 +113,12 @@ async def read_snapshot(bucket: Bucket, keys: Iterable[str]) -> Snapshot:
 PINNED_ATTEMPTS = 3
 """Pinned reads before falling back to a consumer snapshot (each retry is at a newer point)."""
 
-_FILTERED_SCAN = 256  # more filter subjects slow the server down: scan the bucket instead
+FILTERED_SCAN = 256  # more filter subjects slow the server down: scan the bucket instead
 
 _PARALLEL_GETS = 8  # batched direct gets in flight at once after the first
 
 
-def _chunks(subjects: list[str], max_payload: int, reserve: int = 0) -> list[list[str]]:
+def subject_chunks(subjects: list[str], max_payload: int, reserve: int = 0) -> list[list[str]]:
     """Split ``subjects`` into batched-get requests: at most ``MULTI_GET_CHUNK`` subjects, and
     a JSON body within the server's max payload (long keys) with ``reserve`` bytes to spare."""
     room = max_payload - 64 - reserve  # {"multi_last":[...],"up_to_seq":N}
@@ -126,7 +126,7 @@ def _chunks(subjects: list[str], max_payload: int, reserve: int = 0) -> list[lis
     chunk: list[str] = []
     size = 0
     for subject in subjects:
-        cost = _subject_cost(subject)  # (keys need no JSON escapes)
+        cost = subject_cost(subject)  # (keys need no JSON escapes)
         if chunk and (len(chunk) >= MULTI_GET_CHUNK or size + cost > room):
             chunks.append(chunk)
             chunk, size = [], 0
@@ -150,7 +150,7 @@ async def _read_pinned(
     found: dict[str, StoredMessage] = {}
     if not subjects:
         return found, None
-    if len(_chunks(subjects, js.nc.max_payload)) == 1:
+    if len(subject_chunks(subjects, js.nc.max_payload)) == 1:
         messages, pin = await js.get_last_messages(stream, subjects)
         found.update((m.subject, m) for m in messages)
         return found, pin
@@ -204,13 +204,13 @@ async def pinned_last_messages(
         JetStreamError: a request failed.
     """
     pin = witness.seq
-    chunks = _chunks(subjects, js.nc.max_payload, reserve=_subject_cost(witness.subject))
+    chunks = subject_chunks(subjects, js.nc.max_payload, reserve=subject_cost(witness.subject))
     found: list[StoredMessage] = []
     for start in range(0, len(chunks), parallel):
         batch = chunks[start : start + parallel]
         answers = await asyncio.gather(
             *(
-                js.get_last_messages(stream, _with(chunk, witness.subject), up_to_seq=pin)
+                js.get_last_messages(stream, with_subject(chunk, witness.subject), up_to_seq=pin)
                 for chunk in batch
             )
         )
@@ -226,11 +226,11 @@ def _shows(messages: list[StoredMessage], witness: Witness) -> bool:
     return any(m.subject == witness.subject and m.seq == witness.seq for m in messages)
 
 
-def _with(chunk: list[str], subject: str) -> list[str]:
+def with_subject(chunk: list[str], subject: str) -> list[str]:
     return chunk if subject in chunk else [*chunk, subject]
 
 
-def _subject_cost(subject: str) -> int:
+def subject_cost(subject: str) -> int:
     return len(subject.encode()) + 3  # quotes and comma
 
 
@@ -256,7 +256,7 @@ async def _any_stored(
         sentinel, floor = newest.subject, max(floor, newest.seq)
     if sentinel in absent:
         return True
-    for chunk in _chunks(absent, js.nc.max_payload, reserve=_subject_cost(sentinel)):
+    for chunk in subject_chunks(absent, js.nc.max_payload, reserve=subject_cost(sentinel)):
         messages, replica_last = await js.get_last_messages(stream, [*chunk, sentinel])
         if replica_last is None or replica_last < floor:
             return True  # a replica behind the pin answered: not known, so read again
@@ -274,7 +274,7 @@ async def _read_by_consumer(
     third value). Many keys are read from a scan of the whole bucket (the server is slow with
     thousands of filter subjects)."""
     wanted = set(subjects)
-    whole = len(subjects) > _FILTERED_SCAN
+    whole = len(subjects) > FILTERED_SCAN
     filters = [f"{bucket._prefix}>"] if whole else subjects
     # A scan of the whole bucket can go on until it stops at the last message of a batch (the
     # newest one is always whole); a filtered one may never see it (it is on another key).

@@ -246,9 +246,10 @@ async def test_a_range_scan_never_returns_a_revision_older_than_the_planned_one(
 async def test_the_fallback_scan_never_returns_a_revision_older_than_the_planned_one(
     js: jetstream.JetStream, make_bucket: BucketFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """History 2, a key partition whose witness is gone scans the stream to the pin: it sees
-    k@1, then two writes of k remove k@1 and k@1502 (k's value at the pin) before the scan
-    reaches k@1502. k is left out (rewritten beyond the history), never returned as k@1."""
+    """History 2, a key partition whose witness is gone and whose replicas cannot show they
+    have the pin scans the stream to the pin: it sees k@1, then two writes of k remove k@1
+    and k@1502 (k's value at the pin) before the scan reaches k@1502. k is left out
+    (rewritten beyond the history), never returned as k@1."""
     bucket = await make_bucket(history=2)
     await bucket.put("k", b"old")
     for start in range(0, 1500, 500):  # enough that the scan has not fetched k@1502 yet
@@ -272,9 +273,49 @@ async def test_the_fallback_scan_never_returns_a_revision_older_than_the_planned
                     await bucket.put("k", b"w1")
                     await bucket.put("k", b"w2")
 
+    async def replicas_behind(*args: Any) -> None:
+        return None
+
+    monkeypatch.setattr(_ranges, "_current_last_messages", replicas_behind)
     monkeypatch.setattr(_ranges, "scan_stream", scan_with_a_writer)
     found = await read_keys(js, bucket.stream, [prefix + ">"], [prefix + "k"], witness)
     assert found == [] or [(m.seq, m.data) for m in found] == [(1502, b"new")]
+
+
+async def test_a_rewritten_witness_scans_only_the_keys_written_since_planning(
+    js: jetstream.JetStream, make_bucket: BucketFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The planned witness is the newest message, often of a hot key, soon rewritten beyond
+    the history. A key partition then reads the keys' current values (from replicas that
+    report the pin) and scans only the keys written since planning, not the whole stream; the
+    values are still those at the pin."""
+    bucket = await make_bucket(history=2)
+    keys = [f"k{i:04}" for i in range(1200)]
+    await bucket.put_many({key: b"old" for key in keys[:600]})
+    await bucket.put_many({key: b"old" for key in keys[600:]})
+    await bucket.put_many({"k0001": b"at-pin", "k0700": b"at-pin"})
+    await bucket.put("hot", b"1")
+    prefix = f"$KV.{bucket.name}."
+    witness = await newest_message(js, bucket.stream, prefix + ">")
+    assert witness is not None and witness.subject == prefix + "hot"
+    for n in range(2, 5):
+        await bucket.put("hot", b"%d" % n)  # the witness is gone
+    await bucket.put_many({"k0001": b"after", "k0002": b"after"})
+    scanned: list[list[str]] = []
+    real_scan = _ranges._scan
+
+    async def recorded(js_: Any, stream: str, filters: list[str], *args: Any) -> Any:
+        scanned.append(sorted(filters))
+        return await real_scan(js_, stream, filters, *args)
+
+    monkeypatch.setattr(_ranges, "_scan", recorded)
+    subjects = [bucket._subject(key) for key in keys]
+    found = await read_keys(js, bucket.stream, [prefix + ">"], subjects, witness)
+    values = {m.subject[len(prefix) :]: m.data for m in found}
+    assert sorted(values) == keys
+    assert values["k0001"] == values["k0700"] == b"at-pin"
+    assert values["k0002"] == values["k0003"] == b"old"
+    assert scanned == [[prefix + "k0001", prefix + "k0002"]]
 
 
 async def test_get_many_sees_its_own_rewrite_of_keys_the_replica_holds(
