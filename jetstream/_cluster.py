@@ -7,6 +7,7 @@ own store directory, so nodes can be killed (-9), paused and restarted one by on
 from __future__ import annotations
 
 import json
+import shutil
 import tempfile
 import time
 import urllib.request
@@ -42,9 +43,11 @@ class EmbeddedCluster(ServerProcesses):
         if size < 1:
             raise ValueError("a cluster needs at least one node")
         self.name = name
+        self._temporary_root = store_dir is None
         self._root = store_dir or Path(tempfile.mkdtemp(prefix="jetstore-cluster-"))
-        # Route and monitoring ports stay leased while the cluster lives: a killed node must
-        # find them free when it restarts.
+        # Route and monitoring ports stay leased while the cluster object lives, closed or
+        # not: a killed node must find them free when it restarts, as must a closed cluster
+        # started again.
         self._leases = [lease_port() for _ in range(2 * size)]
         routes = [lease.port for lease in self._leases[:size]]
         self.monitor_ports = [lease.port for lease in self._leases[size:]]
@@ -151,13 +154,14 @@ class EmbeddedCluster(ServerProcesses):
         )
 
     def close(self) -> None:
-        """Stop every node (by pid) and remove the temporary store."""
+        """Stop every node (by pid) and remove the temporary store. The route and monitoring
+        ports stay leased until the cluster object is garbage-collected."""
         for node in self.nodes:
             node.close()
         for link in [*self.links.values(), *self._dead_ends]:
             link.close()
-        for lease in self._leases:
-            lease.release()
+        if self._temporary_root:
+            shutil.rmtree(self._root, ignore_errors=True)
 
     def jsz(self, index: int, **params: str) -> dict[str, Any]:
         """A node's ``/jsz`` monitoring report (its own view: per-replica stream state)."""

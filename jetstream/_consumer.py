@@ -620,7 +620,10 @@ class OrderedConsumer(AsyncResource):
         message = puller.queue.peek_message()
         if message is None:
             return None
-        meta = message.metadata
+        try:
+            meta = message.metadata
+        except ValueError:
+            return None  # not a delivery: __anext__ takes it out and reports it, once
         if meta.consumer_seq != self._expected:
             return None  # a gap: __anext__ takes it and recreates the consumer
         puller.queue.drop_oldest()

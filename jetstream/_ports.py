@@ -15,7 +15,9 @@ import contextlib
 import os
 import random
 import socket
+import stat
 import tempfile
+import weakref
 from pathlib import Path
 
 from ._errors import JetStreamError
@@ -35,17 +37,23 @@ _NO_LOCK = -1
 
 
 class PortLease:
-    """A loopback port no other lease holds until :meth:`release` (or the process ends)."""
+    """A loopback port no other lease holds until :meth:`release`, until the lease is
+    garbage-collected, or until the process ends."""
 
     def __init__(self, port: int, lock_fd: int) -> None:
         self.port = port
-        self._lock_fd = lock_fd
+        # Closing the file drops its flock; the finalizer also runs when a server object that
+        # was never closed goes away, so a forgotten lease does not hold the port for good.
+        self._release = weakref.finalize(self, _unlock, lock_fd)
 
     def release(self) -> None:
         """Let other servers use the port again (idempotent)."""
-        if self._lock_fd >= 0:
-            os.close(self._lock_fd)  # closing the file drops its flock
-            self._lock_fd = _NO_LOCK
+        self._release()
+
+
+def _unlock(lock_fd: int) -> None:
+    if lock_fd != _NO_LOCK:
+        os.close(lock_fd)
 
 
 def unclaimed_range(ephemeral: tuple[int, int] | None) -> tuple[int, int]:
@@ -89,20 +97,41 @@ def _ephemeral_range() -> tuple[int, int] | None:
 
 
 def _lock(port: int) -> int | None:
-    """The descriptor holding ``port``'s lock (``_NO_LOCK`` where there are no file locks), or
-    None when another lease holds it. Lock files are never removed: removing one while another
-    process opens it would let two processes lock different files for the same port."""
+    """The descriptor holding ``port``'s lock (``_NO_LOCK`` where there are no file locks, or
+    no private directory for them), or None when another lease holds it. Lock files are never
+    removed: removing one while another process opens it would let two processes lock
+    different files for the same port."""
     if fcntl is None:
         return _NO_LOCK
-    directory = Path(tempfile.gettempdir()) / f"jetstore-ports-{os.getuid()}"
-    directory.mkdir(mode=0o700, exist_ok=True)
-    fd = os.open(directory / str(port), os.O_RDWR | os.O_CREAT, 0o600)
+    directory = _lock_directory()
+    if directory is None:
+        return _NO_LOCK
+    try:
+        fd = os.open(directory / str(port), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    except OSError:
+        return _NO_LOCK
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
         os.close(fd)
         return None
     return fd
+
+
+def _lock_directory(base: Path | None = None) -> Path | None:
+    """This user's lock directory in ``base``, by default one every process shares whatever
+    its ``TMPDIR`` (``/tmp`` where there is one); None when it cannot be made, or is not a
+    directory this user alone owns and writes (another user could remove the locks in it)."""
+    if base is None:
+        base = Path("/tmp") if Path("/tmp").is_dir() else Path(tempfile.gettempdir())
+    directory = base / f"jetstore-ports-{os.getuid()}"
+    try:
+        directory.mkdir(mode=0o700, exist_ok=True)
+        info = os.lstat(directory)
+    except OSError:
+        return None
+    private = stat.S_ISDIR(info.st_mode) and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+    return directory if private and info.st_uid == os.getuid() else None
 
 
 def _bindable(port: int) -> bool:

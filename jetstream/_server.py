@@ -88,7 +88,15 @@ class ServerProcesses:
         self.close()
 
     async def __aenter__(self) -> Self:
-        return await asyncio.to_thread(self.__enter__)
+        starting = asyncio.ensure_future(asyncio.to_thread(self.__enter__))
+        try:
+            return await asyncio.shield(starting)
+        except asyncio.CancelledError:
+            # The thread cannot be stopped midway: let it finish, then stop what it started
+            # (``async with`` never exits a block whose entry was cancelled).
+            await asyncio.wait([starting])
+            await asyncio.to_thread(self.close)
+            raise
 
     async def __aexit__(
         self,
@@ -178,7 +186,8 @@ class EmbeddedServer(ServerProcesses):
         if self._store_dir is None:
             self._store_dir = Path(tempfile.mkdtemp(prefix="jetstore-nats-"))
         self._store_dir.mkdir(parents=True, exist_ok=True)
-        if self._port is None:
+        leased_now = self._port is None
+        if leased_now:
             self._lease = lease_port()
             self._port = self._lease.port
         port = self._port
@@ -200,6 +209,8 @@ class EmbeddedServer(ServerProcesses):
             self._wait_ready(log)
         except BaseException:
             self._signal_and_wait(signal.SIGKILL, 10.0)
+            if leased_now:
+                self._release_port()
             raise
         return self
 
@@ -275,12 +286,15 @@ class EmbeddedServer(ServerProcesses):
         """Stop the server, release its port and remove its store directory if it was a
         temporary one."""
         self.stop()
-        if self._lease is not None:
-            self._lease.release()
-            self._lease, self._port = None, None  # a later start leases a port again
+        self._release_port()
         if not self._given_store and self._store_dir is not None:
             shutil.rmtree(self._store_dir, ignore_errors=True)
             self._store_dir = None
+
+    def _release_port(self) -> None:
+        if self._lease is not None:
+            self._lease.release()
+            self._lease, self._port = None, None  # a later start leases a port again
 
     def __repr__(self) -> str:
         state = f"pid={self.pid}" if self.running else "stopped"

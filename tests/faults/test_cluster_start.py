@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 
+import pytest
+
 import jetstream
+from jetstream._ports import _lock
 
 
 def test_a_cluster_that_fails_to_start_leaves_no_node_running() -> None:
@@ -20,3 +24,25 @@ def test_a_cluster_that_fails_to_start_leaves_no_node_running() -> None:
         assert [node.running for node in cluster.nodes] == [False, False, False]
     finally:
         blocker.close()
+
+
+async def test_a_cancelled_async_start_leaves_no_node_running() -> None:
+    cluster = jetstream.EmbeddedCluster(3)
+
+    async def use() -> None:
+        async with cluster:
+            raise AssertionError("the start was cancelled")
+
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(use(), 0.1)
+    assert [node.running for node in cluster.nodes] == [False, False, False]
+
+
+def test_a_closed_cluster_starts_again_on_its_leased_ports() -> None:
+    cluster = jetstream.EmbeddedCluster(3)
+    with cluster:
+        pass
+    with cluster:
+        assert cluster.jsz(0), "monitoring answers"
+        assert _lock(cluster.monitor_ports[0]) is None, "still leased to the cluster"
+    assert not any(node.running for node in cluster.nodes)

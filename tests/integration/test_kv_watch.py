@@ -199,3 +199,30 @@ async def test_a_delivery_lost_in_transit_is_recovered_in_order(bucket: Bucket) 
     assert len(lost) == 1
     assert [e.key for e in entries] == [f"k{i}" for i in range(6)]
     assert watcher.resets == 1
+
+
+async def test_a_stray_delivery_is_reported_once_and_the_watch_goes_on(bucket: Bucket) -> None:
+    """A message on the watch's inbox that is no consumer delivery (its reply is not an ack
+    subject) is reported once; the entries after it still arrive."""
+    for i in range(8):
+        await bucket.put(f"k{i}", b"v")
+    async with bucket.watch() as watcher:
+        puller = watcher._consumer._puller
+        assert puller is not None
+        receive = puller._receive
+
+        def stray_before_the_fifth(message: jetstream.PullMessage) -> None:
+            if message.reply and message.metadata.consumer_seq == 5:
+                receive(jetstream.PullMessage("x", "_INBOX.stray", b"", {}, 0, bucket._js.nc))
+            receive(message)
+
+        puller._receive = stray_before_the_fifth  # type: ignore[method-assign]
+        keys: list[str] = []
+        errors = 0
+        while len(keys) < 8:
+            try:
+                keys.append((await asyncio.wait_for(watcher.__anext__(), 10)).key)
+            except ValueError:
+                errors += 1
+                assert errors == 1, "reported once"
+    assert keys == [f"k{i}" for i in range(8)]

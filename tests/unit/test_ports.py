@@ -3,12 +3,20 @@ connections draw from) and leased, so two processes starting servers never pick 
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
-from jetstream._ports import _ephemeral_range, _lock, lease_port, unclaimed_range
+from jetstream._ports import (
+    _ephemeral_range,
+    _lock,
+    _lock_directory,
+    lease_port,
+    unclaimed_range,
+)
 
 
 def test_the_range_avoids_the_ephemeral_ports() -> None:
@@ -43,7 +51,8 @@ def test_a_port_leased_by_another_process_is_not_chosen() -> None:
                 """
                 import sys
                 from jetstream._ports import lease_port
-                print(lease_port().port, flush=True)
+                lease = lease_port()
+                print(lease.port, flush=True)
                 sys.stdin.read()
                 """
             ),
@@ -60,3 +69,33 @@ def test_a_port_leased_by_another_process_is_not_chosen() -> None:
     again = _lock(port)
     assert again is not None, "the lease ends with its process"
     os.close(again)
+
+
+def _locks_held() -> int:
+    """Lock files this process holds open (each is a leased port)."""
+    directory = _lock_directory()
+    assert directory is not None
+    fds = Path("/proc/self/fd")
+    return sum(
+        1
+        for fd in fds.iterdir()
+        if os.path.dirname(os.readlink(fd) if fd.is_symlink() else "") == str(directory)
+    )
+
+
+def test_a_lease_nobody_released_ends_with_its_object() -> None:
+    before = _locks_held()
+    lease = lease_port()
+    assert _locks_held() == before + 1
+    del lease
+    gc.collect()
+    assert _locks_held() == before
+
+
+def test_a_lock_directory_other_users_can_write_is_not_used(tmp_path: Path) -> None:
+    shared = tmp_path / f"jetstore-ports-{os.getuid()}"
+    shared.mkdir()
+    shared.chmod(0o777)
+    assert _lock_directory(tmp_path) is None
+    shared.chmod(0o700)
+    assert _lock_directory(tmp_path) == shared
