@@ -71,25 +71,15 @@ def test_a_port_leased_by_another_process_is_not_chosen() -> None:
     os.close(again)
 
 
-def _locks_held() -> int:
-    """Lock files this process holds open (each is a leased port)."""
-    directory = _lock_directory()
-    assert directory is not None
-    fds = Path("/proc/self/fd")
-    return sum(
-        1
-        for fd in fds.iterdir()
-        if os.path.dirname(os.readlink(fd) if fd.is_symlink() else "") == str(directory)
-    )
-
-
 def test_a_lease_nobody_released_ends_with_its_object() -> None:
-    before = _locks_held()
     lease = lease_port()
-    assert _locks_held() == before + 1
+    port = lease.port
+    assert _lock(port) is None, "held while the lease lives"
     del lease
     gc.collect()
-    assert _locks_held() == before
+    again = _lock(port)
+    assert again is not None, "released with the object"
+    os.close(again)
 
 
 def test_a_lock_directory_other_users_can_write_is_not_used(tmp_path: Path) -> None:
