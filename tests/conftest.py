@@ -1,5 +1,5 @@
 """Fixture chain: one real nats-server per test session -> a JetStream context per test ->
-buckets with unique names, deleted after the test. No server mocks anywhere."""
+buckets and object stores with unique names, deleted after the test. No server mocks anywhere."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from nats.js import JetStreamContext
 
 import jetstream
 import kvstore
+import objstore
 
 _counter = itertools.count()
 
@@ -79,3 +80,32 @@ async def bucket(make_bucket: BucketFactory) -> kvstore.Bucket:
     from datetime import timedelta
 
     return await make_bucket(history=5, marker_ttl=timedelta(seconds=1))
+
+
+StoreFactory = Callable[..., Awaitable[objstore.ObjectStore]]
+
+
+@pytest.fixture
+async def make_store(
+    js: jetstream.JetStream, unique_name: Callable[[str], str]
+) -> AsyncIterator[StoreFactory]:
+    """Create object stores with unique names; all are deleted when the test ends (one the
+    test deleted itself is skipped)."""
+    created: list[str] = []
+
+    async def make(**options: Any) -> objstore.ObjectStore:
+        name = unique_name("os")
+        store = await objstore.create_store(js, name, **options)
+        created.append(name)
+        return store
+
+    yield make
+    for name in created:
+        with contextlib.suppress(objstore.StoreNotFoundError):
+            await objstore.delete_store(js, name)
+
+
+@pytest.fixture
+async def store(make_store: StoreFactory) -> objstore.ObjectStore:
+    """An object store with the default configuration."""
+    return await make_store()

@@ -5,22 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 import pytest
 
 import jetstream
 import objstore
 from objstore import ObjectStore, _finish, _meta, _store
-
-
-@pytest.fixture
-async def store(
-    js: jetstream.JetStream, unique_name: Callable[[str], str]
-) -> AsyncIterator[ObjectStore]:
-    created = await objstore.create_store(js, unique_name("cco"))
-    yield created
-    await objstore.delete_store(js, created.name)
 
 
 def _blocking_write(

@@ -4,14 +4,13 @@ downloaded compared byte for byte; progress bars under a pseudo-terminal and non
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import re
 import subprocess
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 
 import pexpect
@@ -25,16 +24,6 @@ from .cli_helpers import ROOT, cli_command, cli_env, jetstore, jetstore_all
 pytestmark = pytest.mark.integration
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-
-
-@pytest.fixture
-async def store(
-    js: jetstream.JetStream, unique_name: Callable[[str], str]
-) -> AsyncIterator[objstore.ObjectStore]:
-    created = await objstore.create_store(js, unique_name("obj"))
-    yield created
-    with contextlib.suppress(objstore.StoreNotFoundError):  # the test may delete it
-        await objstore.delete_store(js, created.name)
 
 
 def _tree(root: Path) -> dict[str, bytes]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
-from collections.abc import Callable, Coroutine, Generator
+from collections.abc import Coroutine, Generator
 from typing import Any
 
 import msgspec
@@ -15,15 +15,16 @@ import pytest
 import jetstream
 import objstore
 from objstore._download import window_messages
+from tests.conftest import StoreFactory
 
 CHUNK = objstore.DEFAULT_CHUNK_SIZE
 CHUNKS = 96  # 12 MiB: more than the 8 MiB window
 
 
 async def _store_with_object(
-    js: jetstream.JetStream, name: str
+    make_store: StoreFactory,
 ) -> tuple[objstore.ObjectStore, objstore.ObjectInfo]:
-    store = await objstore.create_store(js, name)
+    store = await make_store()
     info = await store.put("big", b"".join(bytes([i]) * CHUNK for i in range(CHUNKS)))
     return store, info
 
@@ -40,11 +41,17 @@ async def _consumers(js: jetstream.JetStream, store: objstore.ObjectStore) -> li
     return [name async for name in js.consumer_names(store.stream)]
 
 
+async def _assert_nothing_left(js: jetstream.JetStream, store: objstore.ObjectStore) -> None:
+    """No read's feed task is still running and no consumer is left on the server."""
+    assert not _feed_tasks()
+    assert await _consumers(js, store) == []
+
+
 async def test_a_read_starts_a_fixed_number_of_tasks(
-    js: jetstream.JetStream, unique_name: Callable[[str], str]
+    js: jetstream.JetStream, make_store: StoreFactory
 ) -> None:
     """Before: one task per chunk (103 for 96 chunks), each awaited through asyncio.wait."""
-    store, _ = await _store_with_object(js, unique_name("tasks"))
+    store, _ = await _store_with_object(make_store)
     loop = asyncio.get_running_loop()
     made: collections.Counter[str] = collections.Counter()
 
@@ -66,13 +73,12 @@ async def test_a_read_starts_a_fixed_number_of_tasks(
     # A few pull requests and the consumer's own tasks; nothing per chunk.
     assert sum(made.values()) < CHUNKS // 4, made
     assert made["ChunkFeed._move"] == 1
-    await objstore.delete_store(js, store.name)
 
 
 async def test_a_slow_read_holds_no_more_than_its_window(
-    js: jetstream.JetStream, unique_name: Callable[[str], str]
+    js: jetstream.JetStream, make_store: StoreFactory
 ) -> None:
-    store, info = await _store_with_object(js, unique_name("window"))
+    store, info = await _store_with_object(make_store)
     window = window_messages(info)
     async with store.open("big") as reader:
         assert len(await reader.__anext__()) == CHUNK
@@ -88,13 +94,12 @@ async def test_a_slow_read_holds_no_more_than_its_window(
         assert max(seen) <= window + 1, "one taken, at most a window's worth held"
         rest = [chunk async for chunk in reader]
     assert len(rest) == CHUNKS - 1
-    await objstore.delete_store(js, store.name)
 
 
 async def test_a_cancelled_read_leaves_no_task_and_no_consumer(
-    js: jetstream.JetStream, unique_name: Callable[[str], str]
+    js: jetstream.JetStream, make_store: StoreFactory
 ) -> None:
-    store, _ = await _store_with_object(js, unique_name("cancel"))
+    store, _ = await _store_with_object(make_store)
     stuck = asyncio.Event()
 
     async def read_some() -> None:
@@ -113,33 +118,27 @@ async def test_a_cancelled_read_leaves_no_task_and_no_consumer(
         reading.cancel()
         await asyncio.wait([reading])
         assert reading.cancelled()
-        assert not _feed_tasks()
-        assert await _consumers(js, store) == []
-    await objstore.delete_store(js, store.name)
+        await _assert_nothing_left(js, store)
 
 
 async def test_a_failed_read_without_async_with_leaves_no_task_and_no_consumer(
-    js: jetstream.JetStream, unique_name: Callable[[str], str]
+    js: jetstream.JetStream, make_store: StoreFactory
 ) -> None:
     """``ObjectReader`` is public and iterable without ``async with``: a read that fails
     (here a meta record promising less than is stored) must still end its feed and consumer."""
-    store, info = await _store_with_object(js, unique_name("noctx"))
+    store, info = await _store_with_object(make_store)
     reader = objstore.ObjectReader(store, msgspec.structs.replace(info, size=info.size - 100))
     with pytest.raises(objstore.DigestMismatchError):
         await reader.read()
-    assert not _feed_tasks()
-    assert await _consumers(js, store) == []
-    await objstore.delete_store(js, store.name)
+    await _assert_nothing_left(js, store)
 
 
 async def test_reading_after_the_block_ended_creates_no_consumer(
-    js: jetstream.JetStream, unique_name: Callable[[str], str]
+    js: jetstream.JetStream, make_store: StoreFactory
 ) -> None:
-    store, _ = await _store_with_object(js, unique_name("after"))
+    store, _ = await _store_with_object(make_store)
     async with store.open("big") as reader:
         pass
     with pytest.raises(jetstream.JetStreamError):
         await reader.read()
-    assert not _feed_tasks()
-    assert await _consumers(js, store) == []
-    await objstore.delete_store(js, store.name)
+    await _assert_nothing_left(js, store)

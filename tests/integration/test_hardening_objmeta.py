@@ -12,7 +12,7 @@ import logging
 import os
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
@@ -23,32 +23,9 @@ from nats.js import JetStreamContext
 import jetstream
 import objstore
 from objstore import ObjectStore
+from tests.conftest import StoreFactory
 
 SMALL = 1024  # chunk size: small objects still have several chunks
-
-StoreFactory = Callable[..., Awaitable[ObjectStore]]
-
-
-@pytest.fixture
-async def make_store(
-    js: jetstream.JetStream, unique_name: Callable[[str], str]
-) -> AsyncIterator[StoreFactory]:
-    created: list[str] = []
-
-    async def make(**options: object) -> ObjectStore:
-        name = unique_name("om")
-        store = await objstore.create_store(js, name, **options)  # type: ignore[arg-type]
-        created.append(name)
-        return store
-
-    yield make
-    for name in created:
-        await objstore.delete_store(js, name)
-
-
-@pytest.fixture
-async def store(make_store: StoreFactory) -> ObjectStore:
-    return await make_store()
 
 
 def _meta_subject(store: ObjectStore, name: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
@@ -176,6 +177,20 @@ async def test_overlapping_filters_watch_and_list_once(make_bucket: BucketFactor
             pass
 
 
+Receive = Callable[[jetstream.PullMessage], None]
+
+
+def _intercept_deliveries(
+    watcher: kvstore.KeyWatcher, handle: Callable[[jetstream.PullMessage, Receive], None]
+) -> None:
+    """Pass the watch's current consumer's deliveries through ``handle(message, receive)``
+    (a fault in transit); a consumer the watch recreates later receives normally."""
+    puller = watcher._consumer._puller
+    assert puller is not None
+    receive = puller._receive
+    puller._receive = lambda message: handle(message, receive)  # type: ignore[method-assign]
+
+
 async def test_a_delivery_lost_in_transit_is_recovered_in_order(bucket: Bucket) -> None:
     """A consumer-sequence gap (a delivery the client never got) recreates the consumer after
     the last delivered revision; here the gap is found among messages already buffered, where
@@ -183,18 +198,15 @@ async def test_a_delivery_lost_in_transit_is_recovered_in_order(bucket: Bucket) 
     for i in range(6):
         await bucket.put(f"k{i}", b"v")
     async with bucket.watch() as watcher:
-        puller = watcher._consumer._puller
-        assert puller is not None
-        receive = puller._receive
         lost: list[int] = []
 
-        def lose_the_second(message: jetstream.PullMessage) -> None:
+        def lose_the_second(message: jetstream.PullMessage, receive: Receive) -> None:
             if message.reply and message.metadata.consumer_seq == 2:
                 lost.append(message.metadata.stream_seq)
                 return
             receive(message)
 
-        puller._receive = lose_the_second  # type: ignore[method-assign]  # the first consumer's
+        _intercept_deliveries(watcher, lose_the_second)
         entries = await _collect(watcher, 6)
     assert len(lost) == 1
     assert [e.key for e in entries] == [f"k{i}" for i in range(6)]
@@ -207,16 +219,13 @@ async def test_a_stray_delivery_is_reported_once_and_the_watch_goes_on(bucket: B
     for i in range(8):
         await bucket.put(f"k{i}", b"v")
     async with bucket.watch() as watcher:
-        puller = watcher._consumer._puller
-        assert puller is not None
-        receive = puller._receive
 
-        def stray_before_the_fifth(message: jetstream.PullMessage) -> None:
+        def stray_before_the_fifth(message: jetstream.PullMessage, receive: Receive) -> None:
             if message.reply and message.metadata.consumer_seq == 5:
                 receive(jetstream.PullMessage("x", "_INBOX.stray", b"", {}, 0, bucket._js.nc))
             receive(message)
 
-        puller._receive = stray_before_the_fifth  # type: ignore[method-assign]
+        _intercept_deliveries(watcher, stray_before_the_fifth)
         keys: list[str] = []
         errors = 0
         while len(keys) < 8:

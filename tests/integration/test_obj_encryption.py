@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ import objstore._rekey
 import objstore._upload
 from jetstream import DecryptionError, Keyring, PlaintextValueError, UnknownKeyIdError
 from objstore._models import chunk_subject, meta_subject
+from tests.conftest import StoreFactory
 
 K1 = bytes(range(32))
 K2 = bytes(range(64, 96))
@@ -31,23 +32,6 @@ RING12 = Keyring({"k1": K1, "k2": K2}, primary="k2")
 RING2 = Keyring({"k2": K2}, primary="k2")
 ENC = jetstream.headers.ENCRYPTION
 DATA = bytes(range(256)) * 41  # 10496 bytes: 10 chunks of 1024 and one of 256
-
-
-@pytest.fixture
-async def make_store(
-    js: jetstream.JetStream, unique_name: Callable[[str], str]
-) -> AsyncIterator[Callable[..., objstore.ObjectStore]]:
-    created: list[str] = []
-
-    async def make(**options: object) -> objstore.ObjectStore:
-        name = unique_name("os")
-        store = await objstore.create_store(js, name, **options)  # type: ignore[arg-type]
-        created.append(name)
-        return store
-
-    yield make  # type: ignore[misc]
-    for name in created:
-        await objstore.delete_store(js, name)
 
 
 async def _chunks(
@@ -98,7 +82,7 @@ async def _forge(
 
 async def test_objects_round_trip_and_peers_see_verifiable_ciphertext(
     js: jetstream.JetStream,
-    make_store: Callable[..., objstore.ObjectStore],
+    make_store: StoreFactory,
     peer: JetStreamContext,
     tmp_path: Path,
 ) -> None:
@@ -137,7 +121,7 @@ async def test_objects_round_trip_and_peers_see_verifiable_ciphertext(
 
 
 async def test_each_rearrangement_of_chunks_raises_a_typed_error(
-    js: jetstream.JetStream, make_store: Callable[..., objstore.ObjectStore]
+    js: jetstream.JetStream, make_store: StoreFactory
 ) -> None:
     store = await make_store(encryption=RING1)
     other = await make_store(encryption=RING1)
@@ -195,7 +179,7 @@ async def test_each_rearrangement_of_chunks_raises_a_typed_error(
 
 
 async def test_rotation_wrong_and_unknown_keys(
-    js: jetstream.JetStream, make_store: Callable[..., objstore.ObjectStore]
+    js: jetstream.JetStream, make_store: StoreFactory
 ) -> None:
     store = await make_store(encryption=RING1)
     await store.put("old", DATA, chunk_size=4096)
@@ -242,7 +226,7 @@ async def _gate_reupload(
 
 async def test_store_rotation_then_rekey_interrupted_and_resumed(
     js: jetstream.JetStream,
-    make_store: Callable[..., objstore.ObjectStore],
+    make_store: StoreFactory,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     store = await make_store(encryption=RING1)
@@ -293,7 +277,7 @@ async def test_store_rotation_then_rekey_interrupted_and_resumed(
 
 async def test_store_rekey_never_overwrites_a_concurrent_put(
     js: jetstream.JetStream,
-    make_store: Callable[..., objstore.ObjectStore],
+    make_store: StoreFactory,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     store = await make_store(encryption=RING1)
@@ -322,7 +306,7 @@ async def test_store_rekey_never_overwrites_a_concurrent_put(
 
 
 async def test_store_rekey_migrates_plain_objects(
-    js: jetstream.JetStream, make_store: Callable[..., objstore.ObjectStore]
+    js: jetstream.JetStream, make_store: StoreFactory
 ) -> None:
     plain = await make_store()
     await plain.put("a", b"plain a")

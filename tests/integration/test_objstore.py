@@ -21,28 +21,6 @@ from objstore import ObjectStore
 CHUNK = objstore.DEFAULT_CHUNK_SIZE
 
 
-@pytest.fixture
-async def make_store(
-    js: jetstream.JetStream, unique_name: Callable[[str], str]
-) -> AsyncIterator[Callable[..., object]]:
-    created: list[str] = []
-
-    async def make(**options: object) -> ObjectStore:
-        name = unique_name("os")
-        store = await objstore.create_store(js, name, **options)
-        created.append(name)
-        return store
-
-    yield make
-    for name in created:
-        await objstore.delete_store(js, name)
-
-
-@pytest.fixture
-async def store(make_store: Callable[..., object]) -> ObjectStore:
-    return await make_store()  # type: ignore[no-any-return,misc]
-
-
 @pytest.mark.parametrize("size", [0, 1, CHUNK - 1, CHUNK, 3 * CHUNK, 3 * CHUNK + 7])
 async def test_round_trip(store: ObjectStore, size: int) -> None:
     data = os.urandom(size)

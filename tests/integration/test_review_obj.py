@@ -9,24 +9,13 @@ import contextlib
 import random
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable
-
-import pytest
+from collections.abc import Awaitable, Callable
 
 import jetstream
 import objstore
 from objstore import ObjectStore, _finish
 
 SMALL = 1024
-
-
-@pytest.fixture
-async def store(
-    js: jetstream.JetStream, unique_name: Callable[[str], str]
-) -> AsyncIterator[ObjectStore]:
-    created = await objstore.create_store(js, unique_name("rv"))
-    yield created
-    await objstore.delete_store(js, created.name)
 
 
 async def _chunk_counts(js: jetstream.JetStream, store: ObjectStore) -> Counter[str]:

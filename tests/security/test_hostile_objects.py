@@ -12,7 +12,7 @@ import base64
 import json
 import logging
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
@@ -29,15 +29,6 @@ CHUNK = 1024
 PROMPT = 5.0  # seconds: any end must come well before the 30 s stall timeout
 PROVABLE = 0.5  # seconds: an end the server's counts prove comes before the 1 s idle check
 TRIALS = 5
-
-
-@pytest.fixture
-async def store(
-    js: jetstream.JetStream, unique_name: Callable[[str], str]
-) -> AsyncIterator[ObjectStore]:
-    store = await objstore.create_store(js, unique_name("hostile"))
-    yield store
-    await objstore.delete_store(js, store.name)
 
 
 def _meta_subject(store: str, name: str) -> str:

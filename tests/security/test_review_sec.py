@@ -15,7 +15,6 @@ import json
 import logging
 import os
 import traceback
-from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
 from pathlib import Path
 
@@ -31,15 +30,6 @@ from tests.security.test_permissions import _fast_denial, connect, secured
 __all__ = ["secured"]  # the module's server with the template users (test_permissions)
 
 DEEP = 20_000  # nesting levels: far beyond any recursion limit, 160 kB (under max_payload)
-
-
-@pytest.fixture
-async def store(
-    js: jetstream.JetStream, unique_name: Callable[[str], str]
-) -> AsyncIterator[ObjectStore]:
-    store = await objstore.create_store(js, unique_name("rsec"))
-    yield store
-    await objstore.delete_store(js, store.name)
 
 
 def _meta_subject(store: str, name: str) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -16,15 +15,6 @@ from objstore import ObjectStore
 
 CHUNK = 1024
 VICTIM = b"the victim's precious data"
-
-
-@pytest.fixture
-async def store(
-    js: jetstream.JetStream, unique_name: Callable[[str], str]
-) -> AsyncIterator[ObjectStore]:
-    store = await objstore.create_store(js, unique_name("dl"))
-    yield store
-    await objstore.delete_store(js, store.name)
 
 
 def _victim(tmp_path: Path) -> Path:

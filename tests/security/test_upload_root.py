@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -66,18 +65,6 @@ class Tree:
 @pytest.fixture
 def tree(tmp_path: Path) -> Tree:
     return Tree(tmp_path)
-
-
-@pytest.fixture
-async def store(
-    js: jetstream.JetStream, unique_name: Callable[[str], str]
-) -> AsyncIterator[objstore.ObjectStore]:
-    name = unique_name("up")
-    made = await objstore.create_store(js, name)
-    try:
-        yield made
-    finally:
-        await objstore.delete_store(js, name)
 
 
 def _connection(server: jetstream.EmbeddedServer) -> jetstream.ConnectionOptions:
