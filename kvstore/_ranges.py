@@ -25,14 +25,7 @@ from collections.abc import Callable
 
 from jetstream import JetStream, MessageNotFoundError, OrderedConsumer, StoredMessage, scan_stream
 
-from ._snapshot import (
-    FILTERED_SCAN,
-    Witness,
-    pinned_last_messages,
-    subject_chunks,
-    subject_cost,
-    with_subject,
-)
+from ._snapshot import FILTERED_SCAN, Witness, last_messages_along, pinned_last_messages
 
 __all__ = ["LastCheck", "count_end", "read_keys", "read_latest", "split_range", "split_subjects"]
 
@@ -188,26 +181,18 @@ async def _current_last_messages(
     """
     pin = witness.seq
     unchanged: list[StoredMessage] = []
-    rewritten: list[str] = []
-    reserve = subject_cost(witness.subject)
-    chunks = subject_chunks(subjects, js.nc.max_payload, reserve=reserve)
-    for start in range(0, len(chunks), _PARALLEL_GETS):
-        batch = chunks[start : start + _PARALLEL_GETS]
-        answers = await asyncio.gather(
-            *(js.get_last_messages(stream, with_subject(chunk, witness.subject)) for chunk in batch)
-        )
-        for chunk, (messages, as_of) in zip(batch, answers, strict=True):
+    rewritten: list[StoredMessage] = []
+    answers = last_messages_along(js, stream, subjects, witness.subject, None, _PARALLEL_GETS)
+    async with contextlib.aclosing(answers) as chunks:
+        async for chunk, messages, as_of in chunks:
             if as_of is None or as_of < pin:
                 return None
             asked = set(chunk)
             for message in messages:
                 if message.subject not in asked:
                     continue  # the witness's subject, asked along only
-                if message.seq <= pin:
-                    unchanged.append(message)
-                else:
-                    rewritten.append(message.subject)
-    return unchanged, rewritten
+                (unchanged if message.seq <= pin else rewritten).append(message)
+    return unchanged, [message.subject for message in rewritten]
 
 
 async def _still_stored(js: JetStream, stream: str, seq: int) -> bool:

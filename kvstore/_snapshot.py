@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Iterator, Mapping
+import contextlib
+from collections.abc import AsyncGenerator, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
 from jetstream import (
@@ -25,6 +26,7 @@ __all__ = [
     "MULTI_GET_CHUNK",
     "Snapshot",
     "Witness",
+    "last_messages_along",
     "newest_message",
     "pinned_last_messages",
     "read_snapshot",
@@ -126,7 +128,7 @@ def subject_chunks(subjects: list[str], max_payload: int, reserve: int = 0) -> l
     chunk: list[str] = []
     size = 0
     for subject in subjects:
-        cost = subject_cost(subject)  # (keys need no JSON escapes)
+        cost = _subject_cost(subject)  # (keys need no JSON escapes)
         if chunk and (len(chunk) >= MULTI_GET_CHUNK or size + cost > room):
             chunks.append(chunk)
             chunk, size = [], 0
@@ -203,22 +205,42 @@ async def pinned_last_messages(
     Raises:
         JetStreamError: a request failed.
     """
-    pin = witness.seq
-    chunks = subject_chunks(subjects, js.nc.max_payload, reserve=subject_cost(witness.subject))
     found: list[StoredMessage] = []
-    for start in range(0, len(chunks), parallel):
-        batch = chunks[start : start + parallel]
-        answers = await asyncio.gather(
-            *(
-                js.get_last_messages(stream, with_subject(chunk, witness.subject), up_to_seq=pin)
-                for chunk in batch
-            )
-        )
-        for chunk, (messages, _) in zip(batch, answers, strict=True):
+    answers = last_messages_along(js, stream, subjects, witness.subject, witness.seq, parallel)
+    async with contextlib.aclosing(answers) as chunks:
+        async for chunk, messages, _ in chunks:
             if not _shows(messages, witness):
                 return None
             found.extend(m for m in messages if m.subject != witness.subject or m.subject in chunk)
     return found
+
+
+async def last_messages_along(
+    js: JetStream,
+    stream: str,
+    subjects: list[str],
+    along: str,
+    up_to_seq: int | None,
+    parallel: int,
+) -> AsyncGenerator[tuple[list[str], list[StoredMessage], int | None], None]:
+    """The batched direct gets of ``subjects`` (``parallel`` in flight), each asking for
+    ``along`` too, as of ``up_to_seq`` (None: as of the answering replica's last sequence):
+    per request its subjects, the messages, and the sequence the answer is consistent as of.
+
+    Raises:
+        JetStreamError: a request failed.
+    """
+    chunks = subject_chunks(subjects, js.nc.max_payload, reserve=_subject_cost(along))
+    for start in range(0, len(chunks), parallel):
+        batch = chunks[start : start + parallel]
+        answers = await asyncio.gather(
+            *(
+                js.get_last_messages(stream, _with(chunk, along), up_to_seq=up_to_seq)
+                for chunk in batch
+            )
+        )
+        for chunk, (messages, as_of) in zip(batch, answers, strict=True):
+            yield chunk, messages, as_of
 
 
 def _shows(messages: list[StoredMessage], witness: Witness) -> bool:
@@ -226,11 +248,11 @@ def _shows(messages: list[StoredMessage], witness: Witness) -> bool:
     return any(m.subject == witness.subject and m.seq == witness.seq for m in messages)
 
 
-def with_subject(chunk: list[str], subject: str) -> list[str]:
+def _with(chunk: list[str], subject: str) -> list[str]:
     return chunk if subject in chunk else [*chunk, subject]
 
 
-def subject_cost(subject: str) -> int:
+def _subject_cost(subject: str) -> int:
     return len(subject.encode()) + 3  # quotes and comma
 
 
@@ -256,12 +278,13 @@ async def _any_stored(
         sentinel, floor = newest.subject, max(floor, newest.seq)
     if sentinel in absent:
         return True
-    for chunk in subject_chunks(absent, js.nc.max_payload, reserve=subject_cost(sentinel)):
-        messages, replica_last = await js.get_last_messages(stream, [*chunk, sentinel])
-        if replica_last is None or replica_last < floor:
-            return True  # a replica behind the pin answered: not known, so read again
-        if any(m.subject != sentinel for m in messages):
-            return True
+    answers = last_messages_along(js, stream, absent, sentinel, None, parallel=1)
+    async with contextlib.aclosing(answers) as chunks:
+        async for _, messages, replica_last in chunks:
+            if replica_last is None or replica_last < floor:
+                return True  # a replica behind the pin answered: not known, so read again
+            if any(m.subject != sentinel for m in messages):
+                return True
     return False
 
 
