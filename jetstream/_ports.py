@@ -76,9 +76,10 @@ def lease_port() -> PortLease:
         JetStreamError: no free port was found.
     """
     low, high = unclaimed_range(_ephemeral_range())
+    directory = _lock_directory() if fcntl is not None else None
     for _ in range(_TRIES):
         port = random.randrange(low, high)
-        lock_fd = _lock(port)
+        lock_fd = _lock(port, directory)
         if lock_fd is None:
             continue
         lease = PortLease(port, lock_fd)
@@ -96,15 +97,12 @@ def _ephemeral_range() -> tuple[int, int] | None:
     return low, high
 
 
-def _lock(port: int) -> int | None:
-    """The descriptor holding ``port``'s lock (``_NO_LOCK`` where there are no file locks, or
-    no private directory for them), or None when another lease holds it. Lock files are never
-    removed: removing one while another process opens it would let two processes lock
-    different files for the same port."""
-    if fcntl is None:
-        return _NO_LOCK
-    directory = _lock_directory()
-    if directory is None:
+def _lock(port: int, directory: Path | None) -> int | None:
+    """The descriptor holding ``port``'s lock in ``directory`` (``_NO_LOCK`` where there are
+    no file locks, or no private directory for them), or None when another lease holds it.
+    Lock files are never removed: removing one while another process opens it would let two
+    processes lock different files for the same port."""
+    if fcntl is None or directory is None:
         return _NO_LOCK
     try:
         fd = os.open(directory / str(port), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)

@@ -8,7 +8,12 @@ import socket
 import pytest
 
 import jetstream
-from jetstream._ports import _lock
+from jetstream._ports import _lock, _lock_directory
+
+
+def _try_lock(port: int) -> int | None:
+    """``port``'s lock file descriptor, or None while a lease holds the port."""
+    return _lock(port, _lock_directory())
 
 
 def test_a_cluster_that_fails_to_start_leaves_no_node_running() -> None:
@@ -44,5 +49,5 @@ def test_a_closed_cluster_starts_again_on_its_leased_ports() -> None:
         pass
     with cluster:
         assert cluster.jsz(0), "monitoring answers"
-        assert _lock(cluster.monitor_ports[0]) is None, "still leased to the cluster"
+        assert _try_lock(cluster.monitor_ports[0]) is None, "still leased to the cluster"
     assert not any(node.running for node in cluster.nodes)

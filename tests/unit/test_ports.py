@@ -19,6 +19,11 @@ from jetstream._ports import (
 )
 
 
+def _try_lock(port: int) -> int | None:
+    """``port``'s lock file descriptor, or None while a lease holds the port."""
+    return _lock(port, _lock_directory())
+
+
 def test_the_range_avoids_the_ephemeral_ports() -> None:
     assert unclaimed_range((32768, 60999)) == (10000, 32768)
     assert unclaimed_range((1024, 40000)) == (40001, 65536), "above when below is too small"
@@ -33,11 +38,11 @@ def test_leased_ports_are_distinct_and_outside_the_ephemeral_range() -> None:
         ports = [lease.port for lease in leases]
         assert len(set(ports)) == len(ports)
         assert all(low <= port < high for port in ports)
-        assert _lock(ports[0]) is None, "a held port cannot be leased again"
+        assert _try_lock(ports[0]) is None, "a held port cannot be leased again"
     finally:
         for lease in leases:
             lease.release()
-    again = _lock(ports[0])
+    again = _try_lock(ports[0])
     assert again is not None, "a released port can be leased again"
     os.close(again)
 
@@ -63,10 +68,10 @@ def test_a_port_leased_by_another_process_is_not_chosen() -> None:
     try:
         assert holder.stdout is not None
         port = int(holder.stdout.readline())
-        assert _lock(port) is None
+        assert _try_lock(port) is None
     finally:
         holder.communicate(b"")
-    again = _lock(port)
+    again = _try_lock(port)
     assert again is not None, "the lease ends with its process"
     os.close(again)
 
@@ -74,10 +79,10 @@ def test_a_port_leased_by_another_process_is_not_chosen() -> None:
 def test_a_lease_nobody_released_ends_with_its_object() -> None:
     lease = lease_port()
     port = lease.port
-    assert _lock(port) is None, "held while the lease lives"
+    assert _try_lock(port) is None, "held while the lease lives"
     del lease
     gc.collect()
-    again = _lock(port)
+    again = _try_lock(port)
     assert again is not None, "released with the object"
     os.close(again)
 
