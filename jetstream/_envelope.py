@@ -33,6 +33,7 @@ __all__ = [
     "associated_data",
     "format_header",
     "key_prefix",
+    "open_bound",
     "open_payload",
     "parse_header",
     "seal_payload",
@@ -107,6 +108,16 @@ def open_payload(cipher: AESGCM, key_id: str, payload: bytes, ad: bytes) -> byte
         DecryptionError: too short, or authentication failed (wrong key, changed bytes, other
             associated data: a value moved to another key or bucket).
     """
+    return open_bound(cipher, key_id, payload, _full_ad(key_id, ad))
+
+
+def open_bound(cipher: AESGCM, key_id: str, payload: bytes, full_ad: bytes) -> bytes:
+    """:func:`open_payload` with the whole associated data given (``key_prefix(key_id)``
+    and the caller's parts), as hot paths build it from a bound prefix.
+
+    Raises:
+        DecryptionError: as :func:`open_payload`.
+    """
     if len(payload) < OVERHEAD:
         raise DecryptionError(
             f"encrypted payload of {len(payload)} bytes is shorter than its {OVERHEAD}-byte "
@@ -116,7 +127,7 @@ def open_payload(cipher: AESGCM, key_id: str, payload: bytes, ad: bytes) -> byte
     # A view, not a slice: an object chunk's ciphertext is not copied before it is decrypted.
     nonce, sealed = payload[:NONCE_SIZE], memoryview(payload)[NONCE_SIZE:]
     try:
-        return cipher.decrypt(nonce, sealed, _full_ad(key_id, ad))
+        return cipher.decrypt(nonce, sealed, full_ad)
     except InvalidTag:
         raise DecryptionError(
             f"authentication failed with key {key_id!r}: wrong key, or the value was changed "

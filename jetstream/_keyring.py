@@ -38,13 +38,14 @@ from ._envelope import (
     TAG_SIZE,
     format_header,
     key_prefix,
+    open_bound,
     open_payload,
     parse_header,
     seal_payload,
 )
 from ._errors import InvalidKeyringError, UnknownKeyIdError
 
-__all__ = ["Keyring", "RekeyReport", "Sealer"]
+__all__ = ["Keyring", "Opener", "RekeyReport", "Sealer"]
 
 DEFAULT_KEYRING_ENV = "JETSTORE_KEYRING"
 """The environment variable :meth:`Keyring.from_env` reads by default."""
@@ -182,6 +183,21 @@ class Keyring:
             )
         return open_payload(cipher, key_id, payload, associated_data)
 
+    def opener(self, header: str) -> Opener:
+        """An :class:`Opener` for the payloads whose ``Jetstore-Enc`` header is ``header``.
+
+        Raises:
+            UnknownKeyIdError: the header names a key id that is not in the ring.
+            DecryptionError: a malformed header.
+        """
+        key_id = parse_header(header)
+        cipher = self._ciphers.get(key_id)
+        if cipher is None:
+            raise UnknownKeyIdError(
+                f"key id {key_id!r} is not in the keyring {list(self.key_ids)}", key_id=key_id
+            )
+        return Opener(cipher, key_id)
+
     def derive(self, purpose: str, length: int, *, key_id: str | None = None) -> bytes:
         """A key of ``length`` bytes for another algorithm, derived from key ``key_id`` (the
         primary by default) with HKDF-SHA256 and ``purpose`` as its info: one key never
@@ -301,6 +317,35 @@ class Sealer:
 
     def __repr__(self) -> str:
         return f"Sealer(key_id={self._key_id!r})"
+
+
+class Opener:
+    """Opens payloads sealed with one key, the counterpart of :class:`Sealer` for hot read
+    paths (every value a ``get_many`` or a watch returns): :meth:`bind` the constant start of
+    the associated data once, then :meth:`open_bound` each payload."""
+
+    __slots__ = ("_cipher", "_prefix", "key_id")
+
+    def __init__(self, cipher: AESGCM, key_id: str) -> None:
+        self._cipher = cipher
+        self.key_id = key_id
+        self._prefix = key_prefix(key_id)
+
+    def bind(self, associated_data: bytes) -> bytes:
+        """As :meth:`Sealer.bind`: ``Keyring.open(h, p, ad)`` and
+        ``opener(h).open_bound(p, bind(b"") + ad)`` authenticate the same data."""
+        return self._prefix + associated_data
+
+    def open_bound(self, payload: bytes, bound: bytes) -> bytes:
+        """The plaintext of ``payload``, bound to ``bound`` (built from :meth:`bind`).
+
+        Raises:
+            DecryptionError: too short, or authentication failed.
+        """
+        return open_bound(self._cipher, self.key_id, payload, bound)
+
+    def __repr__(self) -> str:
+        return f"Opener(key_id={self.key_id!r})"
 
 
 _MAX_SEALS = 2**32

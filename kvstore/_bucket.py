@@ -642,7 +642,10 @@ class Bucket:
 
     def _open(self, subject: str, data: bytes, headers: dict[str, str], revision: int) -> bytes:
         """A stored value through the value stages, last to first."""
-        context = ValueContext(self._name, subject[len(self._prefix) :], headers, revision)
+        stored_key = subject[len(self._prefix) :]
+        if self._sole_encryption is not None:
+            return self._sole_encryption.open_value(self._name, stored_key, data, headers, revision)
+        context = ValueContext(self._name, stored_key, headers, revision)
         for stage in reversed(self._value_stages):
             data = stage.open(data, context)
         return data

@@ -19,6 +19,7 @@ from jetstream import (
 )
 from jetstream import headers as hdr
 from jetstream._envelope import associated_data
+from jetstream._keyring import Opener
 
 from ._stages import ValueContext
 
@@ -55,6 +56,7 @@ class EncryptionStage:
         # system call less per value than a random nonce each.
         self._sealer = keyring.sealer()
         self._bound: dict[str, bytes] = {}  # bucket -> the sealer's bound AD prefix
+        self._opened: dict[tuple[str, str], tuple[Opener, bytes]] = {}  # (header, bucket)
 
     def seal(self, value: bytes, context: ValueContext) -> bytes:
         """``value`` encrypted; adds the ``Jetstore-Enc`` header to ``context.headers``."""
@@ -89,29 +91,65 @@ class EncryptionStage:
                 bucket. Each names the stored key and the revision (the bucket sets
                 ``.key`` to the user key).
         """
-        header = context.headers.get(hdr.ENCRYPTION)
-        where = f"bucket {context.bucket!r} stored key {context.key!r} revision {context.revision}"
+        return self.open_value(
+            context.bucket, context.key, value, context.headers, context.revision
+        )
+
+    def open_value(
+        self,
+        bucket: str,
+        stored_key: str,
+        value: bytes,
+        headers: dict[str, str],
+        revision: int | None,
+    ) -> bytes:
+        """:meth:`open` without a :class:`ValueContext` (a bucket whose only stage this is).
+
+        Raises:
+            As :meth:`open`.
+        """
+        header = headers.get(hdr.ENCRYPTION)
         if header is None:
             if self.allow_plaintext:
                 return value
             raise PlaintextValueError(
-                f"{where}: value is not encrypted (open the bucket with allow_plaintext=True "
-                "to read plain values while migrating)",
-                key=context.key,
-                revision=context.revision,
+                f"{_where(bucket, stored_key, revision)}: value is not encrypted (open the "
+                "bucket with allow_plaintext=True to read plain values while migrating)",
+                key=stored_key,
+                revision=revision,
             )
         try:
-            return self.keyring.open(
-                header, value, value_associated_data(context.bucket, context.key)
-            )
+            # value_associated_data(), with its constant start (key id, bucket) bound once
+            # per header and bucket: this runs for every value a get_many or a watch returns.
+            bound = self._opened.get((header, bucket))
+            if bound is None:
+                bound = self._bind_opener(header, bucket)
+            opener, prefix = bound
+            raw = stored_key.encode("utf-8", "surrogatepass")
+            return opener.open_bound(value, prefix + len(raw).to_bytes(4, "big") + raw)
         except DecryptionError as exc:
             raise type(exc)(
-                f"{where}: {exc.description}",
-                key=context.key,
-                revision=context.revision,
+                f"{_where(bucket, stored_key, revision)}: {exc.description}",
+                key=stored_key,
+                revision=revision,
                 key_id=exc.key_id,
             ) from None
+
+    def _bind_opener(self, header: str, bucket: str) -> tuple[Opener, bytes]:
+        """The opener of ``header`` and its prefix bound for ``bucket``, kept for the next
+        value (only valid headers naming a key of the ring are kept: a few per bucket).
+
+        Raises:
+            UnknownKeyIdError, DecryptionError: as :meth:`jetstream.Keyring.opener`.
+        """
+        opener = self.keyring.opener(header)
+        bound = self._opened[header, bucket] = (opener, opener.bind(_bucket_prefix(bucket)))
+        return bound
 
     def __repr__(self) -> str:
         plain = ", allow_plaintext=True" if self.allow_plaintext else ""
         return f"EncryptionStage({self.keyring!r}{plain})"
+
+
+def _where(bucket: str, stored_key: str, revision: int | None) -> str:
+    return f"bucket {bucket!r} stored key {stored_key!r} revision {revision}"

@@ -30,21 +30,26 @@ HEADER_BLOCKS = [
 
 
 async def raw_publish(url: str, frames: list[tuple[str, bytes, bytes]]) -> None:
-    """Publish ``(subject, header block, payload)`` as raw HPUB frames, as any client may."""
+    """Publish ``(subject, header block, payload)`` as raw HPUB frames, as any client may, and
+    return once the stream stored them all: the last frame asks for the stream's ack, which
+    comes after every earlier message was stored (a PONG only says the server read them)."""
     host, port = url.removeprefix("nats://").rsplit(":", 1)
     reader, writer = await asyncio.open_connection(host, int(port))
     try:
         await reader.readline()  # INFO
         connect = {"verbose": False, "pedantic": False, "headers": True, "protocol": 1}
         writer.write(b"CONNECT " + json.dumps(connect).encode() + b"\r\n")
-        for subject, block, payload in frames:
+        writer.write(b"SUB raw.ack 1\r\n")
+        for i, (subject, block, payload) in enumerate(frames):
+            reply = b" raw.ack" if i == len(frames) - 1 else b""
             total = len(block) + len(payload)
-            writer.write(b"HPUB %s %d %d\r\n" % (subject.encode(), len(block), total))
+            writer.write(b"HPUB %s%s %d %d\r\n" % (subject.encode(), reply, len(block), total))
             writer.write(block + payload + b"\r\n")
-        writer.write(b"PING\r\n")
         await writer.drain()
-        while (line := await reader.readline()) and line != b"PONG\r\n":
-            assert not line.startswith(b"-ERR"), line
+        while not (line := await reader.readline()).startswith(b"MSG raw.ack"):
+            assert line and not line.startswith(b"-ERR"), line
+        ack = await reader.readline()
+        assert b'"seq"' in ack and b"error" not in ack, ack
     finally:
         writer.close()
         await writer.wait_closed()
@@ -90,3 +95,53 @@ async def test_routed_deliveries_equal_nats_py_deliveries(
         ]
     finally:
         await nc.close()
+
+
+async def test_batched_direct_gets_read_routed_equal_nats_py(
+    js: JetStream, nats_server: jetstream.EmbeddedServer, unique_name: Callable[[str], str]
+) -> None:
+    """``get_last_messages`` (every ``get_many``) reads its answers past nats-py's pipeline:
+    the same messages, headers, errors and "nothing matched" as nats-py's path gives."""
+    name = unique_name("D")
+    await js.add_stream(StreamConfig(name=name, subjects=[f"{name}.>"], allow_direct=True))
+    try:
+        frames = [(f"{name}.k{i}", block, b"v%d" % i) for i, block in enumerate(HEADER_BLOCKS)]
+        frames += [(f"{name}.many.{i}", b"NATS/1.0\r\n\r\n", b"") for i in range(1030)]
+        await raw_publish(nats_server.url, frames)
+        nc = await nats.connect(nats_server.url)
+        try:
+            plain = JetStream(nc)
+            assert route_of(plain.nc) is None and route_of(js.nc) is not None
+
+            async def outcomes(ctx: JetStream) -> list[Any]:
+                found = await ctx.get_last_messages(name, [f"{name}.k*"])
+                absent = await ctx.get_last_messages(name, [f"{name}.none"])
+                with pytest.raises(jetstream.ServerError) as too_many:
+                    await ctx.get_last_messages(name, [f"{name}.many.*"])
+                return [found, absent, (type(too_many.value), too_many.value.code)]
+
+            expected = await outcomes(plain)
+            through_nats_py = []
+            process_msg = js.nc._process_msg
+
+            async def counted(*args: Any, **kwargs: Any) -> None:
+                through_nats_py.append(args)
+                await process_msg(*args, **kwargs)
+
+            js.nc._process_msg = counted  # type: ignore[method-assign]
+            try:
+                assert await outcomes(js) == expected
+            finally:
+                del js.nc._process_msg
+            assert through_nats_py == []  # every answer took the route
+            messages, as_of = expected[0]
+            assert as_of == len(frames)
+            assert [m.headers for m in messages[:2]] == [
+                {"A": "2"},
+                {"Name": "NoSpace", "Tabbed": "value"},
+            ]
+            assert expected[1] == ([], None) and expected[2][1] == 413
+        finally:
+            await nc.close()
+    finally:
+        await js.delete_stream(name)

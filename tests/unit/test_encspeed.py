@@ -17,7 +17,13 @@ import os
 
 import pytest
 
-from jetstream import DecryptionError, InvalidKeyringError, Keyring
+from jetstream import (
+    DecryptionError,
+    InvalidKeyringError,
+    Keyring,
+    PlaintextValueError,
+    UnknownKeyIdError,
+)
 from jetstream._batch import _batch_frame, _batch_headers, _batch_id_lines, batch_header_size
 from jetstream._envelope import NONCE_SIZE, OVERHEAD, associated_data
 from jetstream._limits import header_lines_size
@@ -113,6 +119,48 @@ def test_the_kv_stage_binds_what_value_associated_data_says(bucket: str, key: st
     payload = stage.seal(b"secret", ValueContext("other", key, other))  # another bucket
     with pytest.raises(DecryptionError):
         RING.open(other["Jetstore-Enc"], payload, value_associated_data(bucket, key))
+
+
+@pytest.mark.parametrize(("bucket", "key"), [("b", "k.1"), ("orders", "a.b.ключ"), ("b2", "")])
+def test_the_kv_stage_opens_what_the_keyring_opens(bucket: str, key: str) -> None:
+    """The stage's bound opening (an :class:`Opener` per header and bucket, kept) accepts and
+    refuses exactly what ``Keyring.open`` with ``value_associated_data`` does."""
+    stage = EncryptionStage(RING)
+    old_header, old = RING.seal(b"old", value_associated_data(bucket, key))  # under k2
+    k1_header = "v1;k1"
+    k1 = Keyring({"k1": K1}, primary="k1").seal(b"k1 value", value_associated_data(bucket, key))
+    for _ in range(2):  # the second read reuses the kept opener and prefix
+        assert stage.open_value(bucket, key, old, {"Jetstore-Enc": old_header}, 3) == b"old"
+        assert stage.open_value(bucket, key, k1[1], {"Jetstore-Enc": k1_header}, 4) == (b"k1 value")
+        with pytest.raises(DecryptionError) as moved:  # the same bytes under another key
+            stage.open_value(bucket, key + "x", old, {"Jetstore-Enc": old_header}, 5)
+        assert (moved.value.key, moved.value.revision, moved.value.key_id) == (key + "x", 5, "k2")
+        with pytest.raises(DecryptionError):  # another bucket
+            stage.open_value(bucket + "x", key, old, {"Jetstore-Enc": old_header}, 5)
+        with pytest.raises(DecryptionError):  # too short to hold a nonce and a tag
+            stage.open_value(bucket, key, old[: OVERHEAD - 1], {"Jetstore-Enc": old_header}, 5)
+    with pytest.raises(UnknownKeyIdError) as unknown:
+        stage.open_value(bucket, key, old, {"Jetstore-Enc": "v1;gone"}, 6)
+    assert (unknown.value.key, unknown.value.revision, unknown.value.key_id) == (key, 6, "gone")
+    with pytest.raises(DecryptionError):
+        stage.open_value(bucket, key, old, {"Jetstore-Enc": "v2;k2"}, 6)
+    assert {header for header, _ in stage._opened} == {old_header, k1_header}  # valid ones only
+    with pytest.raises(PlaintextValueError):
+        stage.open_value(bucket, key, b"plain", {}, 7)
+    assert EncryptionStage(RING, allow_plaintext=True).open_value(bucket, key, b"p", {}, 7) == b"p"
+
+
+def test_an_opener_opens_what_the_keyring_opens() -> None:
+    header, payload = RING.seal(b"secret", b"ad")
+    opener = RING.opener(header)
+    assert opener.key_id == "k2" and "k2" in repr(opener) and "secret" not in repr(opener)
+    assert opener.open_bound(payload, opener.bind(b"ad")) == b"secret"
+    with pytest.raises(DecryptionError):
+        opener.open_bound(payload, opener.bind(b"other"))
+    with pytest.raises(UnknownKeyIdError):
+        RING.opener("v1;nope")
+    with pytest.raises(DecryptionError):
+        RING.opener("not a header")
 
 
 @pytest.mark.parametrize(("index", "last"), [(0, False), (7, True), (12345, False)])
