@@ -75,8 +75,8 @@ def parse_header_block(block: bytes) -> dict[str, str]:
 def parse_headers(block: bytes) -> dict[str, str]:
     """The headers of a delivered ``NATS/1.0[ <code>[ <description>]]\\r\\n...`` block, as
     nats-py reports them: an inline status as ``Status`` and ``Description``; names trimmed,
-    ASCII and without whitespace (others skipped), values trimmed and decoded with
-    replacement characters for bad UTF-8; a repeated name keeps its last value.
+    ASCII and without whitespace (others skipped), values trimmed of ASCII whitespace and
+    decoded with replacement characters for bad UTF-8; a repeated name keeps its last value.
 
     Much cheaper than nats-py's parser, which tests every name character in Python: this is
     on the path of every message a watch or consumer receives."""
@@ -90,13 +90,35 @@ def parse_headers(block: bytes) -> dict[str, str]:
         description = description.strip()
         if description:
             headers["Description"] = description
+    names = _NAMES
     for line in rest.split("\r\n"):
         name, sep, value = line.partition(":")
         if sep:
-            name = name.strip()
-            if name.isascii() and " " not in name and "\t" not in name:
-                headers[name] = value.strip()
+            valid = names.get(name)
+            if valid is None and name not in names:
+                valid = _header_name(name)
+            if valid is not None:
+                headers[valid] = value.strip(_ASCII_SPACE)
     return headers
+
+
+def _header_name(raw: str) -> str | None:
+    """``raw`` as nats-py keeps it (None: skipped), remembered for the next message (most
+    blocks repeat the same few names): stripped of ASCII whitespace, as nats-py strips bytes,
+    and skipped if not ASCII or with any whitespace left (\\x1c-\\x1f included)."""
+    name = raw.strip(_ASCII_SPACE)
+    valid = name if name.isascii() and not any(map(str.isspace, name)) else None
+    if len(_NAMES) < _MAX_NAMES:  # bounded: names come from other clients too
+        _NAMES[raw] = valid
+    return valid
+
+
+_NAMES: dict[str, str | None] = {}
+_MAX_NAMES = 4096
+
+
+_ASCII_SPACE = " \t\n\r\x0b\x0c"
+"""What ``bytes.strip()`` strips."""
 
 
 def parse_timestamp(text: str) -> datetime:

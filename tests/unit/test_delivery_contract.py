@@ -8,6 +8,8 @@ import inspect
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from nats.aio.client import Client
 from nats.protocol.parser import Parser
 
@@ -114,5 +116,20 @@ BLOCKS = [
 
 @pytest.mark.parametrize("block", BLOCKS, ids=range(len(BLOCKS)))
 async def test_header_parser_agrees_with_nats_py(block: bytes) -> None:
+    theirs = await Client()._process_headers(block) or {}
+    assert parse_headers(block) == theirs
+
+
+# Bytes other clients may put in header lines: ASCII and Unicode whitespace (NEL, EM SPACE,
+# NBSP, the \x1c-\x1f separators), bad UTF-8, colons, lone CR/LF.
+_PIECES = [b"A", b"b", b"-", b"0", b" ", b"\t", b":", b"\r", b"\n", b"\x0b", b"\x0c", b"\x1c"]
+_PIECES += [b"\x1f", b"\x00", b"\x85", b"\xff", b"\xc2\x85", b"\xc2\xa0", b"\xe2\x80\x83"]
+_LINES = st.lists(st.lists(st.sampled_from(_PIECES), max_size=8).map(b"".join), max_size=5)
+
+
+@given(_LINES)
+async def test_header_parser_agrees_with_nats_py_on_any_header_lines(lines: list[bytes]) -> None:
+    """Whatever header lines another client wrote (status lines come from the server only)."""
+    block = b"NATS/1.0\r\n" + b"\r\n".join(lines) + b"\r\n\r\n"
     theirs = await Client()._process_headers(block) or {}
     assert parse_headers(block) == theirs
