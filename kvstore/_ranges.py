@@ -24,6 +24,7 @@ import enum
 from collections.abc import Callable
 
 from jetstream import JetStream, MessageNotFoundError, OrderedConsumer, StoredMessage, scan_stream
+from jetstream import headers as hdr
 
 from ._snapshot import FILTERED_SCAN, Witness, last_messages_along, pinned_last_messages
 
@@ -243,12 +244,19 @@ async def count_end(
     which ``counts(headers)`` holds, or ``latest`` when there are fewer: where a batch of at
     most ``rows`` rows ends. Reads headers only, and only as far as that end.
 
+    The end never cuts an atomic batch (a ``put_many``, by any client: its stored messages
+    keep ``Nats-Batch-Id``, the last one ``Nats-Batch-Commit``): it moves back to before the
+    batch, or, when nothing comes before it, on to the batch's end (more than ``rows`` rows).
+    ``latest`` is always a stream's last sequence, which no batch straddles (a batch is stored
+    at once).
+
     Raises:
         JetStreamError: the stream cannot be read.
     """
     if latest <= after:
         return latest
     counted = 0
+    uncut = _UncutEnd(after)
     async with OrderedConsumer(
         js,
         stream,
@@ -261,8 +269,36 @@ async def count_end(
             seq = message.metadata.stream_seq
             if seq > latest:
                 break
+            uncut.see(seq, message.headers)
             if counts(message.headers):
                 counted += 1
-                if counted == rows:
-                    return seq
+            if counted >= rows:
+                end = uncut.end(after)
+                if end is not None:
+                    return end
     return latest
+
+
+class _UncutEnd:
+    """Follows a stream's messages (in order, some filtered out) and knows the last sequence
+    a read may end at without cutting an atomic batch: its messages are stored contiguously,
+    so a message of another batch, or of none, closes the one before."""
+
+    def __init__(self, after: int) -> None:
+        self.last = after  # the newest sequence that cuts no batch
+        self._open: str | None = None  # the batch the newest message belongs to, uncommitted
+
+    def see(self, seq: int, headers: dict[str, str]) -> None:
+        batch = headers.get(hdr.BATCH_ID) or None
+        if self._open is not None and batch != self._open:
+            self.last = seq - 1  # the open batch ended before this message
+        self._open = batch if batch is not None and hdr.BATCH_COMMIT not in headers else None
+        if self._open is None:
+            self.last = seq
+
+    def end(self, after: int) -> int | None:
+        """Where to end now that enough rows were seen: here, before the open batch, or
+        (None) not yet, when the open batch began right at ``after``."""
+        if self._open is None or self.last > after:
+            return self.last
+        return None

@@ -33,8 +33,9 @@ match case-insensitively, as Spark's do, and their types are checked before the 
 Read: ``keys`` (comma-separated filters, default ``>``), ``numPartitions`` (2),
 ``includeDeletes`` (false). Stream: ``keys``, ``startingSequence`` (``earliest``, ``latest`` or a
 revision), ``maxRecordsPerTrigger`` (rows per micro-batch: the changes that become rows, so
-a filtered or history-1 bucket still gets full batches), ``seqsPerPartition`` (10000),
-``includeDeletes`` (true).
+a filtered or history-1 bucket still gets full batches; a micro-batch never ends inside an
+atomic batch such as a ``put_many``, it ends before one that would pass the limit or after
+one larger than the limit alone), ``seqsPerPartition`` (10000), ``includeDeletes`` (true).
 
 **Batch reads** are one snapshot: every partition reads the bucket as of the stream sequence
 taken at planning (each key's last revision there; writes after planning never appear), and

@@ -225,14 +225,81 @@ def test_a_spark_job_reads_the_snapshot_in_several_partitions(
 
 async def _sparse(url: str, name: str) -> int:
     """A history-1 bucket whose sequences are mostly gone (each key rewritten 4 times) and
-    whose keys alternate between two prefixes: 100 live ``a.*`` rows in 800 sequences."""
+    whose keys alternate between two prefixes: 100 live ``a.*`` rows in 800 sequences. Plain
+    puts: a micro-batch may end between any two of them."""
     async with await jetstream.connect(url) as js:
         bucket = await kvstore.create_bucket(js, name)
         for round_ in range(4):
-            await bucket.put_many(
-                {f"{p}.{i}": f"{round_}".encode() for i in range(100) for p in "ab"}
-            )
+            keys = [f"{p}.{i}" for i in range(100) for p in "ab"]
+            await asyncio.gather(*(bucket.put(key, f"{round_}".encode()) for key in keys))
         return (await js.stream_info(bucket.stream)).state.last_seq
+
+
+def _micro_batches(options: dict[str, str], rows: int) -> tuple[list[list[str]], dict[str, int]]:
+    """The keys of each micro-batch a stream reader plans with ``maxRecordsPerTrigger=rows``,
+    from the start until nothing is left, and the offset it ends at."""
+    reader = KVDataSource({**options, "maxRecordsPerTrigger": str(rows)}).streamReader(SCHEMA)
+    assert isinstance(reader, KVStreamReader)
+    start, batches = reader.initialOffset(), []
+    while (end := reader.latestOffset(start, ReadMaxRows(rows))) != start:
+        parts = reader.partitions(start, end)
+        batches.append([row[0] for part in parts for row in reader.read(part)])
+        start = end
+    return batches, start
+
+
+def test_a_micro_batch_never_ends_inside_a_put_many(
+    nats_server: jetstream.EmbeddedServer, unique_name: Callable[[str], str]
+) -> None:
+    """ "Never half a record" holds downstream too: a micro-batch ends before an atomic batch
+    whose rows would pass the limit, or after it when it is larger than the limit alone."""
+    url, name = nats_server.url, unique_name("mb")
+
+    async def write() -> list[list[str]]:
+        async with await jetstream.connect(url) as js:
+            bucket = await kvstore.create_bucket(js, name)
+            records = [[f"a.{i}" for i in range(30)], [f"p.{i}" for i in range(5)]]
+            records += [[f"b.{i}" for i in range(10)], [f"c.{i}" for i in range(10)]]
+            await bucket.put_many({key: b"v" for key in records[0]})
+            for key in records[1]:
+                await bucket.put(key, b"v")  # five single writes: any end between them
+            for record in records[2:]:
+                await bucket.put_many({key: b"v" for key in record})
+            return records
+
+    records = _run(write)
+    batches, end = _micro_batches({"servers": url, "bucket": name}, rows=12)
+    assert batches == [records[0], records[1], records[2], records[3]]
+    assert end == {"seq": 55}
+    # Filtered: a.* is one record larger than the limit (then an empty batch moves the offset
+    # past the other keys' sequences); p.* are single writes.
+    batches, _ = _micro_batches({"servers": url, "bucket": name, "keys": "a.>"}, rows=7)
+    assert batches == [records[0], []]
+    batches, _ = _micro_batches({"servers": url, "bucket": name, "keys": "p.>"}, rows=2)
+    assert batches == [records[1][:2], records[1][2:4], records[1][4:]]
+
+
+def test_a_filtered_micro_batch_never_ends_inside_a_put_many_whose_commit_it_cannot_see(
+    nats_server: jetstream.EmbeddedServer, unique_name: Callable[[str], str]
+) -> None:
+    """With a key filter the reader may not see a batch's commit (stored on a key outside the
+    filter): the next message of another batch, or the stream's end, closes it."""
+    url, name = nats_server.url, unique_name("mf")
+
+    async def write() -> None:
+        async with await jetstream.connect(url) as js:
+            bucket = await kvstore.create_bucket(js, name)
+            for n in range(3):  # each record: 4 x.* keys, then its commit on y.n
+                await bucket.put_many({**{f"x.{n}.{i}": b"v" for i in range(4)}, f"y.{n}": b""})
+
+    _run(write)
+    batches, end = _micro_batches({"servers": url, "bucket": name, "keys": "x.>"}, rows=6)
+    assert [sorted({key.split(".")[1] for key in batch}) for batch in batches] == [
+        ["0"],
+        ["1"],
+        ["2"],
+    ]
+    assert [len(batch) for batch in batches] == [4, 4, 4] and end == {"seq": 15}
 
 
 def test_max_records_per_trigger_counts_rows_not_sequences(
@@ -240,17 +307,8 @@ def test_max_records_per_trigger_counts_rows_not_sequences(
 ) -> None:
     url, name = nats_server.url, unique_name("rr")
     last = _run(lambda: _sparse(url, name))
-    options = {"servers": url, "bucket": name, "keys": "a.>", "maxRecordsPerTrigger": "40"}
-    reader = KVDataSource(options).streamReader(SCHEMA)
-    assert isinstance(reader, KVStreamReader)
-    start, sizes = reader.initialOffset(), []
-    while True:
-        end = reader.latestOffset(start, ReadMaxRows(40))
-        if end == start:
-            break
-        sizes.append(sum(len(list(reader.read(p))) for p in reader.partitions(start, end)))
-        start = end
-    assert sizes == [40, 40, 20] and start == {"seq": last}
+    batches, end = _micro_batches({"servers": url, "bucket": name, "keys": "a.>"}, rows=40)
+    assert [len(batch) for batch in batches] == [40, 40, 20] and end == {"seq": last}
 
 
 def test_a_streaming_query_gets_full_micro_batches(
