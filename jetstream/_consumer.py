@@ -386,7 +386,7 @@ async def _fetched(
             return
         except nats.errors.Error as exc:  # closed while waiting
             raise from_nats(exc, what) from exc
-        status, description = st.status_of(msg.headers)
+        status, description = st.status_of(msg.headers, reply=msg.reply)
         if status is None:
             received += 1
             if pin is not None:

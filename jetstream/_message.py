@@ -108,13 +108,15 @@ def _header_name(raw: str) -> str | None:
     and skipped if not ASCII or with any whitespace left (\\x1c-\\x1f included)."""
     name = raw.strip(_ASCII_SPACE)
     valid = name if name.isascii() and not any(map(str.isspace, name)) else None
-    if len(_NAMES) < _MAX_NAMES:  # bounded: names come from other clients too
+    # Bounded in count and size: names come from other clients too (up to 64 KiB each).
+    if len(raw) <= _MAX_NAME_LENGTH and len(_NAMES) < _MAX_NAMES:
         _NAMES[raw] = valid
     return valid
 
 
 _NAMES: dict[str, str | None] = {}
 _MAX_NAMES = 4096
+_MAX_NAME_LENGTH = 64
 
 
 _ASCII_SPACE = " \t\n\r\x0b\x0c"

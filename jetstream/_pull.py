@@ -424,7 +424,7 @@ class Puller:
     def _receive(self, message: PullMessage) -> None:
         self._last_activity = self._loop.time()
         headers = message.headers
-        status, description = st.status_of(headers)
+        status, description = st.status_of(headers, reply=message.reply)
         if status is None and message.reply:
             if self._pin is not None:
                 self._pin.seen(headers)

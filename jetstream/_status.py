@@ -80,13 +80,19 @@ EXCEEDED: Final = "Exceeded "
 ``... MaxRequestExpires of 2s``, ``... MaxRequestMaxBytes of 1000``, ``Exceeded MaxWaiting``."""
 
 
-def status_of(headers: dict[str, str] | None) -> tuple[str | None, str]:
+def status_of(headers: dict[str, str] | None, *, reply: str = "") -> tuple[str | None, str]:
     """The status and its description from a message's headers; ``(None, "")`` for a message
-    that carries data."""
+    that carries data.
+
+    nats-py reports a status line and a header line named ``Status`` alike, and any client may
+    store a message with such a header. A stored message is never a status: a delivery has a
+    ``reply`` (its ack subject; pass it), a direct-get answer a ``Nats-Sequence`` header (a
+    value stored with ``Status: 404`` made every read of it end as "not found", and a watch
+    re-pull it forever)."""
     if not headers:
         return None, ""
     status = headers.get(hdr.STATUS)
-    if status is None:
+    if status is None or reply or hdr.SEQUENCE in headers:
         return None, ""
     return status, str(headers.get(_DESCRIPTION, "")).strip()
 

@@ -133,3 +133,23 @@ async def test_header_parser_agrees_with_nats_py_on_any_header_lines(lines: list
     block = b"NATS/1.0\r\n" + b"\r\n".join(lines) + b"\r\n\r\n"
     theirs = await Client()._process_headers(block) or {}
     assert parse_headers(block) == theirs
+
+
+def test_long_header_names_are_not_remembered() -> None:
+    """Header names come from any client, up to 64 KiB each: remembering them (the parser
+    keeps the short names it has validated) must not hold megabytes for the process' life."""
+    import gc
+    import tracemalloc
+
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for i in range(300):
+            name = b"N%05d" % i + b"x" * 60_000
+            assert parse_headers(b"NATS/1.0\r\n" + name + b": v\r\n\r\n") == {name.decode(): "v"}
+        gc.collect()
+        retained = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert retained < 1_000_000, f"{retained / 1e6:.1f} MB kept by the header parser"
