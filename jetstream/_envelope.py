@@ -34,7 +34,6 @@ __all__ = [
     "format_header",
     "key_prefix",
     "open_bound",
-    "open_payload",
     "parse_header",
     "seal_payload",
 ]
@@ -101,22 +100,13 @@ def seal_payload(
     return nonce + cipher.encrypt(nonce, plaintext, _full_ad(key_id, ad))
 
 
-def open_payload(cipher: AESGCM, key_id: str, payload: bytes, ad: bytes) -> bytes:
-    """The plaintext of a sealed payload.
+def open_bound(cipher: AESGCM, key_id: str, payload: bytes, full_ad: bytes) -> bytes:
+    """The plaintext of a sealed payload; ``full_ad`` is the whole associated data
+    (``key_prefix(key_id)`` and the caller's parts, built once per prefix on hot paths).
 
     Raises:
         DecryptionError: too short, or authentication failed (wrong key, changed bytes, other
             associated data: a value moved to another key or bucket).
-    """
-    return open_bound(cipher, key_id, payload, _full_ad(key_id, ad))
-
-
-def open_bound(cipher: AESGCM, key_id: str, payload: bytes, full_ad: bytes) -> bytes:
-    """:func:`open_payload` with the whole associated data given (``key_prefix(key_id)``
-    and the caller's parts), as hot paths build it from a bound prefix.
-
-    Raises:
-        DecryptionError: as :func:`open_payload`.
     """
     if len(payload) < OVERHEAD:
         raise DecryptionError(

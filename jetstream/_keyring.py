@@ -39,7 +39,6 @@ from ._envelope import (
     format_header,
     key_prefix,
     open_bound,
-    open_payload,
     parse_header,
     seal_payload,
 )
@@ -175,13 +174,8 @@ class Keyring:
             DecryptionError: a malformed header, or authentication failed (wrong key,
                 tampered payload or header, other associated data).
         """
-        key_id = parse_header(header)
-        cipher = self._ciphers.get(key_id)
-        if cipher is None:
-            raise UnknownKeyIdError(
-                f"key id {key_id!r} is not in the keyring {list(self.key_ids)}", key_id=key_id
-            )
-        return open_payload(cipher, key_id, payload, associated_data)
+        opener = self.opener(header)
+        return opener.open_bound(payload, opener.bind(associated_data))
 
     def opener(self, header: str) -> Opener:
         """An :class:`Opener` for the payloads whose ``Jetstore-Enc`` header is ``header``.

@@ -424,13 +424,13 @@ class Puller:
     def _receive(self, message: PullMessage) -> None:
         self._last_activity = self._loop.time()
         headers = message.headers
-        status, description = st.status_of(headers, reply=message.reply)
-        if status is None and message.reply:
+        if message.reply:  # a delivery, whatever headers its writer gave it (see status_of)
             if self._pin is not None:
                 self._pin.seen(headers)
             self._window.delivered(message.size)
             self.queue.put_nowait(message)
             return
+        status, description = st.status_of(headers)
         if status is not None and not self._stopped:
             self._on_status(status, description, headers)
             if status != st.HEARTBEAT:
