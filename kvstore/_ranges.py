@@ -182,7 +182,7 @@ async def _current_last_messages(
     """
     pin = witness.seq
     unchanged: list[StoredMessage] = []
-    rewritten: list[StoredMessage] = []
+    rewritten: list[str] = []
     answers = last_messages_along(js, stream, subjects, witness.subject, None, _PARALLEL_GETS)
     async with contextlib.aclosing(answers) as chunks:
         async for chunk, messages, as_of in chunks:
@@ -192,8 +192,11 @@ async def _current_last_messages(
             for message in messages:
                 if message.subject not in asked:
                     continue  # the witness's subject, asked along only
-                (unchanged if message.seq <= pin else rewritten).append(message)
-    return unchanged, [message.subject for message in rewritten]
+                if message.seq <= pin:
+                    unchanged.append(message)
+                else:
+                    rewritten.append(message.subject)
+    return unchanged, rewritten
 
 
 async def _still_stored(js: JetStream, stream: str, seq: int) -> bool:

@@ -7,7 +7,6 @@ nats-py's path. Before, a stored ``Status: 404`` made ``get`` say "not found", m
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 
 import nats
 import pytest
@@ -15,6 +14,7 @@ import pytest
 import jetstream
 import kvstore
 from jetstream._delivery import route_of
+from tests.conftest import BucketFactory
 from tests.integration.test_delivery_route import raw_publish
 
 pytestmark = pytest.mark.integration
@@ -47,33 +47,23 @@ async def _reads(bucket: kvstore.Bucket, keys: list[str]) -> list[object]:
 
 
 async def test_values_stored_with_a_status_header_read_as_values(
-    js: jetstream.JetStream,
-    nats_server: jetstream.EmbeddedServer,
-    unique_name: Callable[[str], str],
+    js: jetstream.JetStream, nats_server: jetstream.EmbeddedServer, make_bucket: BucketFactory
 ) -> None:
-    name = unique_name("st")
-    await kvstore.create_bucket(js, name)
+    name = (await make_bucket()).name
+    keys = sorted(STATUS_VALUES)
+    frames = [(f"$KV.{name}.{key}", block, data) for key, (block, data) in STATUS_VALUES.items()]
+    await raw_publish(nats_server.url, frames)
+    expected_values = {key: data for key, (_, data) in STATUS_VALUES.items()}
+    nc = await nats.connect(nats_server.url)
     try:
-        keys = sorted(STATUS_VALUES)
-        frames = [
-            (f"$KV.{name}.{key}", block, data) for key, (block, data) in STATUS_VALUES.items()
-        ]
-        await raw_publish(nats_server.url, frames)
-        expected_values = {key: data for key, (_, data) in STATUS_VALUES.items()}
-        nc = await nats.connect(nats_server.url)
-        try:
-            plain = jetstream.JetStream(nc)
-            assert route_of(js.nc) is not None and route_of(plain.nc) is None
-            for ctx in (js, plain):
-                reads = await asyncio.wait_for(
-                    _reads(await kvstore.open_bucket(ctx, name), keys), 30
-                )
-                singles, many, missing, watched, listed, history = reads
-                assert many == watched == expected_values
-                assert singles == {k: v for k, v in expected_values.items() if k != "busy"}
-                assert missing == [] and listed == keys
-                assert history == {key: [value] for key, value in expected_values.items()}
-        finally:
-            await nc.close()
+        plain = jetstream.JetStream(nc)
+        assert route_of(js.nc) is not None and route_of(plain.nc) is None
+        for ctx in (js, plain):
+            reads = await asyncio.wait_for(_reads(await kvstore.open_bucket(ctx, name), keys), 30)
+            singles, many, missing, watched, listed, history = reads
+            assert many == watched == expected_values
+            assert singles == {k: v for k, v in expected_values.items() if k != "busy"}
+            assert missing == [] and listed == keys
+            assert history == {key: [value] for key, value in expected_values.items()}
     finally:
-        await kvstore.delete_bucket(js, name)
+        await nc.close()
