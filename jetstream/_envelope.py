@@ -21,7 +21,7 @@ from typing import Final
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from ._errors import DecryptionError
+from ._errors import ClientValidationError, DecryptionError
 
 __all__ = [
     "KEY_ID_PATTERN",
@@ -59,7 +59,10 @@ def parse_header(value: str) -> str:
 
     Raises:
         DecryptionError: not ``v1;<key id>`` (another format version, or a mangled header).
+        ClientValidationError: not a str.
     """
+    if not isinstance(value, str):
+        raise ClientValidationError(f"a Jetstore-Enc header is a str, not {type(value).__name__}")
     version, sep, key_id = value.partition(";")
     if version != VERSION or not sep:
         raise DecryptionError(f"unknown encryption format {value[:40]!r} (expected {VERSION})")
@@ -107,16 +110,19 @@ def open_bound(cipher: AESGCM, key_id: str, payload: bytes, full_ad: bytes) -> b
     Raises:
         DecryptionError: too short, or authentication failed (wrong key, changed bytes, other
             associated data: a value moved to another key or bucket).
+        ClientValidationError: ``payload`` or ``full_ad`` is not bytes-like.
     """
-    if len(payload) < OVERHEAD:
-        raise DecryptionError(
-            f"encrypted payload of {len(payload)} bytes is shorter than its {OVERHEAD}-byte "
-            "nonce and tag",
-            key_id=key_id,
-        )
-    # A view, not a slice: an object chunk's ciphertext is not copied before it is decrypted.
-    nonce, sealed = payload[:NONCE_SIZE], memoryview(payload)[NONCE_SIZE:]
+    if not isinstance(payload, bytes | bytearray | memoryview):
+        raise ClientValidationError(f"a payload is bytes-like, not {type(payload).__name__}")
     try:
+        if len(payload) < OVERHEAD:
+            raise DecryptionError(
+                f"encrypted payload of {len(payload)} bytes is shorter than its {OVERHEAD}-byte "
+                "nonce and tag",
+                key_id=key_id,
+            )
+        # A view, not a slice: an object chunk's ciphertext is not copied before decryption.
+        nonce, sealed = payload[:NONCE_SIZE], memoryview(payload)[NONCE_SIZE:]
         return cipher.decrypt(nonce, sealed, full_ad)
     except InvalidTag:
         raise DecryptionError(
@@ -124,3 +130,5 @@ def open_bound(cipher: AESGCM, key_id: str, payload: bytes, full_ad: bytes) -> b
             "or moved to another key or bucket",
             key_id=key_id,
         ) from None
+    except TypeError as exc:  # associated data of a caller's that is not bytes
+        raise ClientValidationError(f"associated data must be bytes-like: {exc}") from None

@@ -42,7 +42,7 @@ from ._envelope import (
     parse_header,
     seal_payload,
 )
-from ._errors import InvalidKeyringError, UnknownKeyIdError
+from ._errors import ClientValidationError, InvalidKeyringError, UnknownKeyIdError
 
 __all__ = ["Keyring", "Opener", "RekeyReport", "Sealer"]
 
@@ -173,6 +173,8 @@ class Keyring:
             UnknownKeyIdError: the header names a key id that is not in the ring.
             DecryptionError: a malformed header, or authentication failed (wrong key,
                 tampered payload or header, other associated data).
+            ClientValidationError: a header that is not a str, or a payload or associated
+                data that is not bytes-like.
         """
         opener = self.opener(header)
         return opener.open_bound(payload, opener.bind(associated_data))
@@ -183,6 +185,7 @@ class Keyring:
         Raises:
             UnknownKeyIdError: the header names a key id that is not in the ring.
             DecryptionError: a malformed header.
+            ClientValidationError: ``header`` is not a str.
         """
         key_id = parse_header(header)
         cipher = self._ciphers.get(key_id)
@@ -327,7 +330,15 @@ class Opener:
 
     def bind(self, associated_data: bytes) -> bytes:
         """As :meth:`Sealer.bind`: ``Keyring.open(h, p, ad)`` and
-        ``opener(h).open_bound(p, bind(b"") + ad)`` authenticate the same data."""
+        ``opener(h).open_bound(p, bind(b"") + ad)`` authenticate the same data.
+
+        Raises:
+            ClientValidationError: ``associated_data`` is not bytes.
+        """
+        if not isinstance(associated_data, bytes):
+            raise ClientValidationError(
+                f"associated data is bytes, not {type(associated_data).__name__}"
+            )
         return self._prefix + associated_data
 
     def open_bound(self, payload: bytes, bound: bytes) -> bytes:
@@ -335,6 +346,7 @@ class Opener:
 
         Raises:
             DecryptionError: too short, or authentication failed.
+            ClientValidationError: ``payload`` or ``bound`` is not bytes-like.
         """
         return open_bound(self._cipher, self.key_id, payload, bound)
 

@@ -18,6 +18,7 @@ import os
 import pytest
 
 from jetstream import (
+    ClientValidationError,
     DecryptionError,
     InvalidKeyringError,
     Keyring,
@@ -203,3 +204,22 @@ def test_a_batch_frame_is_encode_hpub_of_the_merged_headers(
 def test_header_sizes_count_utf8_bytes() -> None:
     for headers in ({}, {"A": "b"}, {"X-Note": "café"}, {"K": "日本", "L": "ascii"}):
         assert header_lines_size(headers) == len(header_lines(headers))
+
+
+def test_bad_input_to_opening_is_a_typed_error() -> None:
+    """A caller's str, None or int never reaches cryptography: a ClientValidationError."""
+    header, payload = RING.seal(b"secret", b"ad")
+    opener = RING.opener(header)
+    for bad_header in (None, 5, header.encode()):
+        with pytest.raises(ClientValidationError):
+            RING.opener(bad_header)  # type: ignore[arg-type]
+        with pytest.raises(ClientValidationError):
+            RING.open(bad_header, payload, b"ad")  # type: ignore[arg-type]
+    for bad in ("x" * 40, None, 5):
+        with pytest.raises(ClientValidationError):
+            opener.open_bound(bad, opener.bind(b"ad"))  # type: ignore[arg-type]
+        with pytest.raises(ClientValidationError):
+            RING.open(header, bad, b"ad")  # type: ignore[arg-type]
+        with pytest.raises(ClientValidationError):
+            RING.open(header, payload, bad)  # type: ignore[arg-type]
+    assert RING.open(header, memoryview(payload), b"ad") == b"secret"
