@@ -23,6 +23,7 @@ from ._errors import (
 from ._models import ApiError
 from ._names import validate_name, validate_subject_token
 from ._nats_errors import from_nats
+from ._status import NO_RESPONDERS, status_of
 
 __all__ = ["DEFAULT_API_PREFIX", "ApiSubjects", "raise_for_error", "request", "send"]
 
@@ -147,13 +148,17 @@ async def send(
         DisconnectedError: reconnecting, and the outbound buffer is full.
     """
     try:
-        return await nc.request(subject, payload, timeout=timeout, headers=headers)
-    except nats.errors.NoRespondersError as exc:
-        raise NoRespondersError(f"no responders on {subject}", code=503) from exc
+        # nats-py's request() without its last step, which takes any reply with a "Status: 503"
+        # header for "no responders": a direct get answering a value another client stored
+        # with that header too (status_of tells them apart). publish() validates the subject.
+        msg: Msg = await nc._request_new_style(subject, payload, timeout=timeout, headers=headers)
     except nats.errors.TimeoutError as exc:
         raise RequestTimeoutError(f"no reply on {subject} within {timeout:g}s") from exc
     except nats.errors.Error as exc:
         raise from_nats(exc, f"request on {subject}") from exc
+    if status_of(msg.headers)[0] == NO_RESPONDERS:
+        raise NoRespondersError(f"no responders on {subject}", code=503)
+    return msg
 
 
 async def request(
