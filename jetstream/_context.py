@@ -128,6 +128,7 @@ class JetStream(AsyncResource):
         self._waiting: set[asyncio.Task[Any]] = set()  # tasks waiting in send() for a reply
         self._cut_off: set[asyncio.Task[Any]] = set()  # ... whose wait close() ended
         self._connection_events = ConnectionEvents()
+        self._connection_events.add(self._on_connection_event)
 
     @property
     def connection_events(self) -> ConnectionEvents:
@@ -178,10 +179,20 @@ class JetStream(AsyncResource):
         self._connection_events.notify(ConnectionEvent.CLOSED)  # consumers end now, not later
         if self._owns_connection:
             await close_client(self._nc, timeout=self.timeout)
-            # The drain delivered every reply that was coming: the rest never will.
-            for task in self._waiting - self._cut_off:
-                self._cut_off.add(task)
-                task.cancel()
+            self._cut_off_waiting()
+
+    def _on_connection_event(self, event: ConnectionEvent) -> None:
+        """The client closed, by close() or by its owner (``nc.close()``/``drain()``, or
+        reconnects given up): nats-py leaves request futures and our own answer routes
+        waiting, so end those waits now rather than after their timeouts."""
+        if event is ConnectionEvent.CLOSED and self._nc.is_closed:
+            self._cut_off_waiting()
+
+    def _cut_off_waiting(self) -> None:
+        # The drain delivered every reply that was coming: the rest never will.
+        for task in self._waiting - self._cut_off:
+            self._cut_off.add(task)
+            task.cancel()
 
     def __repr__(self) -> str:
         url = self._nc.connected_url
@@ -271,7 +282,7 @@ class JetStream(AsyncResource):
         except asyncio.CancelledError:
             if task in self._cut_off and task.uncancel() == pending:  # only close() did it
                 raise ConnectionClosedError(
-                    f"{what}: the context closed while waiting for the reply (the request may "
+                    f"{what}: the connection closed while waiting for the reply (the request may "
                     "have been processed)"
                 ) from None
             raise

@@ -78,11 +78,20 @@ async def test_cancelling_a_task_that_stops_a_message_stream_cancels_it(
 # -- close while calls are in flight ---------------------------------------------------------
 
 
+CLOSERS = {
+    "context": lambda js: js.close(),
+    "client": lambda js: js.nc.close(),
+    "client drained": lambda js: js.nc.drain(),
+}
+
+
+@pytest.mark.parametrize("closer", sorted(CLOSERS))
 async def test_a_call_in_flight_when_the_context_closes_ends_with_connection_closed(
-    nats_server: jetstream.EmbeddedServer,
+    nats_server: jetstream.EmbeddedServer, closer: str
 ) -> None:
     """Before: the call waited its whole timeout after close(), then said "no reply within
-    5s" (RequestTimeoutError), or, retried, ConnectionClosedError 5 s late."""
+    5s" (RequestTimeoutError), or, retried, ConnectionClosedError 5 s late; closing the nats-py
+    client itself (not the context) still did that."""
     js = await jetstream.connect(nats_server.url, timeout=5)
     silent = await nats.connect(nats_server.url)  # takes requests, never answers
     try:
@@ -98,12 +107,13 @@ async def test_a_call_in_flight_when_the_context_closes_ends_with_connection_clo
         ]
         await asyncio.sleep(0.2)  # both wait for their reply
         started = asyncio.get_running_loop().time()
-        await js.close()
+        await CLOSERS[closer](js)
         for call in calls:
             with pytest.raises(jetstream.ConnectionClosedError):
                 await asyncio.wait_for(call, 10)
         assert asyncio.get_running_loop().time() - started < 2
     finally:
+        await js.close()
         await silent.close()
 
 
