@@ -754,11 +754,18 @@ class Bucket:
         created: datetime,
         headers: dict[str, str],
         delta: int | None = None,
+        *,
+        headers_only: bool = False,
     ) -> Entry:
-        """The entry a stored message (get) or a delivered one (watch, history) stands for."""
+        """The entry a stored message (get) or a delivered one (watch, history) stands for;
+        ``headers_only``: a delivery without its value (a ``meta_only`` watch), not opened.
+
+        Only the caller knows that it asked for no values: a ``Nats-Msg-Size`` header can be
+        stored by any client, and taking it for the sign made a plain value slipped into an
+        encrypted bucket read as if it had been decrypted."""
         op = op_from_headers(headers)
         key = self._decode_key(subject[len(self._prefix) :])
-        if self._value_stages and op is Op.PUT and hdr.MSG_SIZE not in headers:
+        if self._value_stages and op is Op.PUT and not headers_only:
             try:
                 value = self._open(subject, value, headers, revision)
             except DecryptionError as exc:

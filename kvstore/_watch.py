@@ -40,11 +40,20 @@ def _skip_foreign(bucket: Bucket, error: KeyDecodeError) -> None:
     _log.warning("bucket %r: skipping a key its key codec cannot decode: %s", bucket.name, error)
 
 
-def entry_from(bucket: Bucket, message: PullMessage, meta: AckReply | None = None) -> Entry:
-    """The entry ``message`` stands for (``meta``: its metadata, when already parsed)."""
+def entry_from(
+    bucket: Bucket, message: PullMessage, meta: AckReply | None = None, *, headers_only: bool = False
+) -> Entry:
+    """The entry ``message`` stands for (``meta``: its metadata, when already parsed;
+    ``headers_only``: delivered without its value)."""
     meta = meta or message.metadata
     return bucket._entry_of(
-        message.subject, message.data, meta.stream_seq, meta.time, message.headers, meta.pending
+        message.subject,
+        message.data,
+        meta.stream_seq,
+        meta.time,
+        message.headers,
+        meta.pending,
+        headers_only=headers_only,
     )
 
 
@@ -83,6 +92,7 @@ class KeyWatcher(AsyncResource):
         self._bucket = bucket
         self._ignore_deletes = ignore_deletes
         self._updates_only = updates_only
+        self._meta_only = meta_only
         policy = "all" if include_history else "new" if updates_only else "last_per_subject"
         self._consumer = OrderedConsumer(
             bucket._js,
@@ -122,7 +132,7 @@ class KeyWatcher(AsyncResource):
             if meta.pending == 0:
                 self.initial_done.set()
             try:
-                entry = entry_from(self._bucket, message, meta)
+                entry = entry_from(self._bucket, message, meta, headers_only=self._meta_only)
             except KeyDecodeError as exc:
                 _skip_foreign(self._bucket, exc)
                 continue

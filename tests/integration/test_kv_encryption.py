@@ -243,6 +243,35 @@ async def test_each_tampering_raises_its_typed_error(
         await bucket.typed(str).get("a")
 
 
+class Profile(msgspec.Struct):
+    name: str
+    admin: bool
+
+
+async def test_a_plain_value_with_a_msg_size_header_is_refused_on_every_read_path(
+    js: jetstream.JetStream, make_bucket: BucketFactory, peer: JetStreamContext
+) -> None:
+    """A peer's plain value stored with a ``Nats-Msg-Size`` header (the header a headers-only
+    delivery carries) was returned as if it had been decrypted by get, get_many, watch and
+    typed views: a forged value over the real one."""
+    bucket = await make_bucket(encryption=RING1)
+    profiles = bucket.typed(Profile)
+    await profiles.put("alice", Profile("Alice", admin=False))
+    forged = msgspec.json.encode(Profile("Alice", admin=True))
+    await peer.publish(f"$KV.{bucket.name}.alice", forged, headers={"Nats-Msg-Size": "1"})
+    for read in (lambda: bucket.get("alice"), lambda: bucket.get_many(["alice"])):
+        with pytest.raises(PlaintextValueError):
+            await read()
+    with pytest.raises(PlaintextValueError):
+        await profiles.get("alice")
+    async with bucket.watch() as watcher:
+        with pytest.raises(PlaintextValueError):
+            await asyncio.wait_for(anext(watcher), 10)
+    async with bucket.watch(meta_only=True) as watcher:  # asked for no values: none opened
+        entry = await asyncio.wait_for(anext(watcher), 10)
+        assert (entry.key, entry.value, entry.op) == ("alice", b"", Op.PUT)
+
+
 async def test_bad_encryption_options_are_refused_before_anything_is_created(
     js: jetstream.JetStream, unique_name: Callable[[str], str]
 ) -> None:
