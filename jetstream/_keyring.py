@@ -380,8 +380,9 @@ class RekeyReport:
     """Replaced (or deleted) by another writer between our read and our write: theirs is
     kept."""
     skipped: int = 0
-    """Left as they are: they do not decrypt (logged with their key), are plain without
-    ``allow_plaintext``, or expire too soon to be rewritten with their TTL."""
+    """Left as they are (each logged with its key): they do not decrypt, are plain without
+    ``allow_plaintext``, expire too soon to be rewritten with their TTL, or (KV) would exceed
+    the server's ``max_payload`` once rewritten (a value within about 100 bytes of it)."""
 
     def __add__(self, other: RekeyReport) -> RekeyReport:
         return RekeyReport(

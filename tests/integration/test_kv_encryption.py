@@ -20,7 +20,13 @@ from nats.js import JetStreamContext
 
 import jetstream
 import kvstore
-from jetstream import DecryptionError, Keyring, PlaintextValueError, UnknownKeyIdError
+from jetstream import (
+    DecryptionError,
+    Keyring,
+    PlaintextValueError,
+    RekeyReport,
+    UnknownKeyIdError,
+)
 from kvstore import Base64KeyCodec, Op
 from tests.conftest import BucketFactory
 from tests.integration.test_examples import EXAMPLES, _run
@@ -443,6 +449,29 @@ def test_the_encryption_benchmark_runs() -> None:
     assert result.returncode == 0, result.stderr
     for row in ("put_many(10) | plain", "get_many(10) | encrypted", "object put 1 MiB"):
         assert row in result.stdout
+
+
+async def test_rekey_skips_a_value_too_large_to_rewrite_and_rekeys_the_rest(
+    js: jetstream.JetStream, make_bucket: BucketFactory
+) -> None:
+    """The largest value put() accepts no longer fits once the rewrite adds its
+    compare-and-set header: rekey() raised ValueTooLargeError on every run, and the keys after
+    it were never rekeyed."""
+    bucket = await make_bucket(encryption=RING1)
+    size = js.nc.max_payload
+    while True:  # the largest value put() accepts
+        try:
+            await bucket.put("big", b"x" * size)
+            break
+        except jetstream.ValueTooLargeError:
+            size -= 16
+    await bucket.put_many({f"small{i}": b"s" for i in range(100)})
+    rotated = await kvstore.open_bucket(js, bucket.name, encryption=RING12)
+    for expected in (RekeyReport(rekeyed=100, skipped=1), RekeyReport(current=100, skipped=1)):
+        assert await rotated.rekey() == expected  # resumable: the second run only counts
+    ids = await _key_ids(js, rotated)
+    assert ids.pop("big") == "k1" and set(ids.values()) == {"k2"}
+    assert (await rotated.get("big")).value == b"x" * size  # readable with its old key
 
 
 async def test_a_refused_rewrite_raises_our_error_not_an_exception_group(
