@@ -63,7 +63,7 @@ from ._rekey import rekey_bucket
 from ._snapshot import Snapshot, read_snapshot
 from ._stages import ValueContext, ValueStage
 from ._typed import TypedBucket, ValueFormat
-from ._watch import KeyWatcher, iter_history, iter_keys, watch_subjects
+from ._watch import History, KeyWatcher, iter_keys, watch_subjects
 
 __all__ = ["Bucket", "BytesLike"]
 
@@ -470,8 +470,10 @@ class Bucket:
         Raises:
             InvalidKeyError: a bad key.
             KeyNotFoundError: the key has no stored revision (raised at the end).
+            DecryptionError: (encrypted bucket) a revision does not open; iterate again to go
+                on with the next one.
         """
-        return iter_history(self, key, self._subject(key))
+        return History(self, key, self._subject(key))
 
     # -- reads --------------------------------------------------------------------------------
 

@@ -281,11 +281,7 @@ class TypedBucket(Generic[T]):
             InvalidKeyError: a bad key.
             KeyNotFoundError: the key has no stored revision (raised at the end).
         """
-        return self._typed_history(self._bucket.history(key))  # the key is checked now
-
-    async def _typed_history(self, entries: AsyncIterator[Entry]) -> AsyncIterator[TypedEntry[T]]:
-        async for entry in entries:
-            yield self._typed(entry)
+        return _TypedHistory(self, self._bucket.history(key))  # the key is checked now
 
     def watch(
         self,
@@ -378,6 +374,21 @@ class TypedWatcher(AsyncResource, Generic[T]):
 
     async def _exit(self, error: BaseException | None) -> None:
         await self._watcher.stop()
+
+
+class _TypedHistory(Generic[T]):
+    """:meth:`Bucket.history` with decoded values; like it, it goes on after a revision that
+    does not open (an async generator would end at the first exception passing through)."""
+
+    def __init__(self, view: TypedBucket[T], entries: AsyncIterator[Entry]) -> None:
+        self._view = view
+        self._entries = entries
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> TypedEntry[T]:
+        return self._view._typed(await self._entries.__anext__())
 
 
 def _name(value_type: Any) -> str:

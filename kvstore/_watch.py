@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import TYPE_CHECKING, Self
 
 from jetstream import (
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ._bucket import Bucket
 
 
-__all__ = ["KeyWatcher", "iter_history", "iter_keys", "watch_subjects"]
+__all__ = ["History", "KeyWatcher", "iter_keys", "watch_subjects"]
 
 _log = logging.getLogger("kvstore")
 
@@ -41,7 +41,11 @@ def _skip_foreign(bucket: Bucket, error: KeyDecodeError) -> None:
 
 
 def entry_from(
-    bucket: Bucket, message: PullMessage, meta: AckReply | None = None, *, headers_only: bool = False
+    bucket: Bucket,
+    message: PullMessage,
+    meta: AckReply | None = None,
+    *,
+    headers_only: bool = False,
 ) -> Entry:
     """The entry ``message`` stands for (``meta``: its metadata, when already parsed;
     ``headers_only``: delivered without its value)."""
@@ -162,9 +166,31 @@ async def iter_keys(bucket: Bucket, subjects: list[str]) -> AsyncIterator[str]:
                 _skip_foreign(bucket, exc)
 
 
-async def iter_history(bucket: Bucket, key: str, subject: str) -> AsyncIterator[Entry]:
+class History:
     """Every stored revision of ``key`` (whose validated subject is ``subject``), oldest
-    first, tombstones and markers included."""
+    first, tombstones and markers included. A revision that does not open (a value stage
+    refused it) raises from ``__anext__``, and the next call goes on with the next revision,
+    as a watch does: the value is opened here, outside the generator reading the messages,
+    which an exception would end."""
+
+    def __init__(self, bucket: Bucket, key: str, subject: str) -> None:
+        self._bucket = bucket
+        self._messages = _history_messages(bucket, key, subject)
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> Entry:
+        return entry_from(self._bucket, await self._messages.__anext__())
+
+    async def aclose(self) -> None:
+        """Stop reading (the consumer is deleted)."""
+        await self._messages.aclose()
+
+
+async def _history_messages(
+    bucket: Bucket, key: str, subject: str
+) -> AsyncGenerator[PullMessage, None]:
     found = False
     async with OrderedConsumer(
         bucket._js,
@@ -175,6 +201,6 @@ async def iter_history(bucket: Bucket, key: str, subject: str) -> AsyncIterator[
     ) as consumer:
         async for message in consumer:
             found = True
-            yield entry_from(bucket, message)
+            yield message
     if not found:
         raise KeyNotFoundError(key, f"key {key!r} has no history")

@@ -278,6 +278,34 @@ async def test_a_plain_value_with_a_msg_size_header_is_refused_on_every_read_pat
         assert (entry.key, entry.value, entry.op) == ("alice", b"", Op.PUT)
 
 
+async def test_history_goes_on_after_a_revision_that_does_not_open(
+    js: jetstream.JetStream, make_bucket: BucketFactory, peer: JetStreamContext
+) -> None:
+    """history() (bytes and typed) ended at a peer's plain revision: the revisions after it
+    were never delivered (a watch already went on after such an error)."""
+    bucket = await make_bucket(history=10, encryption=RING1)
+    first = await bucket.put("k", b'"one"')
+    await peer.publish(f"$KV.{bucket.name}.k", b"plain, written by a peer")
+    last = await bucket.put("k", b'"three"')
+
+    async def outcomes(history: Any) -> list[object]:
+        seen: list[object] = []
+        while True:
+            try:
+                entry = await anext(history)
+            except StopAsyncIteration:
+                return seen
+            except PlaintextValueError as exc:
+                seen.append(exc.revision)
+            else:
+                seen.append(entry.value)
+
+    errors = first + 1
+    assert await outcomes(bucket.history("k")) == [b'"one"', errors, b'"three"']
+    assert await outcomes(bucket.typed(str).history("k")) == ["one", errors, "three"]
+    assert last == errors + 1
+
+
 async def test_bad_encryption_options_are_refused_before_anything_is_created(
     js: jetstream.JetStream, unique_name: Callable[[str], str]
 ) -> None:
