@@ -983,7 +983,9 @@ async def connect(
     nats-py's tracebacks; a failed first connect is logged once. Server URLs may carry
     ``user:password@`` or ``token@``: errors and log lines show them without it.
     ``disconnected_cb``, ``reconnected_cb`` and ``closed_cb`` are called after the context's
-    own consumers have been told of the change.
+    own consumers have been told of the change. ``flush_timeout`` (how long a publish waits
+    for nats-py's full outgoing buffer to drain) defaults to ``timeout``, not nats-py's
+    unbounded wait.
 
     Raises:
         ClientValidationError: ``connect_attempts`` below 1, ``connect_timeout`` not positive,
@@ -1004,6 +1006,11 @@ async def connect(
             await _log_connection_error(error)
 
     chain_callbacks(nats_options, lambda: [c.connection_events for c in contexts])
+    # nats-py's publish waits for its flusher once its buffer passes max_pending_size, by
+    # default without a limit; a server that dies during that wait leaves the wait with
+    # nobody to end it (the flusher stops, the reconnect never succeeds) and an upload hung
+    # for minutes. Bounded, the publish returns and the caller's own timeouts take over.
+    nats_options.setdefault("flush_timeout", timeout)
     urls = [servers] if isinstance(servers, str) else list(servers)
     try:
         nc = await open_client(

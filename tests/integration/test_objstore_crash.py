@@ -24,7 +24,11 @@ async def test_server_killed_mid_upload(tmp_path: Path) -> None:
     server.start()
     try:
         async with await jetstream.connect(
-            server.url, timeout=2.0, reconnect_time_wait=0.2, max_reconnect_attempts=-1
+            server.url,
+            timeout=2.0,
+            retry_deadline=4.0,
+            reconnect_time_wait=0.2,
+            max_reconnect_attempts=-1,
         ) as js:
             store = await objstore.create_store(js, "crash")
             await store.put("previous", b"kept")
@@ -54,6 +58,41 @@ async def test_server_killed_mid_upload(tmp_path: Path) -> None:
             previous = await store.info("previous")
             assert {m.subject for m in chunks} == {f"$O.crash.C.{previous.nuid}"}, "no orphans"
             assert await store.get_bytes("previous") == b"kept"
+    finally:
+        server.close()
+
+
+async def test_server_dying_while_the_upload_waits_for_the_socket(tmp_path: Path) -> None:
+    """The server stops reading (paused), the socket and nats-py's buffer fill up and the
+    upload's publish waits for nats-py's flusher; then the server dies. The flusher stops
+    there and nothing ended that wait: the upload hung until nats-py's 2-minute ping (seen
+    in CI). It fails within its timeouts now."""
+    server = jetstream.EmbeddedServer(store_dir=tmp_path / "store")
+    server.start()
+    try:
+        async with await jetstream.connect(
+            server.url, timeout=1.0, retry_deadline=2.0, reconnect_time_wait=0.2
+        ) as js:
+            store = await objstore.create_store(js, "crash")
+            killing: list[asyncio.Task[None]] = []
+
+            async def kill_soon() -> None:
+                await asyncio.sleep(1.0)  # the publish is waiting for the socket by then
+                await asyncio.to_thread(server.kill)
+
+            async def source() -> AsyncIterator[bytes]:
+                for i in range(400):
+                    if i == 20:
+                        await asyncio.to_thread(server.pause)
+                        killing.append(asyncio.create_task(kill_soon()))
+                    yield bytes([i % 256]) * CHUNK
+
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            with pytest.raises(objstore.UploadFailedError):
+                await asyncio.wait_for(store.put("big", source()), 60)
+            assert loop.time() - started < 20, "failed within its timeouts, not a hang"
+            await killing[0]
     finally:
         server.close()
 
