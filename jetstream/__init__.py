@@ -68,6 +68,7 @@ from ._errors import (
     UnsupportedServerFeatureError,
     ValueTooLargeError,
     WrongLastSequenceError,
+    WrongTypeError,
 )
 from ._fast import FastPublisher
 from ._keyring import Keyring, RekeyReport
@@ -206,6 +207,7 @@ __all__ = [
     "UnsupportedServerFeatureError",
     "ValueTooLargeError",
     "WrongLastSequenceError",
+    "WrongTypeError",
     "bool_option",
     "check_message_size",
     "check_options",

@@ -39,6 +39,7 @@ from ._errors import (
     BatchClosedError,
     BatchProtocolError,
     BatchTooLargeError,
+    ClientValidationError,
     CommitUnknownError,
     DisconnectedError,
     DuplicateMessageIdError,
@@ -51,6 +52,7 @@ from ._errors import (
     ServerError,
     TooManyInflightBatchesError,
     UnavailableError,
+    WrongTypeError,
 )
 from ._fence import Fence
 from ._limits import check_message_size, check_subject_length, header_lines_size
@@ -196,13 +198,13 @@ class AtomicBatch(AsyncResource):
                 ``Nats-Expected-Last-Sequence`` after the first message, a repeated
                 ``Nats-Msg-Id``, or a header that would break the header block.
             ValueTooLargeError: the message exceeds the server's max payload.
-            ValueError: an invalid subject; TypeError: data is not bytes-like.
+            ClientValidationError: an invalid subject; WrongTypeError: data is not bytes-like.
         """
         self._check_room()
         if not isinstance(subject, str) or not _SUBJECT.fullmatch(subject):
-            raise ValueError(f"invalid subject for a batch message: {subject!r}")
+            raise ClientValidationError(f"invalid subject for a batch message: {subject!r}")
         if not isinstance(data, bytes | bytearray | memoryview):
-            raise TypeError(f"data must be bytes-like, not {type(data).__name__}")
+            raise WrongTypeError(f"data must be bytes-like, not {type(data).__name__}")
         own = dict(headers or {})
         hdr.validate_headers(own)
         self._check_batch_headers(own)

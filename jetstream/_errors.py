@@ -141,6 +141,7 @@ __all__ = [
     "UnsupportedServerFeatureError",
     "ValueTooLargeError",
     "WrongLastSequenceError",
+    "WrongTypeError",
     "connection_error",
     "error_from_api",
     "is_auth_refusal",
@@ -390,6 +391,11 @@ class CommitUnknownError(JetStreamError):
 
 class ClientValidationError(JetStreamError, ValueError):
     """Bad input detected before anything was sent to the server."""
+
+
+class WrongTypeError(ClientValidationError, TypeError):
+    """An argument of the wrong type (a str where bytes go, None for a mapping), detected
+    before anything was sent; also a :class:`TypeError`."""
 
 
 class ColumnError(ClientValidationError):

@@ -33,6 +33,7 @@ from ._api import raise_for_error
 from ._context import Feature, JetStream
 from ._errors import (
     BatchClosedError,
+    ClientValidationError,
     FastBatchError,
     JetStreamError,
     PermissionDeniedError,
@@ -93,9 +94,9 @@ class FastPublisher(BatchPublisherResource):
         timeout: float | None = None,
     ) -> None:
         if not 1 <= flow <= 65535 or max_outstanding < 1:
-            raise ValueError("flow must be 1..65535 and max_outstanding positive")
+            raise ClientValidationError("flow must be 1..65535 and max_outstanding positive")
         if gap not in ("fail", "ok"):
-            raise ValueError(f"gap must be 'fail' or 'ok': {gap!r}")
+            raise ClientValidationError(f"gap must be 'fail' or 'ok': {gap!r}")
         self._js = js
         self._flow_limit = flow
         self._max_outstanding = max_outstanding

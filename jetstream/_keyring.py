@@ -42,7 +42,12 @@ from ._envelope import (
     parse_header,
     seal_payload,
 )
-from ._errors import ClientValidationError, InvalidKeyringError, UnknownKeyIdError
+from ._errors import (
+    ClientValidationError,
+    InvalidKeyringError,
+    UnknownKeyIdError,
+    WrongTypeError,
+)
 
 __all__ = ["Keyring", "Opener", "RekeyReport", "Sealer"]
 
@@ -96,7 +101,10 @@ class Keyring:
 
         Raises:
             InvalidKeyringError: the file cannot be read, or is not a valid key file.
+            WrongTypeError: ``path`` is not a str or path.
         """
+        if not isinstance(path, str | os.PathLike):
+            raise WrongTypeError(f"a key file path is a str or a path, not {type(path).__name__}")
         try:
             text = Path(path).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
@@ -121,7 +129,7 @@ class Keyring:
         # Error messages name the field, never its value: the value may be a key.
         try:
             document: Any = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested deeper than Python goes
             raise InvalidKeyringError(f"{source} is not JSON") from None
         if not isinstance(document, dict) or set(document) != {"primary", "keys"}:
             raise InvalidKeyringError(f'{source}: expected {{"primary": ..., "keys": {{...}}}}')
@@ -155,7 +163,13 @@ class Keyring:
 
     def seal(self, plaintext: bytes, associated_data: bytes) -> tuple[str, bytes]:
         """Encrypt ``plaintext`` with the primary key, bound to ``associated_data``; returns
-        the ``Jetstore-Enc`` header value and the payload (see ``_envelope``)."""
+        the ``Jetstore-Enc`` header value and the payload (see ``_envelope``).
+
+        Raises:
+            WrongTypeError: ``plaintext`` or ``associated_data`` is not bytes-like.
+        """
+        _check_bytes(plaintext, "plaintext")
+        _check_bytes(associated_data, "associated data")
         key_id = self._primary
         payload = seal_payload(self._ciphers[key_id], key_id, plaintext, associated_data)
         return format_header(key_id), payload
@@ -388,6 +402,11 @@ class RekeyReport:
         return RekeyReport(
             *(getattr(self, f.name) + getattr(other, f.name) for f in dataclasses.fields(self))
         )
+
+
+def _check_bytes(value: object, what: str) -> None:
+    if not isinstance(value, bytes | bytearray | memoryview):
+        raise WrongTypeError(f"{what} must be bytes-like, not {type(value).__name__}")
 
 
 def _check_key_id(key_id: object) -> None:

@@ -20,7 +20,7 @@ from jetstream import (
 from jetstream import headers as hdr
 
 from ._errors import InvalidKeyError, KeyExistsError, WrongRevisionError
-from ._keys import validate_revision
+from ._keys import validate_limits, validate_revision
 from ._models import Op, op_from_headers
 
 if TYPE_CHECKING:
@@ -63,6 +63,7 @@ class KeyBatch(AsyncResource):
         timeout: float | None = None,
         deadline: float = DEFAULT_COMMIT_DEADLINE,
     ) -> None:
+        validate_limits(max_keys, timeout, deadline)
         self._bucket = bucket
         self._max_keys = max_keys
         self._timeout = timeout
@@ -81,7 +82,7 @@ class KeyBatch(AsyncResource):
         """Queue a value for ``key`` (see :meth:`Bucket.put`).
 
         Raises:
-            InvalidKeyError, InvalidTTLError, ValueTooLargeError, TypeError: bad input.
+            InvalidKeyError, InvalidTTLError, ValueTooLargeError, WrongTypeError: bad input.
             BatchTooLargeError, BatchClosedError: no room, or the batch is over.
         """
         self._queue(key, value, self._bucket._ttl_headers(ttl), expect=None)
@@ -141,7 +142,7 @@ class KeyBatch(AsyncResource):
             BatchClosedError: the batch was committed or abandoned.
             InvalidKeyError: a bad key, or a key already in the batch.
             BatchTooLargeError: more than ``max_keys`` keys.
-            ValueTooLargeError, TypeError: a bad value.
+            ValueTooLargeError, WrongTypeError: a bad value.
         """
         if self._closed:
             raise BatchClosedError("the batch was already committed or abandoned")

@@ -28,6 +28,7 @@ from jetstream import (
     TTLValue,
     ValueTooLargeError,
     WrongLastSequenceError,
+    WrongTypeError,
     format_ttl,
     parse_ttl_at_least,
     parse_ttl_header,
@@ -47,7 +48,14 @@ from ._errors import (
     KeyNotFoundError,
     WrongRevisionError,
 )
-from ._keys import distinct_filters, validate_filter, validate_key, validate_revision
+from ._keys import (
+    checked_filters,
+    checked_pairs,
+    distinct_filters,
+    validate_filter,
+    validate_key,
+    validate_revision,
+)
 from ._models import (
     BucketConfig,
     BucketStatus,
@@ -205,7 +213,7 @@ class Bucket:
                 A TTL below the bucket's ``marker_ttl`` is refused when history > 1; a key
                 longer than :attr:`max_key_length`, or a value that with its headers exceeds
                 the server's ``max_payload``, is refused (the server would drop the connection).
-            TypeError: ``value`` is not bytes-like.
+            WrongTypeError: ``value`` is not bytes-like.
             StorageLimitError: the bucket is full (``max_bytes``).
             JetStreamError: any other server error.
         """
@@ -218,7 +226,7 @@ class Bucket:
 
         Raises:
             KeyExistsError: the key has a live value (``.revision`` is its revision).
-            InvalidKeyError, InvalidTTLError, ValueTooLargeError, TypeError: bad input.
+            InvalidKeyError, InvalidTTLError, ValueTooLargeError, WrongTypeError: bad input.
         """
         headers = self._ttl_headers(ttl)
         for _ in range(_CREATE_ATTEMPTS):
@@ -265,7 +273,7 @@ class Bucket:
 
         Raises:
             WrongRevisionError: the latest revision differs (``.current`` says which it is).
-            InvalidKeyError, InvalidTTLError, ValueTooLargeError, TypeError: bad input.
+            InvalidKeyError, InvalidTTLError, ValueTooLargeError, WrongTypeError: bad input.
             ClientValidationError: ``revision`` is not a positive int.
         """
         validate_revision(revision, allow_zero=False)
@@ -380,12 +388,14 @@ class Bucket:
 
         Raises:
             InvalidKeyError: a bad key, a repeated key, or an ``expect``/``ttl`` key not written.
-            InvalidTTLError, ValueTooLargeError, TypeError: bad TTLs or values.
+            InvalidTTLError, ValueTooLargeError, WrongTypeError: bad TTLs or values, or
+                ``items`` neither a mapping nor (key, value) pairs.
+            ClientValidationError: ``max_keys`` or ``deadline`` out of range.
             BatchTooLargeError: more than ``max_keys`` keys.
             WrongRevisionError, KeyExistsError: an ``expect`` condition failed; names the key.
             CommitUnknownError: the outcome could not be learned before the deadline.
         """
-        pairs = list(items.items() if isinstance(items, Mapping) else items)
+        pairs = checked_pairs(items)
         expect = dict(expect or {})
         ttls = dict(ttl) if isinstance(ttl, Mapping) else {key: ttl for key, _ in pairs}
         written = {key for key, _ in pairs}
@@ -538,7 +548,7 @@ class Bucket:
 
     def _filter_subjects(self, filters: str | list[str]) -> list[str]:
         """The subjects of user key filters (encoded by the key codec where it can)."""
-        patterns = [filters] if isinstance(filters, str) else list(filters)
+        patterns = checked_filters(filters)
         if not patterns:
             raise ClientValidationError("a key filter list needs at least one filter")
         longest = self.max_key_length
@@ -605,7 +615,7 @@ class Bucket:
 
     def _payload(self, value: BytesLike) -> bytes:
         if not isinstance(value, bytes | bytearray | memoryview):
-            raise TypeError(f"value must be bytes-like, not {type(value).__name__}")
+            raise WrongTypeError(f"value must be bytes-like, not {type(value).__name__}")
         data = bytes(value)
         limit = self._config.max_value_size
         if limit > 0 and len(data) > limit:
@@ -726,7 +736,7 @@ class Bucket:
         *,
         revision: int,
         created: datetime,
-        headers: dict[str, str],
+        headers: dict[str, str] | None,
     ) -> Entry:
         """The entry a message of this bucket's stream stands for, decoded exactly as
         :meth:`get` and :meth:`watch` decode it: the key through the key codec, the value
@@ -738,10 +748,19 @@ class Bucket:
             KeyDecodeError: ``subject`` is not a key subject of this bucket, or the key codec
                 cannot decode its key (it was not written through the codec).
             DecryptionError: (encrypted bucket) the value does not open; ``.key`` names it.
+            WrongTypeError: ``subject`` is not a str, ``value`` not bytes-like, or ``headers``
+                neither a dict nor None (nats-py's ``Msg.headers`` for a message without).
         """
+        if not isinstance(subject, str):
+            raise WrongTypeError(f"subject must be a str, not {type(subject).__name__}")
+        if not isinstance(value, bytes | bytearray | memoryview):
+            raise WrongTypeError(f"value must be bytes-like, not {type(value).__name__}")
+        if headers is not None and not isinstance(headers, dict):
+            raise WrongTypeError(f"headers must be a dict or None, not {type(headers).__name__}")
         if not subject.startswith(self._prefix) or len(subject) == len(self._prefix):
             raise KeyDecodeError(subject, f"not a key subject of bucket {self._name!r}")
-        return self._entry_of(subject, value, revision, created, headers)
+        data = value if isinstance(value, bytes) else bytes(value)
+        return self._entry_of(subject, data, revision, created, headers or {})
 
     def _entry(self, message: StoredMessage) -> Entry:
         return self._entry_of(

@@ -14,7 +14,7 @@ import binascii
 import re
 from typing import Final, Protocol, runtime_checkable
 
-from jetstream import ClientValidationError
+from jetstream import ClientValidationError, WrongTypeError
 
 from ._errors import FilterNotSupportedError, InvalidKeyError, KeyDecodeError
 
@@ -54,6 +54,17 @@ class FilterableKeyCodec(KeyCodec, Protocol):
     """A key codec that can also encode filters with ``*`` and ``>`` wildcards."""
 
     def encode_filter(self, pattern: str) -> str: ...
+
+
+def checked_stored(stored: str) -> str:
+    """``stored``, checked to be a str (a stored key comes from a subject).
+
+    Raises:
+        WrongTypeError: it is not.
+    """
+    if not isinstance(stored, str):
+        raise WrongTypeError(f"a stored key is a str, not {type(stored).__name__}")
+    return stored
 
 
 class NoOpKeyCodec:
@@ -101,8 +112,9 @@ class Base64KeyCodec:
 
         Raises:
             KeyDecodeError: a token is not canonical unpadded base64url of UTF-8 text.
+            WrongTypeError: ``stored`` is not a str.
         """
-        return ".".join(_unb64_token(token, stored) for token in stored.split("."))
+        return ".".join(_unb64_token(token, stored) for token in checked_stored(stored).split("."))
 
     def encode_filter(self, pattern: str) -> str:
         """The stored filter for ``pattern``: ``*``/``>`` tokens kept, others encoded.
@@ -156,8 +168,9 @@ class PathKeyCodec:
 
         Raises:
             KeyDecodeError: ``stored`` contains ``/`` (not written through this codec).
+            WrongTypeError: ``stored`` is not a str.
         """
-        if "/" in stored:
+        if "/" in checked_stored(stored):
             raise KeyDecodeError(stored, "a path codec's stored keys contain no '/'")
         if stored == _ROOT:
             return "/"

@@ -4,13 +4,23 @@ follow :func:`jetstream.validate_bucket_name` (shared with object stores)."""
 from __future__ import annotations
 
 import re
-from typing import Final
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
 
-from jetstream import ClientValidationError
+from jetstream import ClientValidationError, WrongTypeError
 
 from ._errors import InvalidKeyError
 
-__all__ = ["distinct_filters", "validate_filter", "validate_key", "validate_revision"]
+__all__ = [
+    "checked_filters",
+    "checked_keys",
+    "checked_pairs",
+    "distinct_filters",
+    "validate_filter",
+    "validate_key",
+    "validate_limits",
+    "validate_revision",
+]
 
 _KEY: Final = re.compile(r"[-/_=.a-zA-Z0-9]+")
 _FILTER_TOKEN: Final = re.compile(r"[-/_=a-zA-Z0-9]+|\*|>")
@@ -117,3 +127,74 @@ def validate_revision(revision: int, *, allow_zero: bool) -> None:
     lowest = 0 if allow_zero else 1
     if isinstance(revision, bool) or not isinstance(revision, int) or revision < lowest:
         raise ClientValidationError(f"revision must be an int >= {lowest}: {revision!r}")
+
+
+def checked_pairs(items: object) -> list[tuple[Any, Any]]:
+    """The ``(key, value)`` pairs of a mapping or an iterable of pairs (``put_many``).
+
+    Raises:
+        WrongTypeError: neither, or an item that is not a pair.
+    """
+    if isinstance(items, Mapping):
+        return list(items.items())
+    if isinstance(items, str | bytes | bytearray) or not isinstance(items, Iterable):
+        raise WrongTypeError(f"expected a mapping or (key, value) pairs, not {_shown(items)}")
+    pairs = list(items)
+    for pair in pairs:
+        if not isinstance(pair, tuple) or len(pair) != 2:
+            raise WrongTypeError(f"expected (key, value) pairs, got {_shown(pair)}")
+    return pairs
+
+
+def checked_keys(keys: object) -> list[Any]:
+    """The keys of an iterable of keys (``get_many``), each a str (its rules are checked
+    where it is used).
+
+    Raises:
+        WrongTypeError: not an iterable, or a single str (its characters are not keys).
+        InvalidKeyError: a key that is not a str.
+    """
+    if isinstance(keys, str | bytes | bytearray) or not isinstance(keys, Iterable):
+        raise WrongTypeError(f"expected an iterable of keys, not {_shown(keys)}")
+    wanted = list(keys)
+    for key in wanted:
+        if not isinstance(key, str):
+            raise InvalidKeyError(f"key must be a str, not {_shown(key)}")
+    return wanted
+
+
+def checked_filters(filters: object) -> list[Any]:
+    """The filters of a key filter or a list of them (``keys``, ``watch``).
+
+    Raises:
+        WrongTypeError: neither a str nor an iterable of filters.
+    """
+    if isinstance(filters, str):
+        return [filters]
+    if isinstance(filters, bytes | bytearray) or not isinstance(filters, Iterable):
+        raise WrongTypeError(f"expected a key filter or a list of them, not {_shown(filters)}")
+    return list(filters)
+
+
+def validate_limits(max_keys: object, timeout: object, deadline: object) -> None:
+    """Check a batch's ``max_keys`` (an int >= 1), ``timeout`` (None or seconds > 0) and
+    ``deadline`` (seconds > 0).
+
+    Raises:
+        ClientValidationError: one of them is out of range or of the wrong type.
+    """
+    if isinstance(max_keys, bool) or not isinstance(max_keys, int) or max_keys < 1:
+        raise ClientValidationError(f"max_keys must be an int >= 1: {max_keys!r}")
+    if timeout is not None and not _positive_seconds(timeout):
+        raise ClientValidationError(f"timeout must be None or seconds > 0: {timeout!r}")
+    if not _positive_seconds(deadline):
+        raise ClientValidationError(f"deadline must be seconds > 0: {deadline!r}")
+
+
+def _positive_seconds(value: object) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int | float) and 0 < value < 1e9
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return f"{type(value).__name__} {text[:60]}{'...' if len(text) > 60 else ''}"

@@ -20,9 +20,9 @@ from typing import Final
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESSIV
 
-from jetstream import Keyring
+from jetstream import Keyring, WrongTypeError
 
-from ._codecs import _WILDCARDS, _tokens, _unb64_bytes
+from ._codecs import _WILDCARDS, _tokens, _unb64_bytes, checked_stored
 from ._errors import InvalidKeyError, KeyDecodeError
 
 __all__ = ["EncryptedKeyCodec"]
@@ -50,7 +50,9 @@ class EncryptedKeyCodec:
 
     def __init__(self, keyring: Keyring, *, key_id: str | None = None) -> None:
         if not isinstance(keyring, Keyring):
-            raise TypeError(f"keyring must be a jetstream.Keyring, not {type(keyring).__name__}")
+            raise WrongTypeError(
+                f"keyring must be a jetstream.Keyring, not {type(keyring).__name__}"
+            )
         self._key_id = keyring.primary if key_id is None else key_id
         self._siv = AESSIV(keyring.derive(_PURPOSE, _SIV_KEY_SIZE, key_id=self._key_id))
 
@@ -69,8 +71,10 @@ class EncryptedKeyCodec:
         Raises:
             KeyDecodeError: a token is not base64url, or was not sealed by this codec's key
                 at its position (another key, another client, or tampered).
+            WrongTypeError: ``stored`` is not a str.
         """
-        return ".".join(self._open(token, i, stored) for i, token in enumerate(stored.split(".")))
+        tokens = checked_stored(stored).split(".")
+        return ".".join(self._open(token, i, stored) for i, token in enumerate(tokens))
 
     def encode_filter(self, pattern: str) -> str:
         """The stored filter for ``pattern``: ``*``/``>`` tokens kept, others encrypted.

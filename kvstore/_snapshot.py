@@ -17,6 +17,7 @@ from jetstream import (
 )
 from jetstream import headers as hdr
 
+from ._keys import checked_keys
 from ._models import Entry, Op
 
 if TYPE_CHECKING:
@@ -80,7 +81,7 @@ async def read_snapshot(bucket: Bucket, keys: Iterable[str]) -> Snapshot:
         InvalidKeyError: a bad key (nothing is sent).
         JetStreamError: the bucket has no direct get, or a request failed.
     """
-    wanted = list(dict.fromkeys(keys))  # unique, in request order
+    wanted = list(dict.fromkeys(checked_keys(keys)))  # unique, in request order
     subjects = [bucket._subject(key) for key in wanted]
     if not bucket._direct:
         raise JetStreamError(

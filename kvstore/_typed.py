@@ -19,6 +19,7 @@ from jetstream import (
 )
 
 from ._errors import ValueDecodeError, ValueEncodeError
+from ._keys import checked_pairs
 from ._models import Entry, Op
 
 if TYPE_CHECKING:
@@ -31,9 +32,10 @@ __all__ = ["TypedBucket", "TypedEntry", "TypedSnapshot", "TypedWatcher", "ValueF
 T = TypeVar("T")
 ValueFormat = Literal["json", "msgpack"]
 
-# What msgspec raises for values it cannot encode or bytes it cannot decode; caught here and
-# turned into ValueEncodeError / ValueDecodeError so no msgspec error reaches a caller.
-_CODEC_ERRORS = (msgspec.MsgspecError, TypeError, ValueError, OverflowError, RecursionError)
+# What encoding or decoding a value may raise: msgspec's errors, and anything the type's own
+# code raises (a Struct's __post_init__ asserting on a field: AssertionError, KeyError...).
+# Turned into ValueEncodeError / ValueDecodeError naming the key, so a watch goes on.
+_CODEC_ERRORS = (Exception,)
 
 
 class TypedEntry(Generic[T]):
@@ -146,7 +148,7 @@ class TypedBucket(Generic[T]):
                 encoder, decoder = msgspec.msgpack.Encoder(), msgspec.msgpack.Decoder(value_type)
             else:
                 raise ClientValidationError(f"format must be 'json' or 'msgpack', not {format!r}")
-        except TypeError as exc:
+        except (TypeError, NameError, AttributeError) as exc:  # NameError: unresolved annotation
             raise ClientValidationError(f"msgspec cannot store {value_type!r}: {exc}") from None
         self._encoder = encoder
         self._decoder = decoder
@@ -235,10 +237,10 @@ class TypedBucket(Generic[T]):
         Raises:
             ValueEncodeError: a value does not encode as the type (nothing is sent).
             InvalidKeyError, InvalidTTLError, ValueTooLargeError, BatchTooLargeError,
-            WrongRevisionError, KeyExistsError, CommitUnknownError: as :meth:`Bucket.put_many`.
+            WrongRevisionError, KeyExistsError, CommitUnknownError, WrongTypeError,
+            ClientValidationError: as :meth:`Bucket.put_many`.
         """
-        pairs = items.items() if isinstance(items, Mapping) else items
-        encoded = [(key, self._encode(key, value)) for key, value in pairs]
+        encoded = [(key, self._encode(key, value)) for key, value in checked_pairs(items)]
         return await self._bucket.put_many(
             encoded, expect=expect, ttl=ttl, max_keys=max_keys, deadline=deadline
         )

@@ -9,6 +9,8 @@ from collections.abc import AsyncIterable, AsyncIterator, Iterable
 from pathlib import Path
 from typing import BinaryIO, TypeAlias
 
+from jetstream import WrongTypeError
+
 __all__ = ["Source", "chunks_of", "digest_text", "known_size"]
 
 Source: TypeAlias = (
@@ -60,7 +62,7 @@ def chunks_of(source: Source, chunk_size: int) -> AsyncIterator[bytes]:
         return _rechunk(source, chunk_size)
     if isinstance(source, Iterable):
         return _rechunk(_as_async(source), chunk_size)
-    raise TypeError(
+    raise WrongTypeError(
         f"unsupported source {type(source).__name__}: use bytes, a path, a binary file, "
         "or an (async) iterable of bytes"
     )
@@ -77,7 +79,9 @@ async def _from_file(file: BinaryIO, chunk_size: int, *, close: bool) -> AsyncIt
     try:
         while chunk := await loop.run_in_executor(None, file.read, chunk_size):
             if not isinstance(chunk, bytes):
-                raise TypeError(f"the file must be opened in binary mode, read gave {type(chunk)}")
+                raise WrongTypeError(
+                    f"the file must be opened in binary mode, read gave {type(chunk)}"
+                )
             yield chunk
     finally:
         if close:
@@ -102,5 +106,5 @@ async def _as_async(source: Iterable[bytes]) -> AsyncIterator[bytes]:
 
 def _checked_piece(piece: object) -> bytes | bytearray | memoryview:
     if not isinstance(piece, bytes | bytearray | memoryview):
-        raise TypeError(f"an iterable source must yield bytes, not {type(piece).__name__}")
+        raise WrongTypeError(f"an iterable source must yield bytes, not {type(piece).__name__}")
     return piece

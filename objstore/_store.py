@@ -155,8 +155,8 @@ class ObjectStore:
         after each chunk (``total`` None when unknown).
 
         Raises:
-            InvalidObjectNameError, InvalidTTLError, ClientValidationError, TypeError: bad input,
-                before anything is sent; FileNotFoundError etc. for an unreadable path.
+            InvalidObjectNameError, InvalidTTLError, ClientValidationError, WrongTypeError: bad
+                input, before anything is sent; FileNotFoundError etc. for an unreadable path.
             UploadFailedError: the upload failed (no meta written, its chunks removed).
             CommitUnknownError: the meta record's ack was lost and could not be asked again
                 before the connection's ``retry_deadline``; the object may or may not exist.

@@ -118,9 +118,9 @@ async def test_bad_messages_are_refused_when_added(js: JetStream, stream: str) -
         with pytest.raises(jetstream.InvalidHeaderError):
             other.add(subject, b"v", headers)
     for subject in ["", "a b", "a.*", "a.>", "a..b"]:
-        with pytest.raises(ValueError):
+        with pytest.raises(jetstream.ClientValidationError):
             other.add(subject, b"v")
-    with pytest.raises(TypeError):
+    with pytest.raises(jetstream.WrongTypeError):
         other.add(f"{stream}.c", "text")  # type: ignore[arg-type]
     with pytest.raises(jetstream.ValueTooLargeError):
         other.add(f"{stream}.c", b"x" * (js.nc.max_payload + 1))

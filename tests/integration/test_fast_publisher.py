@@ -114,5 +114,5 @@ async def test_an_unanswered_batch_times_out(stream: str) -> None:
 
 def test_bad_options_are_refused(js: JetStream) -> None:
     for options in ({"flow": 0}, {"flow": 70000}, {"max_outstanding": 0}, {"gap": "maybe"}):
-        with pytest.raises(ValueError):
+        with pytest.raises(jetstream.ClientValidationError):
             FastPublisher(js, **options)  # type: ignore[arg-type]

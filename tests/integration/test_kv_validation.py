@@ -105,9 +105,9 @@ async def test_bad_values_and_revisions_are_refused_before_sending(
     with pytest.raises(kvstore.ValueTooLargeError, match="max payload"):
         await (await make_bucket()).put("k", b"x" * (js.nc.max_payload + 1))
     await spy.clear()
-    with pytest.raises(TypeError):
+    with pytest.raises(jetstream.WrongTypeError):
         await bucket.put("k", "a str")  # type: ignore[arg-type]
-    with pytest.raises(TypeError):
+    with pytest.raises(jetstream.WrongTypeError):
         await bucket.put("k", None)  # type: ignore[arg-type]
     for revision in (0, -1, True, "1"):
         with pytest.raises(jetstream.ClientValidationError):

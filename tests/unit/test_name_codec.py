@@ -83,7 +83,7 @@ def test_bad_keys_are_refused(key: object) -> None:
 def test_bad_construction_is_refused() -> None:
     with pytest.raises(jetstream.UnknownKeyIdError):
         EncryptedKeyCodec(RING, key_id="nope")
-    with pytest.raises(TypeError):
+    with pytest.raises(jetstream.WrongTypeError):
         EncryptedKeyCodec(bytes(32))  # type: ignore[arg-type]
     assert "key_id='a'" in repr(EncryptedKeyCodec(RING)) and "\\x" not in repr(RING)
 
