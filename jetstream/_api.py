@@ -6,6 +6,7 @@ registered error for ``{"error": {...}}`` replies and decodes the typed msgspec 
 
 from __future__ import annotations
 
+import re
 from typing import TypeVar
 
 import msgspec
@@ -15,6 +16,7 @@ from nats.aio.msg import Msg
 
 from ._duration import decode_hook
 from ._errors import (
+    ClientValidationError,
     JetStreamError,
     NoRespondersError,
     RequestTimeoutError,
@@ -28,6 +30,8 @@ from ._status import NO_RESPONDERS, status_of
 __all__ = ["DEFAULT_API_PREFIX", "ApiSubjects", "raise_for_error", "request", "send"]
 
 DEFAULT_API_PREFIX = "$JS.API"
+
+_NOT_A_SUBJECT = re.compile(r"[ \t\r\n]")  # what nats-py's publish() refuses in a subject
 
 T = TypeVar("T")
 
@@ -146,7 +150,12 @@ async def send(
         RequestTimeoutError: no reply within ``timeout`` seconds.
         ConnectionClosedError: the connection is closed.
         DisconnectedError: reconnecting, and the outbound buffer is full.
+        ClientValidationError: an empty subject, or one with a space, tab, CR or LF.
     """
+    if not subject or _NOT_A_SUBJECT.search(subject):
+        # Before nats-py registers the reply's future: publish() refusing the subject after
+        # that would leave the future in its map for good (request() checks first, too).
+        raise ClientValidationError(f"invalid subject {subject[:80]!r}")
     try:
         # nats-py's request() without its last step, which takes any reply with a "Status: 503"
         # header for "no responders": a direct get answering a value another client stored

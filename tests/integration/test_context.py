@@ -97,6 +97,19 @@ async def test_no_stream_and_no_direct_get_are_no_responders(
     await js.delete_stream(name)
 
 
+async def test_a_request_on_a_bad_subject_is_refused_before_anything_is_registered(
+    js: JetStream,
+) -> None:
+    """Requests call nats-py's request step that registers the reply's future before
+    publishing: a subject publish() refuses must be refused before, or the future stays."""
+    await js.send("$JS.API.INFO", b"")  # the reply map exists
+    waiting = len(js.nc._resp_map)
+    for subject in ("", "a b", "a\tb", "a\r\nPUB x 1"):
+        with pytest.raises(jetstream.ClientValidationError):
+            await js.send(subject, b"")
+    assert len(js.nc._resp_map) == waiting
+
+
 async def test_scan_sees_the_last_message_of_every_subject(
     js: JetStream, unique_name: Callable[[str], str]
 ) -> None:
