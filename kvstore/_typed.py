@@ -392,6 +392,12 @@ class _TypedHistory(Generic[T]):
     async def __anext__(self) -> TypedEntry[T]:
         return self._view._typed(await self._entries.__anext__())
 
+    async def aclose(self) -> None:
+        """Stop reading (as an async generator's ``aclose``: ``contextlib.aclosing`` works)."""
+        aclose = getattr(self._entries, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
 
 def _name(value_type: Any) -> str:
     return getattr(value_type, "__name__", None) or repr(value_type)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
@@ -128,6 +129,20 @@ async def test_keys_and_history(bucket: Bucket) -> None:
         [e async for e in bucket.history("nobody")]
     with pytest.raises(kvstore.InvalidKeyError):
         bucket.keys("a..b")
+
+
+async def test_a_history_closed_midway_deletes_its_consumer(
+    js: jetstream.JetStream, bucket: Bucket
+) -> None:
+    """history() is an iterator class now (it goes on after a value that does not open); it
+    still closes like the async generator it was, so ``aclosing`` ends its consumer."""
+    for i in range(3):
+        await bucket.put("k", b"%d" % i)
+    for history in (bucket.history("k"), bucket.typed(bytes).history("k")):
+        async with contextlib.aclosing(history) as revisions:  # type: ignore[type-var]
+            async for _ in revisions:
+                break
+        assert [name async for name in js.consumer_names(bucket.stream)] == []
 
 
 async def test_watch_survives_a_server_kill_and_restart(tmp_path: Path) -> None:
