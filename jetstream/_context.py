@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, Literal, TypeVar
 
 import msgspec
+import nats.errors
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.nuid import NUID
@@ -944,7 +945,13 @@ _HEADLINES = {"timeout": "no reply", "503 no responders": "no responders"}
 
 async def _log_connection_error(error: Exception) -> None:
     # nats-py's messages are not ours: a server URL in one would carry its credentials.
-    _log.warning("nats connection: %s: %s", type(error).__name__, redact_text(str(error)))
+    text = redact_text(str(error))
+    if isinstance(error, nats.errors.FlushTimeoutError):
+        # A publish waited flush_timeout for a full buffer to drain (a slow link, or a server
+        # that died): nothing is lost, the buffer is written in order later. Not a warning.
+        _log.debug("nats connection: %s: %s", type(error).__name__, text)
+        return
+    _log.warning("nats connection: %s: %s", type(error).__name__, text)
 
 
 def _stored_or_raise(headers: dict[str, str] | None, data: bytes, *, what: str) -> StoredMessage:

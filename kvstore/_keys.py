@@ -139,10 +139,11 @@ def checked_pairs(items: object) -> list[tuple[Any, Any]]:
         return list(items.items())
     if isinstance(items, str | bytes | bytearray) or not isinstance(items, Iterable):
         raise WrongTypeError(f"expected a mapping or (key, value) pairs, not {_shown(items)}")
-    pairs = list(items)
-    for pair in pairs:
-        if not isinstance(pair, tuple) or len(pair) != 2:
+    pairs = []
+    for pair in items:  # tuples, or lists as JSON and CSV readers give them
+        if not isinstance(pair, tuple | list) or len(pair) != 2:
             raise WrongTypeError(f"expected (key, value) pairs, got {_shown(pair)}")
+        pairs.append((pair[0], pair[1]))
     return pairs
 
 

@@ -32,11 +32,6 @@ __all__ = ["TypedBucket", "TypedEntry", "TypedSnapshot", "TypedWatcher", "ValueF
 T = TypeVar("T")
 ValueFormat = Literal["json", "msgpack"]
 
-# What encoding or decoding a value may raise: msgspec's errors, and anything the type's own
-# code raises (a Struct's __post_init__ asserting on a field: AssertionError, KeyError...).
-# Turned into ValueEncodeError / ValueDecodeError naming the key, so a watch goes on.
-_CODEC_ERRORS = (Exception,)
-
 
 class TypedEntry(Generic[T]):
     """One revision of a key in a typed view: the fields of :class:`kvstore.Entry`, with
@@ -317,13 +312,18 @@ class TypedBucket(Generic[T]):
     def _encode(self, key: str, value: T) -> bytes:
         """``value`` as stored bytes, checked to decode back as the type (a Struct built with a
         field of the wrong type encodes fine but would never read back)."""
+        # Any exception of msgspec's or of the type's own code (a __post_init__ asserting on a
+        # field) is the value's fault, so it names the key (the original chained); only a
+        # MemoryError is the process's and stays as it is. Decoding below, likewise.
         try:
             data = self._encoder.encode(value)
             self._decoder.decode(data)
-        except _CODEC_ERRORS as exc:
+        except MemoryError:
+            raise
+        except Exception as exc:
             raise ValueEncodeError(
                 f"value for key {key!r} is not a {_name(self._type)} ({self._format}): {exc}"
-            ) from None
+            ) from exc
         return data
 
     def _typed(self, entry: Entry, *, decode: bool = True) -> TypedEntry[T]:
@@ -331,11 +331,13 @@ class TypedBucket(Generic[T]):
             return TypedEntry(entry, None, None)
         try:
             return TypedEntry(entry, self._decoder.decode(entry.value), None)
-        except _CODEC_ERRORS as exc:
+        except MemoryError:
+            raise
+        except Exception as exc:  # reported on the entry: a watch goes on (see _encode)
             reason = f"not a {_name(self._type)} ({self._format}): {exc}"
-            return TypedEntry(
-                entry, None, ValueDecodeError(entry.key, entry.revision, reason, entry.value)
-            )
+            error = ValueDecodeError(entry.key, entry.revision, reason, entry.value)
+            error.__cause__ = exc
+            return TypedEntry(entry, None, error)
 
     @staticmethod
     def _checked(entry: TypedEntry[T]) -> TypedEntry[T]:

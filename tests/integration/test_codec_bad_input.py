@@ -144,3 +144,39 @@ async def test_a_value_the_type_s_own_check_refuses_is_a_decode_error(
         second = await asyncio.wait_for(anext(watcher), 10)
     assert isinstance(first.error, kvstore.ValueDecodeError) and first.key == "bad"
     assert second.value == Account(5)
+
+
+class Hungry(msgspec.Struct):
+    n: int
+
+    def __post_init__(self) -> None:
+        if self.n > 10:
+            raise MemoryError("out of memory while building the value")
+
+
+async def test_a_memory_error_while_decoding_is_not_taken_for_a_bad_value(
+    js: jetstream.JetStream, make_bucket: BucketFactory
+) -> None:
+    bucket = await make_bucket()
+    typed = bucket.typed(Hungry)
+    value = Hungry(5)
+    value.n = 11  # encodes; decoding it back (put's check) runs out of memory
+    with pytest.raises(MemoryError):
+        await typed.put("k", value)
+    await bucket.put("k", b'{"n": 11}')
+    with pytest.raises(MemoryError):
+        await typed.get("k")
+
+
+async def test_put_many_takes_pairs_as_lists(
+    js: jetstream.JetStream, make_bucket: BucketFactory
+) -> None:
+    bucket = await make_bucket()
+    rows = [["a", b"1"], ("b", b"2")]  # as a JSON or CSV reader gives them
+    await bucket.put_many(rows)  # type: ignore[arg-type]
+    assert {k: e.value for k, e in (await bucket.get_many(["a", "b"])).items()} == {
+        "a": b"1",
+        "b": b"2",
+    }
+    await bucket.typed(str).put_many([["c", "3"]])  # type: ignore[list-item]
+    assert (await bucket.typed(str).get("c")).value == "3"

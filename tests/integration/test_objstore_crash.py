@@ -5,11 +5,13 @@ and only an unanswerable one is CommitUnknownError, with the chunks kept."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
 from pathlib import Path
 
+import nats.errors
 import pytest
 
 import jetstream
@@ -159,3 +161,20 @@ async def _until_ready(js: jetstream.JetStream) -> None:
         except (jetstream.NoRespondersError, jetstream.RequestTimeoutError, jetstream.ServerError):
             await asyncio.sleep(0.1)
     raise AssertionError("server did not come back")
+
+
+async def test_a_publish_waiting_out_flush_timeout_is_not_logged_as_a_warning(
+    nats_server: jetstream.EmbeddedServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """connect() bounds nats-py's wait for its full buffer (the fix above); on a slow but
+    healthy link the wait can run out while nothing is wrong (the buffer is written later,
+    in order), so that is logged at debug level, not as a connection warning."""
+    caplog.set_level(logging.DEBUG, logger="jetstream")
+    async with await jetstream.connect(nats_server.url, timeout=0.5) as js:
+        await js.nc._error_cb(nats.errors.FlushTimeoutError())  # what nats-py reports then
+        await js.nc._error_cb(nats.errors.StaleConnectionError())  # a real problem: a warning
+    logged = [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "jetstream"]
+    assert (logging.DEBUG, "nats connection: FlushTimeoutError: nats: flush timeout") in logged
+    assert [m for level, m in logged if level == logging.WARNING] == [
+        "nats connection: StaleConnectionError: nats: stale connection"
+    ]
