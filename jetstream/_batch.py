@@ -52,7 +52,7 @@ from ._errors import (
     ServerError,
     TooManyInflightBatchesError,
     UnavailableError,
-    WrongTypeError,
+    check_bytes_like,
 )
 from ._fence import Fence
 from ._limits import check_message_size, check_subject_length, header_lines_size
@@ -203,8 +203,7 @@ class AtomicBatch(AsyncResource):
         self._check_room()
         if not isinstance(subject, str) or not _SUBJECT.fullmatch(subject):
             raise ClientValidationError(f"invalid subject for a batch message: {subject!r}")
-        if not isinstance(data, bytes | bytearray | memoryview):
-            raise WrongTypeError(f"data must be bytes-like, not {type(data).__name__}")
+        check_bytes_like(data, "data")
         own = dict(headers or {})
         hdr.validate_headers(own)
         self._check_batch_headers(own)

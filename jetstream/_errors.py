@@ -398,6 +398,17 @@ class WrongTypeError(ClientValidationError, TypeError):
     before anything was sent; also a :class:`TypeError`."""
 
 
+def check_bytes_like(value: object, what: str) -> bytes | bytearray | memoryview:
+    """``value``, checked to be bytes-like (``what`` names it in the error).
+
+    Raises:
+        WrongTypeError: it is not.
+    """
+    if not isinstance(value, bytes | bytearray | memoryview):
+        raise WrongTypeError(f"{what} must be bytes-like, not {type(value).__name__}")
+    return value
+
+
 class ColumnError(ClientValidationError):
     """A DataFrame column a Spark sink needs is missing, or has a type it cannot store (names
     the column; raised on the driver before any task runs)."""

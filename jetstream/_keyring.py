@@ -47,6 +47,7 @@ from ._errors import (
     InvalidKeyringError,
     UnknownKeyIdError,
     WrongTypeError,
+    check_bytes_like,
 )
 
 __all__ = ["Keyring", "Opener", "RekeyReport", "Sealer"]
@@ -168,8 +169,8 @@ class Keyring:
         Raises:
             WrongTypeError: ``plaintext`` or ``associated_data`` is not bytes-like.
         """
-        _check_bytes(plaintext, "plaintext")
-        _check_bytes(associated_data, "associated data")
+        check_bytes_like(plaintext, "plaintext")
+        check_bytes_like(associated_data, "associated data")
         key_id = self._primary
         payload = seal_payload(self._ciphers[key_id], key_id, plaintext, associated_data)
         return format_header(key_id), payload
@@ -402,11 +403,6 @@ class RekeyReport:
         return RekeyReport(
             *(getattr(self, f.name) + getattr(other, f.name) for f in dataclasses.fields(self))
         )
-
-
-def _check_bytes(value: object, what: str) -> None:
-    if not isinstance(value, bytes | bytearray | memoryview):
-        raise WrongTypeError(f"{what} must be bytes-like, not {type(value).__name__}")
 
 
 def _check_key_id(key_id: object) -> None:

@@ -35,6 +35,7 @@ from jetstream import (
     subject_room,
 )
 from jetstream import headers as hdr
+from jetstream._errors import check_bytes_like
 
 from ._batch import KeyBatch
 from ._codecs import KeyCodec, encode_filter
@@ -614,9 +615,7 @@ class Bucket:
             return None
 
     def _payload(self, value: BytesLike) -> bytes:
-        if not isinstance(value, bytes | bytearray | memoryview):
-            raise WrongTypeError(f"value must be bytes-like, not {type(value).__name__}")
-        data = bytes(value)
+        data = bytes(check_bytes_like(value, "value"))
         limit = self._config.max_value_size
         if limit > 0 and len(data) > limit:
             raise ValueTooLargeError(f"value of {len(data)} bytes exceeds max_value_size {limit}")
@@ -753,8 +752,7 @@ class Bucket:
         """
         if not isinstance(subject, str):
             raise WrongTypeError(f"subject must be a str, not {type(subject).__name__}")
-        if not isinstance(value, bytes | bytearray | memoryview):
-            raise WrongTypeError(f"value must be bytes-like, not {type(value).__name__}")
+        check_bytes_like(value, "value")
         if headers is not None and not isinstance(headers, dict):
             raise WrongTypeError(f"headers must be a dict or None, not {type(headers).__name__}")
         if not subject.startswith(self._prefix) or len(subject) == len(self._prefix):

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import BinaryIO, TypeAlias
 
 from jetstream import WrongTypeError
+from jetstream._errors import check_bytes_like
 
 __all__ = ["Source", "chunks_of", "digest_text", "known_size"]
 
@@ -91,7 +92,7 @@ async def _from_file(file: BinaryIO, chunk_size: int, *, close: bool) -> AsyncIt
 async def _rechunk(source: AsyncIterable[bytes], chunk_size: int) -> AsyncIterator[bytes]:
     buffer = bytearray()
     async for piece in source:
-        buffer += _checked_piece(piece)
+        buffer += check_bytes_like(piece, "a piece an iterable source yields")
         while len(buffer) >= chunk_size:
             yield bytes(buffer[:chunk_size])
             del buffer[:chunk_size]
@@ -102,9 +103,3 @@ async def _rechunk(source: AsyncIterable[bytes], chunk_size: int) -> AsyncIterat
 async def _as_async(source: Iterable[bytes]) -> AsyncIterator[bytes]:
     for piece in source:
         yield piece
-
-
-def _checked_piece(piece: object) -> bytes | bytearray | memoryview:
-    if not isinstance(piece, bytes | bytearray | memoryview):
-        raise WrongTypeError(f"an iterable source must yield bytes, not {type(piece).__name__}")
-    return piece
