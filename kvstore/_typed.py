@@ -313,8 +313,9 @@ class TypedBucket(Generic[T]):
         """``value`` as stored bytes, checked to decode back as the type (a Struct built with a
         field of the wrong type encodes fine but would never read back)."""
         # Any exception of msgspec's or of the type's own code (a __post_init__ asserting on a
-        # field) is the value's fault, so it names the key (the original chained); only a
-        # MemoryError is the process's and stays as it is. Decoding below, likewise.
+        # field) is the value's fault, so it names the key (and quotes the original, which is
+        # not chained: no msgspec error reaches a caller); only a MemoryError is the
+        # process's and stays as it is. Decoding below, likewise.
         try:
             data = self._encoder.encode(value)
             self._decoder.decode(data)
@@ -323,7 +324,7 @@ class TypedBucket(Generic[T]):
         except Exception as exc:
             raise ValueEncodeError(
                 f"value for key {key!r} is not a {_name(self._type)} ({self._format}): {exc}"
-            ) from exc
+            ) from None
         return data
 
     def _typed(self, entry: Entry, *, decode: bool = True) -> TypedEntry[T]:
@@ -336,7 +337,6 @@ class TypedBucket(Generic[T]):
         except Exception as exc:  # reported on the entry: a watch goes on (see _encode)
             reason = f"not a {_name(self._type)} ({self._format}): {exc}"
             error = ValueDecodeError(entry.key, entry.revision, reason, entry.value)
-            error.__cause__ = exc
             return TypedEntry(entry, None, error)
 
     @staticmethod
