@@ -7,7 +7,7 @@ import contextlib
 import itertools
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import nats
 import pytest
@@ -18,6 +18,7 @@ import kvstore
 import objstore
 
 _counter = itertools.count()
+T = TypeVar("T")
 
 
 @pytest.fixture
@@ -55,23 +56,45 @@ def unique_name(request: pytest.FixtureRequest) -> Callable[[str], str]:
 BucketFactory = Callable[..., Awaitable[kvstore.Bucket]]
 
 
+class _Made(Generic[T]):
+    """Makes resources (buckets, stores) with unique names in ``async with``, and deletes
+    them all when it ends (one the test deleted itself is skipped)."""
+
+    def __init__(
+        self,
+        js: jetstream.JetStream,
+        name: Callable[[], str],
+        create: Callable[..., Awaitable[T]],
+        delete: Callable[[jetstream.JetStream, str], Awaitable[None]],
+        gone: type[Exception],
+    ) -> None:
+        self._js, self._name, self._gone = js, name, gone
+        self._create, self._delete = create, delete
+        self._names: list[str] = []
+
+    async def make(self, **options: Any) -> T:
+        name = self._name()
+        made = await self._create(self._js, name, **options)
+        self._names.append(name)
+        return made
+
+    async def __aenter__(self) -> Callable[..., Awaitable[T]]:
+        return self.make
+
+    async def __aexit__(self, *exc: object) -> None:
+        for name in self._names:
+            with contextlib.suppress(self._gone):
+                await self._delete(self._js, name)
+
+
 @pytest.fixture
 async def make_bucket(
     js: jetstream.JetStream, unique_name: Callable[[str], str]
 ) -> AsyncIterator[BucketFactory]:
     """Create buckets with unique names; all are deleted when the test ends."""
-    created: list[str] = []
-
-    async def make(**options: Any) -> kvstore.Bucket:
-        name = unique_name("kv")
-        bucket = await kvstore.create_bucket(js, name, **options)
-        created.append(name)
-        return bucket
-
-    yield make
-    for name in created:
-        with contextlib.suppress(kvstore.BucketNotFoundError):
-            await kvstore.delete_bucket(js, name)
+    kind = (kvstore.create_bucket, kvstore.delete_bucket, kvstore.BucketNotFoundError)
+    async with _Made(js, lambda: unique_name("kv"), *kind) as make:
+        yield make
 
 
 @pytest.fixture
@@ -91,18 +114,9 @@ async def make_store(
 ) -> AsyncIterator[StoreFactory]:
     """Create object stores with unique names; all are deleted when the test ends (one the
     test deleted itself is skipped)."""
-    created: list[str] = []
-
-    async def make(**options: Any) -> objstore.ObjectStore:
-        name = unique_name("os")
-        store = await objstore.create_store(js, name, **options)
-        created.append(name)
-        return store
-
-    yield make
-    for name in created:
-        with contextlib.suppress(objstore.StoreNotFoundError):
-            await objstore.delete_store(js, name)
+    kind = (objstore.create_store, objstore.delete_store, objstore.StoreNotFoundError)
+    async with _Made(js, lambda: unique_name("os"), *kind) as make:
+        yield make
 
 
 @pytest.fixture
