@@ -49,6 +49,16 @@ def test_frame_reader_benchmark_runs() -> None:
         assert f"| {reader} |" in result.stdout
 
 
+def test_object_cpu_benchmark_runs() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "benchmarks.object_cpu", "--mib", "2", "--rounds", "1"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    for row in ("ordered consumer, no hash", "open()", "core publish, no acks", "put"):
+        assert f"| {row} |" in result.stdout
+
+
 @pytest.mark.spark
 def test_spark_benchmark_runs() -> None:
     pytest.importorskip("pyspark", reason="needs the 'spark' extra")
