@@ -40,6 +40,9 @@ class _Write(msgspec.Struct, frozen=True):
     """Revision the key must have at commit (0: none); None: no condition."""
     create: bool = False
     """``create`` semantics: no live value, tombstones and expiry markers allowed."""
+    unsealed: bool = False
+    """``data`` is the plain value, sealed by the bucket's encryption while the batch is sent
+    (its ``Jetstore-Enc`` header is already in ``headers``)."""
 
 
 class KeyBatch(AsyncResource):
@@ -152,9 +155,13 @@ class KeyBatch(AsyncResource):
         if len(self._writes) >= self._max_keys:
             raise BatchTooLargeError(f"a batch holds at most {self._max_keys} keys")
         data = self._bucket._payload(value)
-        if self._bucket._value_stages:  # a stage may add headers of its own: ``headers`` is
-            data = self._bucket._seal(subject, data, headers)  # a fresh dict of this write
-        self._writes[key] = _Write(key, subject, data, headers, expect, create)
+        unsealed = False
+        if self._bucket._value_stages and hdr.KV_OPERATION not in headers:
+            # A stage may add headers of its own: ``headers`` is a fresh dict of this write.
+            unsealed = self._bucket._defer_seal(headers)
+            if not unsealed:
+                data = self._bucket._seal(subject, data, headers)
+        self._writes[key] = _Write(key, subject, data, headers, expect, create, unsealed)
 
     # -- commit -------------------------------------------------------------------------------
 
@@ -192,13 +199,15 @@ class KeyBatch(AsyncResource):
             max_messages=max(self._max_keys, 1),
             timeout=self._timeout,
             deadline=self._deadline,
+            seal=self._bucket._seal_deferred,
+            seal_overhead=self._bucket._seal_overhead,
         )
         for write in writes:
             headers = dict(write.headers)
             if write.expect is not None:
                 headers[hdr.EXPECTED_LAST_SUBJECT_SEQUENCE] = str(write.expect)
             # Keys, values and headers were validated when queued; skip AtomicBatch.add's checks.
-            batch._append(write.subject, write.data, headers)
+            batch._append(write.subject, write.data, headers, unsealed=write.unsealed)
         try:
             ack = await batch.commit()
         except WrongLastSequenceError as exc:

@@ -35,6 +35,7 @@ from jetstream import (
     subject_room,
 )
 from jetstream import headers as hdr
+from jetstream._envelope import OVERHEAD
 from jetstream._errors import check_bytes_like
 
 from ._batch import KeyBatch
@@ -650,6 +651,25 @@ class Bucket:
         for stage in self._value_stages:
             data = stage.seal(data, context)
         return data
+
+    def _defer_seal(self, headers: dict[str, str]) -> bool:
+        """Whether a batched value can be sealed later, while the batch is sent (only the
+        bucket's encryption: its payload size and headers are known before it seals); if so,
+        ``headers`` gets its ``Jetstore-Enc`` header now."""
+        if self._sole_encryption is None:
+            return False
+        headers[hdr.ENCRYPTION] = self._sole_encryption.header
+        return True
+
+    def _seal_deferred(self, subject: str, data: bytes) -> bytes:
+        """The payload of a value :meth:`_defer_seal` kept plain, sealed as it is sent."""
+        assert self._sole_encryption is not None
+        stored_key = subject[len(self._prefix) :]
+        return self._sole_encryption.seal_payload(self._name, stored_key, data)
+
+    @property
+    def _seal_overhead(self) -> int:
+        return OVERHEAD if self._sole_encryption is not None else 0
 
     def _open(self, subject: str, data: bytes, headers: dict[str, str], revision: int) -> bytes:
         """A stored value through the value stages, last to first."""

@@ -66,6 +66,17 @@ class EncryptionStage:
         self, bucket: str, stored_key: str, value: bytes, headers: dict[str, str]
     ) -> bytes:
         """:meth:`seal` without a :class:`ValueContext` (a bucket whose only stage this is)."""
+        headers[hdr.ENCRYPTION] = self.header
+        return self.seal_payload(bucket, stored_key, value)
+
+    @property
+    def header(self) -> str:
+        """The ``Jetstore-Enc`` header of every value this stage seals (its primary key id)."""
+        return self._sealer.header
+
+    def seal_payload(self, bucket: str, stored_key: str, value: bytes) -> bytes:
+        """The sealed payload of ``value`` alone; its message carries :attr:`header`. A batch
+        seals its values this way while it sends (``put_many``), not before."""
         # The associated data of value_associated_data(), with its constant start (key id,
         # bucket) bound once per bucket: this runs for every value put_many sends.
         bound = self._bound.get(bucket)
@@ -74,12 +85,10 @@ class EncryptionStage:
         raw = stored_key.encode("utf-8", "surrogatepass")
         associated = bound + len(raw).to_bytes(4, "big") + raw
         try:
-            payload = self._sealer.seal_bound(value, associated)
+            return self._sealer.seal_bound(value, associated)
         except InvalidKeyringError:  # 2**32 values sealed: a fresh nonce base
-            self._sealer = self.keyring.sealer()  # same primary key: the bound prefix holds
-            payload = self._sealer.seal_bound(value, associated)
-        headers[hdr.ENCRYPTION] = self._sealer.header
-        return payload
+            self._sealer = self.keyring.sealer()  # same primary key: header and prefix hold
+            return self._sealer.seal_bound(value, associated)
 
     def open(self, value: bytes, context: ValueContext) -> bytes:
         """The plaintext of a stored value.

@@ -223,3 +223,12 @@ def test_bad_input_to_opening_is_a_typed_error() -> None:
         with pytest.raises(ClientValidationError):
             RING.open(header, payload, bad)  # type: ignore[arg-type]
     assert RING.open(header, memoryview(payload), b"ad") == b"secret"
+    # The opener's quick way for well-formed bytes falls back to the checked one for the rest.
+    bound = opener.bind(b"ad")
+    with pytest.raises(ClientValidationError):
+        opener.open_bound(payload, "ad")  # type: ignore[arg-type]
+    assert opener.open_bound(bytearray(payload), bound) == b"secret"
+    with pytest.raises(DecryptionError):
+        opener.open_bound(payload[:27], bound)
+    with pytest.raises(DecryptionError):
+        opener.open_bound(payload[:-1] + bytes([payload[-1] ^ 1]), bound)
