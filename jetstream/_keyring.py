@@ -406,8 +406,9 @@ class RekeyReport:
     kept."""
     skipped: int = 0
     """Left as they are (each logged with its key): they do not decrypt, are plain without
-    ``allow_plaintext``, expire too soon to be rewritten with their TTL, or (KV) would exceed
-    the server's ``max_payload`` once rewritten (a value within about 100 bytes of it)."""
+    ``allow_plaintext``, expire too soon to be rewritten with their TTL, or would exceed the
+    server's ``max_payload`` once rewritten (a KV value within about 100 bytes of it, an object
+    whose meta record is that close to it)."""
 
     def __add__(self, other: RekeyReport) -> RekeyReport:
         return RekeyReport(

@@ -27,12 +27,16 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from jetstream import (
     NEVER,
     InvalidTTLError,
     MessageNotFoundError,
     StoredMessage,
+    ValueTooLargeError,
     WrongLastSequenceError,
+    check_message_size,
     format_ttl,
     parse_ttl_header,
 )
@@ -49,6 +53,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MetaRecord",
     "attempts",
+    "check_record_fits",
     "info_from_message",
     "read_record",
     "remaining_ttl",
@@ -175,14 +180,47 @@ async def write_record(
         WrongLastSequenceError: another write came first (nothing stored);
         JetStreamError: as :meth:`JetStream.publish`.
     """
-    headers = {
+    subject = meta_subject(store.name, info.name)
+    headers = _record_headers(ttl_headers, expected)
+    ack = await store._js.publish(subject, encode_info(info), headers=headers, msg_id=msg_id)
+    return ack.seq
+
+
+def _record_headers(ttl_headers: dict[str, str], expected: int) -> dict[str, str]:
+    return {
         hdr.ROLLUP: hdr.ROLLUP_SUBJECT,  # a meta record replaces the previous ones of its name
         hdr.EXPECTED_LAST_SUBJECT_SEQUENCE: str(expected),
         **ttl_headers,
     }
-    subject = meta_subject(store.name, info.name)
-    ack = await store._js.publish(subject, encode_info(info), headers=headers, msg_id=msg_id)
-    return ack.seq
+
+
+def check_record_fits(store: ObjectStore, draft: ObjectInfo, ttl_headers: dict[str, str]) -> None:
+    """Refuse, before any chunk is sent, an upload whose record would not fit the server's
+    max_payload once it is done: ``draft`` with the fields the upload fills in (size, chunks,
+    digest, time) and the write's headers at their longest. A record within a few dozen bytes
+    of the limit is refused although it might have fitted.
+
+    Raises:
+        ValueTooLargeError: the record (name, description, headers, metadata) is too large.
+    """
+    longest = msgspec.structs.replace(
+        draft, size=_LONGEST, chunks=_LONGEST, digest=_LONGEST_DIGEST, mtime=_LONGEST_MTIME
+    )
+    headers = _record_headers(ttl_headers, _LONGEST)
+    headers[hdr.MSG_ID] = f"{draft.nuid}-{_ATTEMPTS}"  # replace_record's retries add "-N"
+    subject = meta_subject(store.name, draft.name)
+    try:
+        check_message_size(store._js.nc, subject, headers, len(encode_info(longest)))
+    except ValueTooLargeError as exc:
+        raise ValueTooLargeError(
+            f"the meta record of object {draft.name[:80]!r} (name, description, headers and "
+            f"metadata) would not fit: {exc}"
+        ) from None
+
+
+_LONGEST = 2**63 - 1  # a stream sequence, object size or chunk count
+_LONGEST_DIGEST = "SHA-256=" + "A" * 43 + "="
+_LONGEST_MTIME = "2006-01-02T15:04:05.999999999Z"
 
 
 async def replace_record(

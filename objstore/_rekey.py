@@ -18,6 +18,7 @@ from jetstream import (
     DecryptionError,
     MessageNotFoundError,
     RekeyReport,
+    ValueTooLargeError,
     WrongLastSequenceError,
 )
 
@@ -93,6 +94,9 @@ async def _reupload(store: ObjectStore, record: MetaRecord) -> RekeyReport:
             progress=None,
             replacing=record,
         )
+    except ValueTooLargeError as exc:  # its record would outgrow max_payload: left as it is
+        _log.warning("store %r: rekey skips object %r: %s", store.name, info.name, exc)
+        return RekeyReport(skipped=1)
     except UploadFailedError as exc:
         cause = exc.__cause__
         if isinstance(cause, WrongLastSequenceError | ObjectNotFoundError):

@@ -157,6 +157,8 @@ class ObjectStore:
         Raises:
             InvalidObjectNameError, InvalidTTLError, ClientValidationError, WrongTypeError: bad
                 input, before anything is sent; FileNotFoundError etc. for an unreadable path.
+            ValueTooLargeError: the meta record (name, description, headers, ``meta``) would
+                not fit the server's max_payload; nothing is read or sent.
             UploadFailedError: the upload failed (no meta written, its chunks removed).
             CommitUnknownError: the meta record's ack was lost and could not be asked again
                 before the connection's ``retry_deadline``; the object may or may not exist.

@@ -21,6 +21,7 @@ import hashlib
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, NoReturn, TypeAlias
 
+import msgspec
 import nats.errors
 from nats.nuid import NUID
 
@@ -42,7 +43,7 @@ from ._encryption import OVERHEAD
 from ._errors import UploadFailedError
 from ._finish import CallerGone, run_attempts_to_end, run_to_end
 from ._io import Source, chunks_of, digest_text, known_size
-from ._meta import MetaRecord, read_record, replace_record, write_record
+from ._meta import MetaRecord, check_record_fits, read_record, replace_record, write_record
 from ._models import ObjectInfo, ObjectMetaOptions, chunk_subject, now_rfc3339
 
 if TYPE_CHECKING:
@@ -73,39 +74,43 @@ async def upload(
     """Upload ``source`` as ``name``; with ``replacing`` (rekey) only if that record is still
     the name's record when the upload commits (else UploadFailedError from a
     WrongLastSequenceError, the new chunks removed)."""
+    cipher = store._cipher
+    if cipher is not None:
+        headers = {**(headers or {}), **cipher.meta_headers()}
+    stored_chunk_size = chunk_size + OVERHEAD if cipher is not None else chunk_size
+    nuid = NUID().next().decode()
+    draft = ObjectInfo(
+        name=name,
+        bucket=store.name,
+        nuid=nuid,
+        size=0,
+        mtime="",
+        chunks=0,
+        description=description,
+        headers=headers,
+        metadata=metadata,
+        options=ObjectMetaOptions(max_chunk_size=stored_chunk_size),
+    )
+    check_record_fits(store, draft, ttl_headers)  # not after the whole object was sent
     chunks = chunks_of(source, chunk_size)  # raises TypeError/OSError before anything is sent
     total = known_size(source)
     previous = await read_record(store, name, strict=False)  # the commit is conditional on it
-    nuid = NUID().next().decode()
     subject = chunk_subject(store.name, nuid)
-    cipher = store._cipher
     seal: Sealer | None = None
     chunk_headers = ttl_headers
     if cipher is not None:
-        headers = {**(headers or {}), **cipher.meta_headers()}
         chunk_headers = {**ttl_headers, **cipher.chunk_headers()}  # the same on every chunk
         sealer = cipher.keyring.sealer()
         seal = functools.partial(cipher.seal, sealer, cipher.bind(sealer, store.name, nuid))
-        chunk_size += OVERHEAD  # what is stored per chunk
-    publisher = await _publisher(store, chunk_size)
+    publisher = await _publisher(store, stored_chunk_size)
     try:
         size, count, digest = await _send_chunks(
             publisher, subject, chunks, chunk_headers, total, progress, seal
         )
     except BaseException as exc:
         await _abandon(store, subject, name, exc, publisher)
-    info = ObjectInfo(
-        name=name,
-        bucket=store.name,
-        nuid=nuid,
-        size=size,
-        mtime=now_rfc3339(),
-        chunks=count,
-        digest=digest,
-        description=description,
-        headers=headers,
-        metadata=metadata,
-        options=ObjectMetaOptions(max_chunk_size=chunk_size),
+    info = msgspec.structs.replace(
+        draft, size=size, mtime=now_rfc3339(), chunks=count, digest=digest
     )
     # From here the meta record may be stored at any moment, and once it is, the chunks of the
     # record it replaced must go: the commit runs to its end even if the upload is cancelled

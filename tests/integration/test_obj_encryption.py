@@ -318,3 +318,56 @@ async def test_store_rekey_migrates_plain_objects(
     assert await strict.get_bytes("a") == b"plain a" and await strict.get_bytes("b") == b""
     with pytest.raises(jetstream.ClientValidationError):
         await plain.rekey()
+
+
+async def _put_with_largest_meta(store: objstore.ObjectStore, name: str, data: bytes) -> None:
+    """``name`` with metadata as large as its record allows (found by bisection)."""
+    fits, too_big = 0, store._js.nc.max_payload
+    while too_big - fits > 1:
+        size = (fits + too_big) // 2
+        try:
+            await store.put(name, data, meta={"m": "x" * size})
+            fits = size
+        except jetstream.ValueTooLargeError:
+            too_big = size
+    await store.put(name, data, meta={"m": "x" * fits})
+
+
+async def test_rekey_skips_an_object_whose_record_would_outgrow_max_payload(
+    js: jetstream.JetStream, make_store: StoreFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A record at the size limit grows when the key id written into it gets longer: rekey()
+    raised UploadFailedError at that object on every run (after uploading it whole), and
+    never reached the objects after it."""
+    store = await make_store(encryption=RING1)
+    await _put_with_largest_meta(store, "a-full-record", DATA[:5000])
+    await store.put("z-ordinary", DATA[:3000])
+    long_id = "k2-" + "x" * 61  # the longest key id: 62 more bytes in the record
+    ring = Keyring({"k1": K1, long_id: K2}, primary=long_id)
+    rotated = await objstore.open_store(js, store.name, encryption=ring)
+    report = await rotated.rekey()
+    assert (report.skipped, report.rekeyed) == (1, 1)
+    assert "a-full-record" in caplog.text and "would not fit" in caplog.text
+    assert await rotated.get_bytes("a-full-record") == DATA[:5000], "still read with k1"
+    assert await rotated.get_bytes("z-ordinary") == DATA[:3000]
+    assert (await rotated.rekey()).skipped == 1, "skipped again, not failing, on the next run"
+
+
+async def test_a_record_too_large_is_refused_before_any_chunk_is_read_or_sent(
+    js: jetstream.JetStream, make_store: StoreFactory
+) -> None:
+    store = await make_store()
+    read = 0
+
+    async def source() -> Any:
+        nonlocal read
+        for _ in range(64):
+            read += 1
+            yield b"z" * 1024 * 1024
+
+    meta = {"m": "x" * js.nc.max_payload}
+    with pytest.raises(jetstream.ValueTooLargeError, match="meta record of object 'big'"):
+        await store.put("big", source(), meta=meta)
+    assert read == 0, "the object was not read, nor its 64 MiB sent, to learn that"
+    info = await js.stream_info(store.stream)
+    assert info.state.messages == 0
