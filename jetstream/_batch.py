@@ -390,10 +390,10 @@ class AtomicBatch(AsyncResource):
         Raises:
             ValueTooLargeError: it no longer fits the server's max payload.
         """
-        if self._commit_with == "eob":
-            return  # the end-of-batch message is empty; the last data message is unchanged
         last = self._messages[-1]
-        extra = batch_header_size(len(self._messages)) + _COMMIT_HEADER
+        extra = batch_header_size(len(self._messages))
+        if self._commit_with != "eob":  # else an empty end-of-batch message carries it
+            extra += _COMMIT_HEADER
         size = len(last.data) + (self._seal_overhead if last.unsealed else 0)
         check_message_size(self._js.nc, last.subject, last.headers, size, extra_headers=extra)
 
@@ -454,6 +454,7 @@ class AtomicBatch(AsyncResource):
             return
         task = asyncio.ensure_future(request)
         try:
+            await asyncio.sleep(0)  # the request leaves first, then the sealing starts
             end = len(self._messages)
             while not task.done() and start < end:
                 for index in range(start, min(start + _SLICE, end)):
@@ -462,8 +463,11 @@ class AtomicBatch(AsyncResource):
                 await asyncio.sleep(0)  # the reply (and the request's own flush) may be due
             await task
         finally:
-            if not task.done():  # cancelled while sealing: the request goes with us
+            if not task.done():  # cancelled while sealing: the request goes with us,
                 task.cancel()
+                await asyncio.wait([task])  # and has ended when the caller hears of it
+            if not task.cancelled():
+                task.exception()  # retrieved, so never logged as lost
 
     async def _publish_run(self, batch_id: str, start: int, stop: int) -> None:
         """Messages ``start`` .. ``stop - 1``, no replies: HPUB frames from each message's

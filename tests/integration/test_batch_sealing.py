@@ -123,9 +123,7 @@ async def test_cancelled_while_sealing_leaves_no_task_and_stores_nothing(
     with pytest.raises(asyncio.CancelledError):
         await batch.commit()
     assert me is not None and me.uncancel() == 0
-    for _ in range(5):
-        await asyncio.sleep(0)
-    assert asyncio.all_tasks() <= before, "the first message's request was not left running"
+    assert asyncio.all_tasks() <= before, "the first message's request has ended too"
     assert await _stored(js, stream) == [], "an abandoned batch never commits"
     again = AtomicBatch(js)
     again.add(f"{stream}.after", b"v")
@@ -166,3 +164,47 @@ async def test_encrypted_put_many_over_several_slices_reads_back_and_stays_seale
     assert b"secret" not in raw.data, "a peer sees ciphertext"
     tombstone = await js.get_last_message(bucket.stream, f"$KV.{bucket.name}.key.499")
     assert tombstone.data == b"" and jetstream.headers.ENCRYPTION not in tombstone.headers
+
+
+@pytest.mark.parametrize("steps", range(1, 7))
+async def test_a_cancelled_encrypted_put_many_has_ended_everything_it_started(
+    make_bucket: BucketFactory, steps: int
+) -> None:
+    """helper-37: the first message's request task outlived the cancelled put_many by two
+    loop steps (a loop closed at once reported it destroyed while pending)."""
+    ring = jetstream.Keyring({"k1": jetstream.Keyring.new_key()}, primary="k1")
+    bucket = await make_bucket(encryption=ring)
+    before = asyncio.all_tasks()
+    call = asyncio.ensure_future(bucket.put_many({f"k.{i}": b"v" for i in range(300)}))
+    for _ in range(steps):
+        await asyncio.sleep(0)
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    assert asyncio.all_tasks() - before == set()
+    snapshot = await bucket.get_many([f"k.{i}" for i in range(300)])
+    assert len(snapshot) in (0, 300), "all of the record or none of it"
+
+
+async def test_an_eob_batch_whose_last_message_outgrows_max_payload_sends_nothing(
+    js: JetStream, stream: str
+) -> None:
+    """helper-37: with commit_with="eob" the last message's fence Msg-Id was never counted;
+    a message add() accepted at the limit went out too large, and the server closed the
+    connection (ConnectionClosedError, a "maybe"), instead of ValueTooLargeError."""
+    limit = js.nc.max_payload
+    fits, too_big = 0, limit
+    while too_big - fits > 1:  # the largest last message add() accepts
+        size = (fits + too_big) // 2
+        try:
+            AtomicBatch(js, commit_with="eob").add(f"{stream}.last", b"x" * size)
+            fits = size
+        except jetstream.ValueTooLargeError:
+            too_big = size
+    batch = AtomicBatch(js, stream=stream, commit_with="eob", deadline=5)
+    batch.add(f"{stream}.first", b"v")
+    batch.add(f"{stream}.last", b"x" * fits)
+    with pytest.raises(jetstream.ValueTooLargeError):
+        await batch.commit()
+    assert js.nc.is_connected, "nothing too large was sent"
+    assert await _stored(js, stream) == []
