@@ -366,9 +366,10 @@ class Opener:
             DecryptionError: too short, or authentication failed.
             ClientValidationError: ``payload`` or ``bound`` is not bytes-like.
         """
-        # Every value a get_many or a watch returns comes here: a well-formed payload is
-        # opened at once, and anything else goes the checked way, which gives the errors.
-        if type(payload) is bytes and len(payload) >= OVERHEAD:
+        # Every value a get_many or a watch returns comes here: a small well-formed payload
+        # is opened at once (its slice costs less than a view), and anything else goes the
+        # checked way, which gives the errors and does not copy an object chunk.
+        if type(payload) is bytes and OVERHEAD <= len(payload) <= _QUICK_OPEN:
             try:
                 return self._decrypt(payload[:NONCE_SIZE], payload[NONCE_SIZE:], bound)
             except (InvalidTag, TypeError):
@@ -380,6 +381,7 @@ class Opener:
 
 
 _MAX_SEALS = 2**32
+_QUICK_OPEN = 4096
 
 _LIVE_SEALERS: weakref.WeakSet[Sealer] = weakref.WeakSet()
 

@@ -74,7 +74,8 @@ class ObjectReader(AsyncResource):
         DigestMismatchError: chunks are missing although the meta record is unchanged (e.g.
             expired, or never stored by a lying peer), more bytes arrive than the record
             promises, or, after the last chunk, the size, chunk count or SHA-256 digest differ
-            from the object's meta.
+            from the object's meta (an encrypted object's chunks are checked by their tags
+            instead of the digest).
         RequestTimeoutError: no chunk for ``stall_timeout`` seconds.
 
     Raises (on construction): InvalidObjectMetaError when ``info``'s nuid is not one literal
@@ -142,8 +143,12 @@ class ObjectReader(AsyncResource):
                 f"object {self.info.name!r}: more than the {self.info.size} bytes its meta "
                 f"record promises after {self._received} of {self.info.chunks} chunks"
             )
-        self._sha.update(chunk)  # the digest covers the stored (sealed) bytes
         chunk = self._plaintext(message)
+        if self._plain is not False:
+            # The digest is a plain object's only check. A sealed chunk's tag authenticates
+            # its bytes and its place already (a chunk changed, moved, dropped or cut short
+            # fails, whatever digest a forged record carries), so its digest is left to peers.
+            self._sha.update(message.data)
         if self._received == self.info.chunks:
             self._done = True
         elif message.metadata.pending == 0:
@@ -265,6 +270,8 @@ class ObjectReader(AsyncResource):
                 f"object {info.name!r}: got {self._size} bytes in {self._received} chunks, "
                 f"meta says {info.size} in {info.chunks}"
             )
+        if self._plain is False:
+            return  # every chunk was authenticated, the last one as the last
         if info.digest and _digest_value(digest) != _digest_value(info.digest):
             raise DigestMismatchError(f"object {info.name!r}: digest {digest} != {info.digest}")
 

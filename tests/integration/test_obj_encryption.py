@@ -371,3 +371,34 @@ async def test_a_record_too_large_is_refused_before_any_chunk_is_read_or_sent(
     assert read == 0, "the object was not read, nor its 64 MiB sent, to learn that"
     info = await js.stream_info(store.stream)
     assert info.state.messages == 0
+
+
+async def test_encrypted_objects_are_checked_by_their_tags_and_plain_ones_by_the_digest(
+    js: jetstream.JetStream, make_store: StoreFactory
+) -> None:
+    """A download of an encrypted object does not hash it: each chunk's tag authenticates its
+    bytes and its place, so a record's digest adds nothing (a forger recomputes it). A plain
+    object in an encrypted store (allow_plaintext) has only the digest, and it is checked."""
+    store = await make_store(encryption=RING1)
+    await store.put("sealed", DATA, chunk_size=1024)
+    info = await store.info("sealed")
+    wrong = msgspec.structs.replace(info, digest="SHA-256=" + "A" * 43 + "=")
+    await js.publish(
+        meta_subject(store.name, "sealed"),
+        msgspec.json.encode(wrong),
+        headers={jetstream.headers.ROLLUP: "sub"},
+    )
+    assert await store.get_bytes("sealed") == DATA, "authentic chunks, whatever the record says"
+
+    plain_store = await objstore.open_store(js, store.name)  # no keyring: writes plain objects
+    await plain_store.put("plain", DATA, chunk_size=1024)
+    migrating = await objstore.open_store(js, store.name, encryption=RING1, allow_plaintext=True)
+    assert await migrating.get_bytes("plain") == DATA
+    info = await store.info("plain")
+    await js.publish(
+        meta_subject(store.name, "plain"),
+        msgspec.json.encode(msgspec.structs.replace(info, digest=wrong.digest)),
+        headers={jetstream.headers.ROLLUP: "sub"},
+    )
+    with pytest.raises(objstore.DigestMismatchError):
+        await migrating.get_bytes("plain")
