@@ -5,14 +5,14 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
-from collections.abc import AsyncIterable, AsyncIterator, Iterable
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Iterable
 from pathlib import Path
 from typing import BinaryIO, TypeAlias
 
 from jetstream import WrongTypeError
 from jetstream._errors import check_bytes_like
 
-__all__ = ["Source", "chunks_of", "digest_text", "known_size"]
+__all__ = ["Source", "chunks_of", "close_chunks", "digest_text", "known_size"]
 
 Source: TypeAlias = (
     "bytes | bytearray | memoryview | str | os.PathLike[str] | BinaryIO"
@@ -56,7 +56,7 @@ def chunks_of(source: Source, chunk_size: int) -> AsyncIterator[bytes]:
     if isinstance(source, bytes | bytearray | memoryview):
         return _from_buffer(memoryview(source).cast("B"), chunk_size)
     if isinstance(source, str | os.PathLike):
-        return _from_file(open(Path(source), "rb"), chunk_size, close=True)
+        return _OpenedFile(open(Path(source), "rb"), chunk_size)
     if callable(getattr(source, "read", None)):
         return _from_file(source, chunk_size, close=False)  # type: ignore[arg-type]
     if isinstance(source, AsyncIterable):
@@ -75,7 +75,38 @@ async def _from_buffer(view: memoryview, chunk_size: int) -> AsyncIterator[bytes
         yield view[start : start + chunk_size]  # type: ignore[misc]
 
 
-async def _from_file(file: BinaryIO, chunk_size: int, *, close: bool) -> AsyncIterator[bytes]:
+class _OpenedFile:
+    """The chunks of a file ``chunks_of`` opened: closed when they end, fail or are closed,
+    even if never read (an async generator's ``finally`` would not run then, and an upload
+    failing or cancelled before its first chunk left the file to the garbage collector)."""
+
+    def __init__(self, file: BinaryIO, chunk_size: int) -> None:
+        self._file = file
+        self._chunks = _from_file(file, chunk_size, close=True)
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return self
+
+    async def __anext__(self) -> bytes:
+        return await anext(self._chunks)
+
+    async def aclose(self) -> None:
+        try:
+            await self._chunks.aclose()
+        finally:
+            self._file.close()
+
+
+async def close_chunks(chunks: AsyncIterator[bytes]) -> None:
+    """Release what ``chunks_of`` holds (the file it opened), read or not."""
+    aclose = getattr(chunks, "aclose", None)
+    if aclose is not None:
+        await aclose()
+
+
+async def _from_file(
+    file: BinaryIO, chunk_size: int, *, close: bool
+) -> AsyncGenerator[bytes, None]:
     loop = asyncio.get_running_loop()
     try:
         while chunk := await loop.run_in_executor(None, file.read, chunk_size):

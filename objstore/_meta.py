@@ -31,18 +31,20 @@ import msgspec
 
 from jetstream import (
     NEVER,
+    ClientValidationError,
     InvalidTTLError,
     MessageNotFoundError,
     StoredMessage,
     ValueTooLargeError,
     WrongLastSequenceError,
     check_message_size,
+    check_subject_length,
     format_ttl,
     parse_ttl_header,
 )
 from jetstream import headers as hdr
 
-from ._errors import InvalidObjectMetaError, ObjectChangedError
+from ._errors import InvalidObjectMetaError, InvalidObjectNameError, ObjectChangedError
 from ._finish import CallerGone, stop_if_gone
 from ._models import ObjectInfo, decode_info, encode_info, meta_subject, name_from_meta_subject
 from ._trust import check_record
@@ -201,6 +203,7 @@ def check_record_fits(store: ObjectStore, draft: ObjectInfo, ttl_headers: dict[s
     of the limit is refused although it might have fitted.
 
     Raises:
+        InvalidObjectNameError: the name is too long for the record's subject.
         ValueTooLargeError: the record (name, description, headers, metadata) is too large.
     """
     longest = msgspec.structs.replace(
@@ -209,6 +212,12 @@ def check_record_fits(store: ObjectStore, draft: ObjectInfo, ttl_headers: dict[s
     headers = _record_headers(ttl_headers, _LONGEST)
     headers[hdr.MSG_ID] = f"{draft.nuid}-{_ATTEMPTS}"  # replace_record's retries add "-N"
     subject = meta_subject(store.name, draft.name)
+    try:
+        check_subject_length(store._js.nc, subject)
+    except ClientValidationError as exc:
+        raise InvalidObjectNameError(
+            f"object name of {len(draft.name.encode())} bytes is too long to store: {exc}"
+        ) from None
     try:
         check_message_size(store._js.nc, subject, headers, len(encode_info(longest)))
     except ValueTooLargeError as exc:

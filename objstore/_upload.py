@@ -42,7 +42,7 @@ from ._download import WINDOW_BYTES
 from ._encryption import OVERHEAD
 from ._errors import UploadFailedError
 from ._finish import CallerGone, run_attempts_to_end, run_to_end
-from ._io import Source, chunks_of, digest_text, known_size
+from ._io import Source, chunks_of, close_chunks, digest_text, known_size
 from ._meta import MetaRecord, check_record_fits, read_record, replace_record, write_record
 from ._models import ObjectInfo, ObjectMetaOptions, chunk_subject, now_rfc3339
 
@@ -93,8 +93,13 @@ async def upload(
     )
     check_record_fits(store, draft, ttl_headers)  # not after the whole object was sent
     chunks = chunks_of(source, chunk_size)  # raises TypeError/OSError before anything is sent
-    total = known_size(source)
-    previous = await read_record(store, name, strict=False)  # the commit is conditional on it
+    try:
+        total = known_size(source)
+        previous = await read_record(store, name, strict=False)  # the commit depends on it
+        publisher = await _publisher(store, stored_chunk_size)
+    except BaseException:
+        await close_chunks(chunks)  # from here on, _send_chunks closes them
+        raise
     subject = chunk_subject(store.name, nuid)
     seal: Sealer | None = None
     chunk_headers = ttl_headers
@@ -102,7 +107,6 @@ async def upload(
         chunk_headers = {**ttl_headers, **cipher.chunk_headers()}  # the same on every chunk
         sealer = cipher.keyring.sealer()
         seal = functools.partial(cipher.seal, sealer, cipher.bind(sealer, store.name, nuid))
-    publisher = await _publisher(store, stored_chunk_size)
     try:
         size, count, digest = await _send_chunks(
             publisher, subject, chunks, chunk_headers, total, progress, seal
@@ -274,9 +278,7 @@ async def _send_chunks(
             await send(held, True)
         return size, count, digest_text(sha.digest())
     finally:
-        aclose = getattr(chunks, "aclose", None)
-        if aclose is not None:
-            await aclose()  # a path source's file is closed now, not when collected
+        await close_chunks(chunks)  # a path source's file is closed now, not when collected
 
 
 def _report(progress: Progress | None, done: int, total: int | None) -> None:

@@ -264,3 +264,59 @@ async def test_upload_many_needs_some_concurrency(nats_server: jetstream.Embedde
     options = jetstream.ConnectionOptions.from_strings({"servers": nats_server.url})
     with pytest.raises(jetstream.ClientValidationError, match="concurrency"):
         await upload_many(options, "any", [UploadItem("a", data=b"x")], concurrency=0)
+
+
+async def test_a_name_too_long_for_its_record_is_refused_before_anything_is_read(
+    store: ObjectStore, js: jetstream.JetStream
+) -> None:
+    """helper-38: a name whose record subject passes the control-line limit was refused only
+    at the commit, after the whole object was read and sent."""
+    read = 0
+
+    async def source() -> AsyncIterator[bytes]:
+        nonlocal read
+        for _ in range(4):
+            read += 1
+            yield b"z" * 1024 * 1024
+
+    with pytest.raises(objstore.InvalidObjectNameError, match="too long"):
+        await store.put("n" * 3100, source())
+    assert read == 0
+    assert (await js.stream_info(store.stream)).state.messages == 0
+
+
+async def test_a_put_ending_before_its_first_chunk_closes_the_file_it_opened(
+    store: ObjectStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """helper-38: a path source's file is opened at once (so a missing file fails at once);
+    a put cancelled or failing before its first chunk left it open for the garbage collector
+    (a ResourceWarning, an error under this suite's warning filter)."""
+    import gc
+
+    import objstore._upload
+
+    path = tmp_path / "f"
+    path.write_bytes(b"q" * 100_000)
+    opened: list[io.BufferedReader] = []
+    real_open = open
+
+    def tracking_open(*args: object, **kwargs: object) -> io.BufferedReader:
+        file = real_open(*args, **kwargs)  # type: ignore[call-overload]
+        opened.append(file)
+        return file  # type: ignore[no-any-return]
+
+    async def never_answers(*args: object, **kwargs: object) -> None:
+        await asyncio.Event().wait()
+
+    monkeypatch.setattr("builtins.open", tracking_open)
+    monkeypatch.setattr(objstore._upload, "read_record", never_answers)
+    task = asyncio.ensure_future(store.put("o", str(path)))
+    while not opened:
+        await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert opened[0].closed, "closed by the put, not left to the garbage collector"
+    del task
+    gc.collect()
