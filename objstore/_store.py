@@ -316,7 +316,7 @@ class ObjectStore:
                 chunks=info.chunks,
                 digest=info.digest,
                 description=info.description if description is None else description,
-                headers=info.headers if headers is None else headers,
+                headers=info.headers if headers is None else _keep_marker(info.headers, headers),
                 metadata=info.metadata if meta is None else meta,
                 options=info.options,
             )
@@ -737,6 +737,17 @@ async def _open_linked(current: ObjectStore, name: str) -> ObjectStore:
     return await open_store(
         current._js, name, encryption=cipher.keyring, allow_plaintext=cipher.allow_plaintext
     )
+
+
+def _keep_marker(
+    old: dict[str, list[str]] | None, new: dict[str, list[str]]
+) -> dict[str, list[str]]:
+    """``new`` headers for a record, keeping the ``Jetstore-Enc`` marker of an encrypted
+    object (it tells peers the chunks are ciphertext) unless ``new`` sets one itself."""
+    marker = (old or {}).get(hdr.ENCRYPTION)
+    if marker is None or hdr.ENCRYPTION in new:
+        return new
+    return {**new, hdr.ENCRYPTION: marker}
 
 
 def _check_metadata(meta: dict[str, str] | None, headers: dict[str, list[str]] | None) -> None:

@@ -402,3 +402,14 @@ async def test_encrypted_objects_are_checked_by_their_tags_and_plain_ones_by_the
     )
     with pytest.raises(objstore.DigestMismatchError):
         await migrating.get_bytes("plain")
+
+
+async def test_new_headers_keep_the_encryption_marker_peers_read(make_store: StoreFactory) -> None:
+    """helper-38: update_meta(headers=...) replaced the record's headers whole, so the
+    ``Jetstore-Enc`` marker telling peers the chunks are ciphertext disappeared."""
+    store = await make_store(encryption=RING1)
+    await store.put("o", DATA[:100])
+    info = await store.update_meta("o", headers={"H": ["v"]})
+    assert info.headers == {"H": ["v"], ENC: ["v1;k1"]}
+    assert (await store.info("o")).headers == {"H": ["v"], ENC: ["v1;k1"]}
+    assert await store.get_bytes("o") == DATA[:100]
