@@ -470,29 +470,29 @@ class AtomicBatch(AsyncResource):
                 task.exception()  # retrieved, so never logged as lost
 
     async def _publish_run(self, batch_id: str, start: int, stop: int) -> None:
-        """Messages ``start`` .. ``stop - 1``, no replies: HPUB frames from each message's
-        encoded lines and the batch's own (the same header lines as ``_batch_headers`` gives),
-        written a slice at a time so the server stages one while the next is prepared."""
+        """Messages ``start`` .. ``stop - 1``, no replies, written a slice at a time so the
+        server stages one while the next is sealed and encoded."""
         id_lines = _batch_id_lines(batch_id)
         for first in range(start, stop, _SLICE):
             last = min(first + _SLICE, stop)
-            run = [self._sealed(index) for index in range(first, last)]
-            frames = (
-                _batch_frame(m.subject, m.lines, m.data, id_lines, seq)
-                for seq, m in enumerate(run, start=first + 1)
-            )
-
-            def messages(
-                run: list[_Message] = run, first: int = first
-            ) -> list[tuple[str, dict[str, str], bytes]]:
-                return [
-                    (m.subject, _batch_headers(m.headers, batch_id, seq), m.data)
-                    for seq, m in enumerate(run, start=first + 1)
-                ]
-
-            await publish_encoded(self._js.nc, frames, messages, run[0].subject)
+            numbered = [(index + 1, self._sealed(index)) for index in range(first, last)]
+            await self._publish_slice(batch_id, id_lines, numbered)
             if last < stop:
                 await asyncio.sleep(0)  # let the client's flusher write this slice now
+
+    async def _publish_slice(
+        self, batch_id: str, id_lines: bytes, numbered: list[tuple[int, _Message]]
+    ) -> None:
+        """HPUB frames from each message's encoded lines and the batch's own (the same header
+        lines as ``_batch_headers`` gives); ``numbered`` pairs batch sequences and messages."""
+        frames = (_batch_frame(m.subject, m.lines, m.data, id_lines, seq) for seq, m in numbered)
+
+        def messages() -> list[tuple[str, dict[str, str], bytes]]:
+            return [
+                (m.subject, _batch_headers(m.headers, batch_id, seq), m.data) for seq, m in numbered
+            ]
+
+        await publish_encoded(self._js.nc, frames, messages, numbered[0][1].subject)
 
     async def _request_zero_ack(self, subject: str, data: bytes, headers: dict[str, str]) -> None:
         reply = await self._js.send(subject, data, timeout=self._timeout, headers=headers)

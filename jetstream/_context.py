@@ -736,6 +736,8 @@ class JetStream(AsyncResource):
         Raises:
             MessageNotFoundError: nothing stored on that subject.
             NoRespondersError: no such stream, or direct get is off.
+            RequestTimeoutError: no answer before ``retry_deadline`` (a read is asked again
+                after each ``timeout``).
         """
         return await self._get(stream, {"last_by_subj": subject}, direct, what=subject)
 
@@ -749,6 +751,7 @@ class JetStream(AsyncResource):
             ClientValidationError: ``seq`` is not a positive int, or ``subject`` is empty.
             MessageNotFoundError: none at or after ``seq``.
             NoRespondersError: no such stream, or direct get is off.
+            RequestTimeoutError: as :meth:`get_last_message`.
         """
         if isinstance(seq, bool) or not isinstance(seq, int) or seq < 1:
             raise ClientValidationError(f"seq must be a stream sequence >= 1: {seq!r}")
@@ -766,6 +769,8 @@ class JetStream(AsyncResource):
         Raises:
             MessageNotFoundError: no message with that sequence.
             NoRespondersError: no such stream, or direct get is off.
+            RequestTimeoutError: no answer before ``retry_deadline`` (a read is asked again
+                after each ``timeout``).
         """
         return await self._get(stream, {"seq": seq}, direct, what=f"sequence {seq}")
 
@@ -788,7 +793,8 @@ class JetStream(AsyncResource):
         msg = await self._failover(
             lambda: self.send(get, body),
             still_there=lambda: self._serves_direct_get(stream),
-            what=get,
+            retry_timeouts=True,  # a read: asking again is safe (a dead replica's lingering
+            what=get,  # interest, or a paused server, times out one attempt, not the call)
         )
         return _stored_or_raise(msg.headers, msg.data, what=what)
 

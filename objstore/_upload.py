@@ -75,8 +75,6 @@ async def upload(
     the name's record when the upload commits (else UploadFailedError from a
     WrongLastSequenceError, the new chunks removed)."""
     cipher = store._cipher
-    if cipher is not None:
-        headers = {**(headers or {}), **cipher.meta_headers()}
     stored_chunk_size = chunk_size + OVERHEAD if cipher is not None else chunk_size
     nuid = NUID().next().decode()
     draft = ObjectInfo(
@@ -87,7 +85,7 @@ async def upload(
         mtime="",
         chunks=0,
         description=description,
-        headers=headers,
+        headers={**(headers or {}), **cipher.meta_headers()} if cipher is not None else headers,
         metadata=metadata,
         options=ObjectMetaOptions(max_chunk_size=stored_chunk_size),
     )

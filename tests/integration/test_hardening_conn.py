@@ -389,6 +389,26 @@ async def test_a_request_during_an_outage_states_the_real_wait_and_the_retries(
         await js.delete_stream("OUT")
 
 
+async def test_a_get_outlasting_one_timeout_is_asked_again_until_the_retry_deadline(
+    own_server: jetstream.EmbeddedServer,
+) -> None:
+    """A direct get is a read, retried on timeout like every idempotent request. It was not:
+    right after a leader was killed, one request routed to the dead replica's lingering
+    interest failed ``bucket.get`` (CI, tests/faults ``test_ttl_expires_across_a_leader_kill``)."""
+    async with await jetstream.connect(own_server.url, timeout=0.5, retry_deadline=10.0) as js:
+        bucket = await kvstore.create_bucket(js, "getretry")
+        await bucket.put("k", b"v")
+        own_server.pause()
+        try:
+            getting = asyncio.ensure_future(bucket.get("k"))
+            await asyncio.sleep(1.2)  # at least two timed-out attempts
+            assert not getting.done()
+        finally:
+            own_server.resume()
+        assert (await getting).value == b"v"
+        await kvstore.delete_bucket(js, "getretry")
+
+
 # -- 19: no socket left behind by a failed reconnect attempt ----------------------------------
 
 
