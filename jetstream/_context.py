@@ -812,7 +812,8 @@ class JetStream(AsyncResource):
             NoRespondersError: no such stream, or direct get is off.
             ServerError: the server refused the request (e.g. 413).
             PermissionDeniedError: the user may not send it (at once, not after the timeout).
-            RequestTimeoutError: the answer did not complete within the timeout.
+            RequestTimeoutError: the answer did not complete before ``retry_deadline`` (a
+                read: an answer that stops for ``timeout`` is asked for again, whole).
         """
         body: dict[str, Any] = {"multi_last": subjects}
         if up_to_seq is not None:
@@ -820,7 +821,12 @@ class JetStream(AsyncResource):
         self.ensure_open()
         what = f"batched direct get on {stream}"
         with self._refusal_ends_wait(self._api.direct_get(stream)), self._ended_by_close(what):
-            return await self._multi_last(stream, body, up_to_seq, what)
+            return await self._failover(
+                lambda: self._multi_last(stream, body, up_to_seq, what),
+                still_there=lambda: self._serves_direct_get(stream),
+                retry_timeouts=True,  # as a direct get: a dead replica's lingering interest
+                what=what,
+            )
 
     async def _multi_last(
         self, stream: str, body: dict[str, Any], up_to_seq: int | None, what: str

@@ -137,3 +137,27 @@ async def test_ttl_expires_across_a_full_restart(cluster: jetstream.EmbeddedClus
         assert (await bucket.get("long")).value == b"v"
         last = await js.get_last_message(bucket.stream, "$KV.ttlrestart.short", direct=False)
         assert op_from_headers(last.headers) is Op.EXPIRED
+
+
+async def test_reads_ride_out_a_leader_kill(cluster: jetstream.EmbeddedCluster) -> None:
+    """``get`` and ``get_many`` on a connection to the stream leader, right after its kill -9:
+    a read that times out while the client reconnects elsewhere is asked again, instead of
+    failing (a direct get did, in CI: ``test_ttl_expires_across_a_leader_kill``)."""
+    async with await cluster.connect(timeout=1.0) as js:
+        bucket = await kvstore.create_bucket(js, "readkill", replicas=3)
+        values = {f"k.{i}": b"v%d" % i for i in range(200)}
+        await bucket.put_many(values)
+        leader = await cluster.leader_of(js, bucket.stream)
+        urls = [cluster.nodes[leader].url] + [
+            node.url for i, node in enumerate(cluster.nodes) if i != leader
+        ]
+        async with await jetstream.connect(
+            urls, timeout=0.5, dont_randomize=True, reconnect_time_wait=1.0
+        ) as reader:
+            on_leader = await kvstore.open_bucket(reader, "readkill")
+            await asyncio.to_thread(cluster.nodes[leader].kill)
+            for _ in range(3):
+                snapshot = await on_leader.get_many(values)
+                assert {k: e.value for k, e in snapshot.items()} == values
+                assert (await on_leader.get("k.7")).value == b"v7"
+        await restart(cluster, leader)
