@@ -188,6 +188,11 @@ class JetStream(AsyncResource):
         waiting, so end those waits now rather than after their timeouts."""
         if event is ConnectionEvent.CLOSED and self._nc.is_closed:
             self._cut_off_waiting()
+        elif event is ConnectionEvent.RECONNECTED:
+            # The reply inbox was subscribed again: refused again, the server says so again.
+            inbox = self._reply_inbox()
+            if inbox is not None:
+                self.denials.pardon(inbox)
 
     def _cut_off_waiting(self) -> None:
         # The drain delivered every reply that was coming: the rest never will.
@@ -228,6 +233,9 @@ class JetStream(AsyncResource):
             DisconnectedError: the connection is down and cannot buffer the request.
         """
         self.ensure_open()
+        refused = self._reply_inbox_refused()
+        if refused is not None:  # no reply can come: the server refused the reply inbox
+            raise refused
         if headers:
             hdr.validate_headers(headers)  # nats-py would send an empty or broken name as is
         # Subjects may hold names from other clients' records (a link's target, a nuid).
@@ -329,6 +337,7 @@ class JetStream(AsyncResource):
         delay = 0.05
         tries = _Tries(what)
         while True:
+            self.ensure_open()  # closed meanwhile (a caller's own connection stays open)
             try:
                 return await attempt()
             except NoRespondersError as exc:
@@ -352,6 +361,19 @@ class JetStream(AsyncResource):
             )
             await asyncio.sleep(pause)
             delay = min(delay * 2, 1.0)
+
+    def _reply_inbox_refused(self) -> PermissionDeniedError | None:
+        """The server's refusal of nats-py's shared reply-inbox subscription, if it refused it
+        (a user connected without the inbox prefix its permissions allow). It is refused once,
+        failing the first request at once; later requests would only time out."""
+        inbox = self._reply_inbox()
+        return None if inbox is None else self.denials.recent([inbox])
+
+    def _reply_inbox(self) -> str | None:
+        """The subject of nats-py's shared reply-inbox subscription (None before the first
+        request subscribes it); tests/unit/test_request_contract.py checks its shape."""
+        prefix = getattr(self._nc, "_resp_sub_prefix", None)
+        return prefix.decode() + "*" if prefix else None
 
     async def _probe(self, still_there: Callable[[], Awaitable[bool]]) -> bool:
         try:

@@ -47,6 +47,10 @@ class Denials:
                 return error
         return None
 
+    def pardon(self, subject: str) -> None:
+        """Forget a refusal of ``subject`` (it is asked for again, e.g. after a reconnect)."""
+        self._recent.pop(subject.lower(), None)
+
     def watch(self, subject: str, on_refused: Refused) -> None:
         """Call ``on_refused`` if the server refuses ``subject`` (until :meth:`forget`)."""
         self._watchers[subject.lower()].add(on_refused)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
@@ -827,7 +826,10 @@ def _expect(headers: dict[str, str], revision: int) -> dict[str, str]:
 
 
 async def _discard(future: asyncio.Future[Any]) -> None:
-    """Wait for a read whose answer is no longer needed, dropping its outcome (it was sent
-    already; waiting keeps its errors from being reported as never retrieved)."""
-    with contextlib.suppress(Exception):
-        await future
+    """End a read whose answer is no longer needed: cancelled (a read that cannot be answered
+    would otherwise be retried until the retry deadline, after the write it went with
+    succeeded), then awaited, so it has ended and its outcome is never reported as lost."""
+    future.cancel()
+    await asyncio.wait([future])
+    if not future.cancelled():
+        future.exception()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -18,6 +19,7 @@ from jetstream import (
     MessageNotFoundError,
     OrderedConsumer,
     RekeyReport,
+    RequestTimeoutError,
     StoredMessage,
     StreamInfo,
     StreamNotFoundError,
@@ -718,8 +720,17 @@ class _OpeningReader:
         self._reader: ObjectReader | None = None
 
     async def __aenter__(self) -> ObjectReader:
-        info = await self._store.info(self._name)
-        store, info = await follow_links(self._store, info, _open_linked)
+        # Reads retry until the context's retry_deadline; the stall timeout bounds a read
+        # from its start, the meta records it reads first included.
+        try:
+            async with asyncio.timeout(self._stall_timeout):
+                info = await self._store.info(self._name)
+                store, info = await follow_links(self._store, info, _open_linked)
+        except TimeoutError:
+            raise RequestTimeoutError(
+                f"object {self._name!r}: its meta record did not come within the "
+                f"stall_timeout of {self._stall_timeout:g}s"
+            ) from None
         self._reader = ObjectReader(store, info, stall_timeout=self._stall_timeout)
         return await self._reader.__aenter__()
 

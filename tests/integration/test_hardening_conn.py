@@ -409,6 +409,54 @@ async def test_a_get_outlasting_one_timeout_is_asked_again_until_the_retry_deadl
         await kvstore.delete_bucket(js, "getretry")
 
 
+async def test_closing_a_context_ends_a_retrying_get_many_on_a_callers_connection(
+    own_server: jetstream.EmbeddedServer,
+) -> None:
+    """helper-39: a get_many retrying timeouts kept asking through a closed context (around
+    the caller's own nats-py client, which close() leaves open) until the retry deadline."""
+    import nats
+
+    nc = await nats.connect(own_server.url)
+    js = jetstream.JetStream(nc, timeout=0.5, retry_deadline=10.0)
+    try:
+        bucket = await kvstore.create_bucket(js, "closeretry")
+        await bucket.put("k", b"v")
+        own_server.pause()
+        try:
+            reading = asyncio.ensure_future(bucket.get_many(["k"]))
+            await asyncio.sleep(1.2)  # past the first timeout: retrying
+            await js.close()
+            started = time.monotonic()
+            with pytest.raises(jetstream.ConnectionClosedError):
+                await reading
+            assert time.monotonic() - started < 1.0
+        finally:
+            own_server.resume()
+        async with jetstream.JetStream(nc) as again:
+            await kvstore.delete_bucket(again, "closeretry")
+    finally:
+        await nc.close()
+
+
+async def test_stall_timeout_bounds_opening_an_object_on_a_paused_server(
+    own_server: jetstream.EmbeddedServer,
+) -> None:
+    """helper-39: the meta record read before the reader exists retried until the retry
+    deadline (11 s here, about 25 s with the defaults), whatever stall_timeout said."""
+    async with await jetstream.connect(own_server.url, timeout=1.0, retry_deadline=10.0) as js:
+        store = await objstore.create_store(js, "stallopen")
+        await store.put("obj", b"x" * 1000)
+        own_server.pause()
+        try:
+            started = time.monotonic()
+            with pytest.raises(jetstream.RequestTimeoutError, match="stall_timeout"):
+                await store.get_bytes("obj", stall_timeout=2.0)
+            assert time.monotonic() - started < 3.0
+        finally:
+            own_server.resume()
+        await objstore.delete_store(js, "stallopen")
+
+
 # -- 19: no socket left behind by a failed reconnect attempt ----------------------------------
 
 

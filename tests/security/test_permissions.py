@@ -290,6 +290,12 @@ async def test_a_wrong_inbox_prefix_is_named_at_once(secured: jetstream.Embedded
         bucket = kvstore.Bucket(wrong_prefix, "profiles", kvstore.BucketConfig())
         error = await _fast_denial(bucket.put("alice.private", b"x"))
         assert "subscribe" in str(error) and "inbox" in str(error)
+        # The server refuses the shared reply inbox once; every later request on it would
+        # only time out (retried reads for the whole retry deadline: helper-39).
+        for _ in range(2):
+            again = await _fast_denial(bucket.get("alice.name"))
+            assert "inbox" in str(again)
+        await _fast_denial(wrong_prefix.stream_info("KV_profiles"))
 
 
 async def test_spark_connection_options_carry_the_inbox_prefix(

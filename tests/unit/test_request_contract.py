@@ -24,3 +24,10 @@ def test_request_is_request_new_style_plus_the_status_check() -> None:
 
 def test_publish_still_validates_the_subject_request_checked_first() -> None:
     assert "_validate_subject(subject)" in inspect.getsource(Client.publish)
+
+
+def test_the_shared_reply_inbox_is_resp_sub_prefix_and_a_wildcard() -> None:
+    """``JetStream._reply_inbox_refused`` matches a refused subscription against it."""
+    source = inspect.getsource(Client._init_request_sub)
+    assert "resp_mux_subject = self._resp_sub_prefix[:]" in source
+    assert 'resp_mux_subject.extend(b"*")' in source
