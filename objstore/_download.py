@@ -235,12 +235,11 @@ class ObjectReader(AsyncResource):
         still reads whole) or the server cannot answer (the stall timeout decides then)."""
         info, store = self.info, self._store
         direct = None if store._direct else False
-        # One request's time for each question: reads are retried until the context's
-        # retry_deadline, and a server that cannot answer is for the stall timeout to judge.
-        one_try = store._js.timeout
         try:
             after = self._last_seq + 1  # the feed may have read further ahead
-            async with asyncio.timeout(one_try):
+            # One request's time: reads are retried until the context's retry_deadline, and
+            # a server that cannot answer is for the stall timeout to judge.
+            async with asyncio.timeout(store._js.timeout):
                 await store._js.get_next_message(store.stream, self._subject, after, direct=direct)
             return
         except MessageNotFoundError:
@@ -248,10 +247,9 @@ class ObjectReader(AsyncResource):
         except (JetStreamError, nats.errors.Error, OSError, TimeoutError):
             return
         progress = f"{self._received} of {info.chunks} chunks read"
-        try:
-            async with asyncio.timeout(one_try):
-                current = await store._current_info(info.name, include_deleted=True)
-        except (JetStreamError, nats.errors.Error, OSError, TimeoutError):
+        try:  # the server just answered: this read may ride out an election, to say why
+            current = await store._current_info(info.name, include_deleted=True)
+        except (JetStreamError, nats.errors.Error, OSError):
             current = info  # unknown: the chunks are gone all the same
         if current is None or current.deleted or current.nuid != info.nuid:
             raise ObjectNotFoundError(
