@@ -23,7 +23,7 @@ import jetstream
 import objstore
 
 from ._harness import machine
-from .objects import MIB, STORE, _chunks
+from .objects import MIB, STORE, _chunks, publish_until_stored
 
 Operation = Callable[[], Awaitable[None]]
 
@@ -67,13 +67,7 @@ async def measure(server: jetstream.EmbeddedServer, mib: int, rounds: int) -> li
                         pass
 
             async def upload_ceiling() -> None:
-                before = (await js.stream_info(store.stream)).state.last_seq
-                view, chunk = memoryview(data), objstore.DEFAULT_CHUNK_SIZE
-                for start in range(0, len(data), chunk):
-                    await js.nc.publish(f"$O.{STORE}.C.ceiling", bytes(view[start : start + chunk]))
-                target = before + -(-len(data) // chunk)
-                while (await js.stream_info(store.stream)).state.last_seq < target:
-                    await asyncio.sleep(0.001)
+                await publish_until_stored(js, store, data)
 
             async def put() -> None:
                 await store.put("put", data)

@@ -60,7 +60,6 @@ async def stores(url: str) -> AsyncIterator[Stores]:
 def put_scenario(stores: Stores, mib: int) -> Scenario:
     js, store, peer, fallback = stores.js, stores.store, stores.peer, stores.fallback
     data = os.urandom(mib * MIB)
-    chunk = objstore.DEFAULT_CHUNK_SIZE
 
     async def ours() -> None:
         await store.put("put-ours", data)
@@ -72,14 +71,7 @@ def put_scenario(stores: Stores, mib: int) -> Scenario:
         await peer.put("put-theirs", data)
 
     async def ceiling() -> None:
-        """Core publish of every chunk (no replies), then wait until the stream has them all."""
-        before = (await js.stream_info(store.stream)).state.last_seq
-        view = memoryview(data)
-        for start in range(0, len(data), chunk):
-            await js.nc.publish(f"$O.{STORE}.C.ceiling", bytes(view[start : start + chunk]))
-        target = before + -(-len(data) // chunk)
-        while (await js.stream_info(store.stream)).state.last_seq < target:
-            await asyncio.sleep(0.001)
+        await publish_until_stored(js, store, data)
 
     async def after() -> None:
         await js.purge_stream(store.stream)
@@ -154,6 +146,21 @@ async def get_scenario(stores: Stores, mib: int) -> Scenario:
         baseline="objstore get_file (digest checked)",
         unit="MiB",
     )
+
+
+async def publish_until_stored(
+    js: jetstream.JetStream, store: objstore.ObjectStore, data: bytes
+) -> None:
+    """The upload ceiling: core publish of every chunk of ``data`` (no replies) into the
+    store's stream, then wait until the stream has them all."""
+    chunk = objstore.DEFAULT_CHUNK_SIZE
+    before = (await js.stream_info(store.stream)).state.last_seq
+    view = memoryview(data)
+    for start in range(0, len(data), chunk):
+        await js.nc.publish(f"$O.{STORE}.C.ceiling", bytes(view[start : start + chunk]))
+    target = before + -(-len(data) // chunk)
+    while (await js.stream_info(store.stream)).state.last_seq < target:
+        await asyncio.sleep(0.001)
 
 
 async def _chunks(
