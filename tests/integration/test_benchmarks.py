@@ -11,18 +11,26 @@ import pytest
 ROOT = Path(__file__).parents[2]
 
 
-def test_benchmark_runner_prints_a_table(tmp_path: Path) -> None:
-    report = tmp_path / "report.md"
+def _run(module: str, *args: str, timeout: float) -> str:
+    """``python -m <module> <args>`` from the project root; its output, after checking that
+    it exited 0."""
     result = subprocess.run(
-        [sys.executable, "-m", "benchmarks", "--rounds", "1", "--sizes", "10", "--get-size",
-         "10", "--cas-writes", "5", "--watch-keys", "200", "--watch-updates", "100",
-         "--watch-rounds", "1",
-         "--object-sizes", "1", "--object-rounds", "1", "--rss-mib", "4",
-         "--pcg-messages", "100", "--pcg-rounds", "1",
-         "--write", str(report)],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        [sys.executable, "-m", module, *args],
+        cwd=ROOT, capture_output=True, text=True, timeout=timeout,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_benchmark_runner_prints_a_table(tmp_path: Path) -> None:
+    report = tmp_path / "report.md"
+    _run(
+        "benchmarks", "--rounds", "1", "--sizes", "10", "--get-size", "10", "--cas-writes", "5",
+        "--watch-keys", "200", "--watch-updates", "100", "--watch-rounds", "1",
+        "--object-sizes", "1", "--object-rounds", "1", "--rss-mib", "4",
+        "--pcg-messages", "100", "--pcg-rounds", "1", "--write", str(report),
+        timeout=120,
+    )  # fmt: skip
     text = report.read_text()
     for variant in (
         "kvstore put_many", "nats-py kv.put sequential", "hand-written", "get_many",
@@ -40,44 +48,30 @@ def test_benchmark_runner_prints_a_table(tmp_path: Path) -> None:
 
 
 def test_frame_reader_benchmark_runs() -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "benchmarks.frames", "--frames", "500", "--rounds", "1"],
-        cwd=ROOT, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr
+    output = _run("benchmarks.frames", "--frames", "500", "--rounds", "1", timeout=60)
     for reader in ("nats-py Parser", "FrameParser, routed", "FrameParser, handed to nats-py"):
-        assert f"| {reader} |" in result.stdout
+        assert f"| {reader} |" in output
 
 
 def test_object_cpu_benchmark_runs() -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "benchmarks.object_cpu", "--mib", "2", "--rounds", "1"],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr
+    output = _run("benchmarks.object_cpu", "--mib", "2", "--rounds", "1", timeout=120)
     for row in ("ordered consumer, no hash", "open()", "core publish, no acks", "put"):
-        assert f"| {row} |" in result.stdout
+        assert f"| {row} |" in output
 
 
 @pytest.mark.spark
 def test_spark_benchmark_runs() -> None:
     pytest.importorskip("pyspark", reason="needs the 'spark' extra")
-    result = subprocess.run(
-        [sys.executable, "-m", "benchmarks.spark_kv", "2000"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    assert "natskv write" in result.stdout and "per-row put loop" in result.stdout
+    output = _run("benchmarks.spark_kv", "2000", timeout=300)
+    assert "natskv write" in output and "per-row put loop" in output
 
 
 @pytest.mark.spark
 def test_spark_read_benchmark_runs() -> None:
     """The partition-read comparison (no Spark session: the partitions run in processes)."""
     pytest.importorskip("pyspark", reason="needs the 'spark' extra")
-    result = subprocess.run(
-        [sys.executable, "-m", "benchmarks.spark_kv_read", "--processes", "--keys", "2000",
-         "--rounds", "1", "--history", "3", "--partitions", "1", "2"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    output = _run(
+        "benchmarks.spark_kv_read", "--processes", "--keys", "2000", "--rounds", "1",
+        "--history", "3", "--partitions", "1", "2", timeout=300,
     )  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    assert "earlier: hash share" in result.stdout and "| 2 |" in result.stdout
+    assert "earlier: hash share" in output and "| 2 |" in output
