@@ -840,7 +840,6 @@ class JetStream(AsyncResource):
         body: dict[str, Any] = {"multi_last": subjects}
         if up_to_seq is not None:
             body["up_to_seq"] = up_to_seq
-        self.ensure_open()
         what = f"batched direct get on {stream}"
         with self._refusal_ends_wait(self._api.direct_get(stream)), self._ended_by_close(what):
             return await self._failover(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from types import TracebackType
 from typing import Self
 
-__all__ = ["AsyncResource", "BatchPublisherResource"]
+__all__ = ["AsyncResource", "BatchPublisherResource", "aclose_iterator"]
 
 
 class AsyncResource:
@@ -55,3 +55,11 @@ class BatchPublisherResource(AsyncResource):
         elif error is not None:
             await self.abandon()
         await self._close()
+
+
+async def aclose_iterator(iterator: object) -> None:
+    """Close an async iterator that can be closed (an async generator, or an iterator with
+    its own ``aclose``); others hold nothing to release."""
+    aclose = getattr(iterator, "aclose", None)
+    if aclose is not None:
+        await aclose()

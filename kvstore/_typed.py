@@ -17,6 +17,7 @@ from jetstream import (
     ClientValidationError,
     TTLValue,
 )
+from jetstream._resource import aclose_iterator
 
 from ._errors import ValueDecodeError, ValueEncodeError
 from ._keys import checked_pairs
@@ -396,9 +397,7 @@ class _TypedHistory(Generic[T]):
 
     async def aclose(self) -> None:
         """Stop reading (as an async generator's ``aclose``: ``contextlib.aclosing`` works)."""
-        aclose = getattr(self._entries, "aclose", None)
-        if aclose is not None:
-            await aclose()
+        await aclose_iterator(self._entries)
 
 
 def _name(value_type: Any) -> str:

@@ -12,7 +12,7 @@ from typing import BinaryIO, TypeAlias
 from jetstream import WrongTypeError
 from jetstream._errors import check_bytes_like
 
-__all__ = ["Source", "chunks_of", "close_chunks", "digest_text", "known_size"]
+__all__ = ["Source", "chunks_of", "digest_text", "known_size"]
 
 Source: TypeAlias = (
     "bytes | bytearray | memoryview | str | os.PathLike[str] | BinaryIO"
@@ -78,7 +78,8 @@ async def _from_buffer(view: memoryview, chunk_size: int) -> AsyncIterator[bytes
 class _OpenedFile:
     """The chunks of a file ``chunks_of`` opened: closed when they end, fail or are closed,
     even if never read (an async generator's ``finally`` would not run then, and an upload
-    failing or cancelled before its first chunk left the file to the garbage collector)."""
+    failing or cancelled before its first chunk left the file to the garbage collector).
+    ``jetstream._resource.aclose_iterator`` releases whatever ``chunks_of`` returned."""
 
     def __init__(self, file: BinaryIO, chunk_size: int) -> None:
         self._file = file
@@ -95,13 +96,6 @@ class _OpenedFile:
             await self._chunks.aclose()
         finally:
             self._file.close()
-
-
-async def close_chunks(chunks: AsyncIterator[bytes]) -> None:
-    """Release what ``chunks_of`` holds (the file it opened), read or not."""
-    aclose = getattr(chunks, "aclose", None)
-    if aclose is not None:
-        await aclose()
 
 
 async def _from_file(

@@ -37,12 +37,13 @@ from jetstream import (
     PermissionDeniedError,
     ServerError,
 )
+from jetstream._resource import aclose_iterator
 
 from ._download import WINDOW_BYTES
 from ._encryption import OVERHEAD
 from ._errors import UploadFailedError
 from ._finish import CallerGone, run_attempts_to_end, run_to_end
-from ._io import Source, chunks_of, close_chunks, digest_text, known_size
+from ._io import Source, chunks_of, digest_text, known_size
 from ._meta import MetaRecord, check_record_fits, read_record, replace_record, write_record
 from ._models import ObjectInfo, ObjectMetaOptions, chunk_subject, now_rfc3339
 
@@ -96,7 +97,7 @@ async def upload(
         previous = await read_record(store, name, strict=False)  # the commit depends on it
         publisher = await _publisher(store, stored_chunk_size)
     except BaseException:
-        await close_chunks(chunks)  # from here on, _send_chunks closes them
+        await aclose_iterator(chunks)  # from here on, _send_chunks closes them
         raise
     subject = chunk_subject(store.name, nuid)
     seal: Sealer | None = None
@@ -276,7 +277,7 @@ async def _send_chunks(
             await send(held, True)
         return size, count, digest_text(sha.digest())
     finally:
-        await close_chunks(chunks)  # a path source's file is closed now, not when collected
+        await aclose_iterator(chunks)  # a path source's file is closed now, not when collected
 
 
 def _report(progress: Progress | None, done: int, total: int | None) -> None:
