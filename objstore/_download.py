@@ -266,7 +266,6 @@ class ObjectReader(AsyncResource):
         cipher = self._store._cipher
         if cipher is not None and self.info.chunks == 0:
             cipher.check_empty(self.info.name, self.info.headers)
-        digest = digest_text(self._sha.digest())
         info = self.info
         if self._size != info.size or self._received != info.chunks:
             raise DigestMismatchError(
@@ -275,6 +274,7 @@ class ObjectReader(AsyncResource):
             )
         if self._plain is False:
             return  # every chunk was authenticated, the last one as the last
+        digest = digest_text(self._sha.digest())
         if info.digest and _digest_value(digest) != _digest_value(info.digest):
             raise DigestMismatchError(f"object {info.name!r}: digest {digest} != {info.digest}")
 
