@@ -146,6 +146,10 @@ class AtomicBatch(AsyncResource):
     ``seal`` and ``seal_overhead`` (for kvstore's encrypted batches: ``seal(subject, data)``
     makes the payload of each message queued unsealed, once, as the batch is sent; its size is
     checked with ``seal_overhead`` bytes more).
+
+    Raises (on construction):
+        ClientValidationError: an option of the wrong type or out of range (also a
+            ``ValueError``).
     """
 
     def __init__(
@@ -161,10 +165,7 @@ class AtomicBatch(AsyncResource):
         seal: Callable[[str, bytes], bytes] | None = None,
         seal_overhead: int = 0,
     ) -> None:
-        if max_messages < 1 or (ack_every is not None and ack_every < 1):
-            raise ValueError("max_messages and ack_every must be positive")
-        if commit_with not in ("last", "eob"):
-            raise ValueError(f"commit_with must be 'last' or 'eob': {commit_with!r}")
+        _check_options(max_messages, ack_every, commit_with, seal, seal_overhead)
         self._js = js
         self._stream = stream
         self._max_messages = max_messages
@@ -589,6 +590,30 @@ class AtomicBatch(AsyncResource):
             raise NoRespondersError(f"no stream listens on {subject}")
         self._stream = stream
         return stream
+
+
+def _check_options(
+    max_messages: object,
+    ack_every: object,
+    commit_with: object,
+    seal: object,
+    seal_overhead: object,
+) -> None:
+    """Raises ClientValidationError (a ValueError): an option of the wrong type or range."""
+    if not _counts(max_messages) or (ack_every is not None and not _counts(ack_every)):
+        raise ClientValidationError(
+            f"max_messages and ack_every must be ints >= 1: {max_messages!r}, {ack_every!r}"
+        )
+    if commit_with not in ("last", "eob"):
+        raise ClientValidationError(f"commit_with must be 'last' or 'eob': {commit_with!r}")
+    if seal is not None and not callable(seal):
+        raise ClientValidationError(f"seal must be a callable or None, not {seal!r}")
+    if isinstance(seal_overhead, bool) or not isinstance(seal_overhead, int) or seal_overhead < 0:
+        raise ClientValidationError(f"seal_overhead must be an int >= 0: {seal_overhead!r}")
+
+
+def _counts(value: object) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int) and value >= 1
 
 
 def _batch_headers(headers: dict[str, str], batch_id: str, seq: int) -> dict[str, str]:

@@ -208,3 +208,25 @@ async def test_an_eob_batch_whose_last_message_outgrows_max_payload_sends_nothin
         await batch.commit()
     assert js.nc.is_connected, "nothing too large was sent"
     assert await _stored(js, stream) == []
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"max_messages": 0},
+        {"max_messages": "10"},
+        {"ack_every": 0},
+        {"ack_every": 2.5},
+        {"commit_with": "first"},
+        {"seal": "not callable"},
+        {"seal_overhead": -1},
+        {"seal_overhead": "28"},
+    ],
+)
+async def test_bad_batch_options_are_typed_errors(
+    js: JetStream, options: dict[str, object]
+) -> None:
+    """A str where an int goes raised a raw TypeError from a comparison; the rest raised a
+    plain ValueError (a ClientValidationError is one, so ``except ValueError`` still works)."""
+    with pytest.raises(jetstream.ClientValidationError):
+        AtomicBatch(js, **options)  # type: ignore[arg-type]
