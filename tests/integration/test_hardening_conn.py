@@ -110,6 +110,34 @@ async def test_close_never_raises_and_is_bounded_whatever_the_state(
     assert js.is_closed
 
 
+
+async def test_close_with_a_watch_on_a_paused_server_is_bounded_and_logs_nothing(
+    own_server: jetstream.EmbeddedServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """helper-40: with subscriptions open (a watch, the reply inbox), nats-py's drain swallows
+    the cancel that ends it and waits out its own 10 s flush; close() took 11 s and asyncio
+    logged "_GatheringFuture exception was never retrieved" (the CLI printed it on Ctrl-C)."""
+    js = await jetstream.connect(own_server.url, timeout=0.5, allow_reconnect=False)
+    bucket = await kvstore.create_bucket(js, "pausedclose")
+    await bucket.put("k", b"v")
+    watcher = bucket.watch()
+    await watcher.__aenter__()
+    assert (await watcher.__anext__()).key == "k"
+    own_server.pause()
+    try:
+        started = time.monotonic()
+        with caplog.at_level(logging.DEBUG):
+            await js.close()
+            await asyncio.sleep(0)
+            gc.collect()  # a future dropped with its exception unretrieved is logged now
+        assert time.monotonic() - started < 3.0
+        assert js.nc.is_closed
+    finally:
+        own_server.resume()
+    assert not [r for r in caplog.records if "never retrieved" in r.getMessage()]
+    with contextlib.suppress(Exception):
+        await watcher.__aexit__(None, None, None)
+
 # -- 13: every public call on a closed context ------------------------------------------------
 
 
