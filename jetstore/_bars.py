@@ -31,7 +31,8 @@ class BarReporter(Reporter):
         super().__init__()
         self._console = Console(stderr=True)
         self._progress = Progress(
-            TextColumn("[bold]{task.description}", table_column=None),
+            # Names are anyone's text: "weird[/x].txt" is not markup (rich raised on it).
+            TextColumn("{task.description}", style="bold", markup=False, table_column=None),
             BarColumn(),
             DownloadColumn(),
             TransferSpeedColumn(),
