@@ -3,18 +3,16 @@ checked before connecting (exit 2, nothing sent)."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
 import jetstream
 import kvstore
-from jetstream import TTLValue
 
 from ._connect import Settings, run, verb
-from ._output import emit_json
-from ._records import Record, format_of, parse_records
+from ._output import EXIT_FAILED, emit_json, report_error
+from ._records import Record, format_of, parse_records, read_input
 from ._values import checked, read_value
 
 __all__ = ["create", "delete", "purge", "put", "put_many", "update"]
@@ -171,22 +169,28 @@ def put_many(
 ) -> None:
     """Store the records of FILE (JSON, JSONL or CSV; - = stdin) in atomic batches of
     --batch-size keys: each batch all or nothing. Prints each key's revision."""
-    text = sys.stdin.read() if input_file == "-" else Path(input_file).read_text()
-    records = parse_records(text, format_of(input_file, fmt))
+    records = parse_records(read_input(input_file), format_of(input_file, fmt))
     _check_records(records, ttl)
 
     async def work(js: jetstream.JetStream) -> int | None:
         opened = await kvstore.open_bucket(js, bucket)
+        # Every batch is queued, so every value is checked against the bucket's and the
+        # server's limits, before the first one is sent: exit 2 means nothing was written.
+        batches = [
+            _queued(opened, records[start : start + batch_size], ttl)
+            for start in range(0, len(records), batch_size)
+        ]
         stored: dict[str, int] = {}
-        for start in range(0, len(records), batch_size):
-            batch = records[start : start + batch_size]
+        for batch in batches:
             try:
-                stored.update(await _put_batch(opened, batch, ttl))
-            except jetstream.JetStreamError:
-                if stored:
-                    click.echo(f"jetstore: {len(stored)} keys were stored before:", err=True)
+                stored.update(await batch.commit())
+            except jetstream.JetStreamError as exc:
+                if not stored:
+                    raise
+                click.echo(f"jetstore: {len(stored)} keys were stored before:", err=True)
                 _report_revisions(settings, stored)
-                raise
+                # Part of the input is stored: a failure, never "nothing sent" (exit 2).
+                return report_error(exc, debug=settings.debug, code=EXIT_FAILED)
         _report_revisions(settings, stored)
         return None
 
@@ -200,18 +204,22 @@ def _check_records(records: list[Record], ttl: str | None) -> None:
         checked(key=record.key, ttl=record.ttl)
 
 
-async def _put_batch(
-    bucket: kvstore.Bucket, batch: list[Record], ttl: str | None
-) -> dict[str, int]:
-    ttls: dict[str, TTLValue] = {}
-    for record in batch:
+def _queued(bucket: kvstore.Bucket, records: list[Record], ttl: str | None) -> kvstore.KeyBatch:
+    """One batch with ``records`` queued (checked), not sent.
+
+    Raises:
+        ValueTooLargeError: a value the bucket or the server cannot take.
+    """
+    batch = bucket.batch(max_keys=len(records))
+    for record in records:
         key_ttl = record.ttl or ttl
-        if key_ttl is not None:
-            ttls[record.key] = key_ttl
-    expect = {r.key: r.revision for r in batch if r.revision is not None}
-    return await bucket.put_many(
-        [(r.key, r.value) for r in batch], expect=expect, ttl=ttls, max_keys=len(batch)
-    )
+        if record.revision is None:
+            batch.put(record.key, record.value, ttl=key_ttl)
+        elif record.revision == 0:
+            batch.create(record.key, record.value, ttl=key_ttl)
+        else:
+            batch.update(record.key, record.value, record.revision, ttl=key_ttl)
+    return batch
 
 
 def _report_revisions(settings: Settings, stored: dict[str, int]) -> None:

@@ -84,12 +84,13 @@ def error_line(error: BaseException) -> str:
     return f"jetstore: error: {type(error).__name__}: {text} (a bug? --debug shows where)"
 
 
-def report_error(error: BaseException, *, debug: bool) -> int:
-    """Print the error (its traceback first with ``--debug``) and return its exit code."""
+def report_error(error: BaseException, *, debug: bool, code: int | None = None) -> int:
+    """Print the error (its traceback first with ``--debug``) and return its exit code
+    (``code`` when the verb knows better than the error's class)."""
     if debug:
         traceback.print_exception(error, file=sys.stderr)
     click.echo(error_line(error), err=True)
-    return exit_code_for(error)
+    return exit_code_for(error) if code is None else code
 
 
 def emit_json(document: Any) -> None:

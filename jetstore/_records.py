@@ -19,11 +19,13 @@ import csv
 import dataclasses
 import io
 import json
+import sys
+from pathlib import Path
 from typing import Any, Literal
 
 import click
 
-__all__ = ["Format", "Record", "format_of", "parse_records"]
+__all__ = ["Format", "Record", "format_of", "parse_records", "read_input"]
 
 Format = Literal["json", "jsonl", "csv"]
 _SUFFIXES: dict[str, Format] = {
@@ -58,6 +60,25 @@ def format_of(path: str, given: str | None) -> Format:
     raise click.UsageError(f"cannot tell the format of {path!r}: give --format json|jsonl|csv")
 
 
+def read_input(path: str) -> str:
+    """The text of ``path`` (``-``: stdin), which must be UTF-8 (a byte-order mark is
+    skipped).
+
+    Raises:
+        click.UsageError: not UTF-8 (a UTF-16 export, say), or the file cannot be read.
+    """
+    where = "stdin" if path == "-" else repr(path)
+    try:
+        data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise click.UsageError(
+            f"{where} is not UTF-8 text ({exc.reason} at byte {exc.start}); convert it first"
+        ) from None
+    except OSError as exc:
+        raise click.UsageError(f"cannot read {where}: {exc.strerror or exc}") from None
+
+
 def parse_records(text: str, fmt: Format) -> list[Record]:
     """Every record of the input, or a usage error naming the first bad one.
 
@@ -87,6 +108,8 @@ def _load(text: str, where: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise click.UsageError(f"{where}: not JSON: {exc}") from None
+    except RecursionError:
+        raise click.UsageError(f"{where}: JSON nested too deeply") from None
 
 
 def _from_json(text: str) -> list[Record]:
@@ -99,7 +122,15 @@ def _from_json(text: str) -> list[Record]:
 
 
 def _from_csv(text: str) -> list[Record]:
-    reader = csv.DictReader(io.StringIO(text))
+    # A value may be as large as the server takes (1 MiB and more), past csv's 128 KiB.
+    csv.field_size_limit(max(csv.field_size_limit(), len(text) + 1))
+    try:
+        return _csv_records(csv.DictReader(io.StringIO(text)))
+    except csv.Error as exc:
+        raise click.UsageError(f"CSV input: {exc}") from None
+
+
+def _csv_records(reader: csv.DictReader[str]) -> list[Record]:
     if reader.fieldnames is None or "key" not in reader.fieldnames:
         raise click.UsageError("CSV input needs a header row with a 'key' column")
     records = []
