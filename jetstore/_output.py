@@ -7,7 +7,10 @@ Exit codes (documented in docs/CLI.md, relied on by scripts):
   refused or failed the operation (an upload, a digest mismatch, a full stream);
 - 2: usage: a bad option, key, TTL, name or input file; nothing was sent;
 - 3: the server cannot be reached, refused the credentials or the permission, or timed out;
-- 130: interrupted (Ctrl-C) where that is not the normal end of the verb.
+- 130: interrupted (Ctrl-C) where that is not the normal end of the verb;
+- 141: stdout was closed by its reader (``| head``), where that is not the normal end of the
+  verb: it stops quietly, as a command ended by SIGPIPE does (nothing half-written);
+- 143: terminated (SIGTERM: ``kill``, systemd, ``docker stop``), cleaned up as on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ __all__ = [
     "EXIT_FAILED",
     "EXIT_INTERRUPTED",
     "EXIT_OK",
+    "EXIT_OUTPUT_CLOSED",
+    "EXIT_TERMINATED",
     "EXIT_USAGE",
     "emit_json",
     "emit_json_line",
@@ -43,6 +48,8 @@ EXIT_FAILED: Final = 1
 EXIT_USAGE: Final = 2
 EXIT_CONNECTION: Final = 3
 EXIT_INTERRUPTED: Final = 130
+EXIT_OUTPUT_CLOSED: Final = 141
+EXIT_TERMINATED: Final = 143
 
 # Classes checked in order: the first match decides (subclasses before their bases).
 _CONNECTION_ERRORS: Final = (

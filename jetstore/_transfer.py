@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
+import stat
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
@@ -39,6 +41,8 @@ def plan_uploads(paths: tuple[str, ...], name: str | None, prefix: str) -> list[
         click.UsageError: ``--name`` with several sources, stdin without it, a name twice, a
             directory without files.
     """
+    if name == "":
+        raise click.UsageError("--name must not be empty")
     if name is not None and (len(paths) > 1 or Path(paths[0]).is_dir()):
         raise click.UsageError("--name takes one file (or stdin)")
     uploads: list[Upload] = []
@@ -106,7 +110,7 @@ async def upload(
     async def one(item: Upload) -> int:
         callback = progress.transfer(item.name, item.size)
         try:
-            info = await store.put(item.name, item.source, progress=callback, **options)
+            info = await store.put(item.name, _readable(item.source), progress=callback, **options)
         except (jetstream.JetStreamError, OSError) as exc:
             return _failed(progress, item.name, exc)
         _done(settings, progress, info, f"stored {info.name}: {_summary(info)}")
@@ -114,6 +118,30 @@ async def upload(
 
     with progress:
         return await _each(uploads, parallel, one)
+
+
+def _readable(source: str | BinaryIO) -> str | BinaryIO | AsyncIterator[bytes]:
+    """What ``store.put`` reads: a pipe (stdin from another command) through the event loop,
+    anything else as it is. A pipe read in a thread cannot be cancelled: after Ctrl-C or
+    SIGTERM the upload was removed, but the process waited for the writer's next bytes."""
+    if isinstance(source, str):
+        return source
+    try:
+        mode = os.fstat(source.fileno()).st_mode
+    except (OSError, ValueError):
+        return source
+    return _pipe_chunks(source) if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) else source
+
+
+async def _pipe_chunks(pipe: BinaryIO) -> AsyncIterator[bytes]:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=objstore.DEFAULT_CHUNK_SIZE)
+    transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
+    try:
+        while chunk := await reader.read(objstore.DEFAULT_CHUNK_SIZE):
+            yield chunk
+    finally:
+        transport.close()
 
 
 def _summary(info: objstore.ObjectInfo) -> str:
@@ -190,9 +218,11 @@ async def download(
 def _targets(
     infos: list[objstore.ObjectInfo], output: str | None, *, several: bool
 ) -> list[Path | ValueError]:
-    """Each object's file: ``output`` itself for one object (unless it is a directory), else
-    its name under the directory (``output`` or the current one)."""
-    if not several and not (output is not None and Path(output).is_dir()):
+    """Each object's file: ``output`` itself for one object (unless it is a directory, or
+    ends with ``/`` as ``cp x dir/`` does), else its name under the directory (``output`` or
+    the current one)."""
+    into = output is not None and (output.endswith(("/", os.sep)) or Path(output).is_dir())
+    if not several and not into:
         name = infos[0].name
         return [Path(output) if output is not None else Path(PurePosixPath(name).name or name)]
     directory = Path(output or ".")
