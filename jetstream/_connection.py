@@ -63,6 +63,8 @@ async def open_client(
         ClientValidationError: ``connect_attempts`` below 1 or ``connect_timeout`` not positive.
         ConnectionFailedError, AuthenticationError: no attempt succeeded; the message names
             the cause (refused, DNS, timeout, TLS, credentials).
+        ClientValidationError: also for an nkey seed or credentials file that holds no valid
+            key (names the file).
     """
     if isinstance(connect_attempts, bool) or not isinstance(connect_attempts, int):
         raise ClientValidationError(f"connect_attempts must be an int: {connect_attempts!r}")
@@ -84,7 +86,7 @@ async def open_client(
 
     wait = float(nats_options.get("reconnect_time_wait", DEFAULT_RECONNECT_TIME_WAIT))
     budget = _first_connect_budget(len(servers), connect_attempts, connect_timeout, wait)
-    failed: ConnectionFailedError | None = None
+    failed: ConnectionFailedError | ClientValidationError | None = None
     try:
         # nats-py drops a server once its failed attempts exceed max_reconnect_attempts, and
         # never for 0: attempts - 0.5 drops it after exactly ``connect_attempts`` failures.
@@ -102,6 +104,11 @@ async def open_client(
         await _close_quietly(nc, _CLOSE_GRACE)  # nats-py leaves a failed client's socket open
         reported = failures if isinstance(exc, TimeoutError) and failures else [*failures, exc]
         failed = connection_error(servers, reported, describe=describe_failure)
+    except _KEY_FILE_ERRORS as exc:
+        await _close_quietly(nc, _CLOSE_GRACE)
+        failed = ClientValidationError(
+            f"{_key_files(nats_options)} holds no valid nkey ({type(exc).__name__})"
+        )
     if failed is not None:
         # Raised outside the handler, so nothing of nats-py's is chained: its exceptions may
         # quote a URL's password (a '#' or '/' in it: "Port could not be cast ... 'S3cret'"),
@@ -109,6 +116,27 @@ async def open_client(
         raise failed
     nc.options["max_reconnect_attempts"] = reconnect_attempts  # reconnects: nats-py's settings
     return nc
+
+
+def _nkeys_errors() -> tuple[type[Exception], ...]:
+    try:
+        from nkeys import NkeysError  # type: ignore[import-untyped]  # optional: auth extra
+    except ImportError:  # pragma: no cover - nats-py refuses nkey options without it
+        return ()
+    return (NkeysError,)
+
+
+_KEY_FILE_ERRORS: Final = _nkeys_errors()
+"""What nats-py raises, unwrapped, for a seed or credentials file that holds no valid key."""
+
+
+def _key_files(nats_options: dict[str, Any]) -> str:
+    given = [
+        f"{option} {value!r}"
+        for option in ("nkeys_seed", "user_credentials")
+        if isinstance(value := nats_options.get(option), str)
+    ]
+    return " or ".join(given) or "the nkey given"
 
 
 def _first_connect_budget(servers: int, attempts: int, timeout: float, wait: float) -> float:

@@ -409,6 +409,22 @@ def check_bytes_like(value: object, what: str) -> bytes | bytearray | memoryview
     return value
 
 
+def check_count(value: object, what: str, low: int, high: int | None = None) -> int:
+    """``value``, checked to be an int (not a bool) from ``low`` to ``high`` (``what`` names
+    it in the error).
+
+    Raises:
+        WrongTypeError: not an int (a "4" from a job's config, say).
+        ClientValidationError: out of range.
+    """
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise WrongTypeError(f"{what} must be an int, not {type(value).__name__}: {value!r}")
+    if value < low or (high is not None and value > high):
+        bounds = f"{low}..{high}" if high is not None else f"at least {low}"
+        raise ClientValidationError(f"{what} must be {bounds}: {value}")
+    return value
+
+
 class ColumnError(ClientValidationError):
     """A DataFrame column a Spark sink needs is missing, or has a type it cannot store (names
     the column; raised on the driver before any task runs)."""

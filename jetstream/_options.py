@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import dataclasses
 import os
+import ssl
 import threading
 import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
@@ -184,7 +185,7 @@ class ConnectionOptions:
             token=str_option(options, "token"),
             creds=str_option(options, "creds"),
             nkey_seed_file=str_option(options, "nkeySeedFile"),
-            tls_ca=str_option(options, "tlsCa"),
+            tls_ca=_checked_ca(str_option(options, "tlsCa")),
             connect_timeout=connect_timeout,
             connect_attempts=int_option(options, "connectAttempts", 1, low=1, high=1000),
             inbox_prefix=_inbox_prefix(str_option(options, "inboxPrefix")),
@@ -205,9 +206,7 @@ class ConnectionOptions:
         if self.inbox_prefix is not None:
             kwargs["inbox_prefix"] = self.inbox_prefix
         if self.tls_ca is not None:
-            import ssl
-
-            kwargs["tls"] = ssl.create_default_context(cafile=self.tls_ca)
+            kwargs["tls"] = _tls_context(self.tls_ca)
         return kwargs
 
     async def connect(self) -> JetStream:
@@ -234,6 +233,28 @@ class ConnectionOptions:
         """
         async with await self.connect() as js:  # close() never raises, so never masks
             yield js
+
+
+def _checked_ca(path: str | None) -> str | None:
+    """``path`` once its certificates load (on the driver, at planning: not in every task)."""
+    if path is not None:
+        _tls_context(path)
+    return path
+
+
+def _tls_context(path: str) -> ssl.SSLContext:
+    """A TLS context trusting the CA certificates in ``path``.
+
+    Raises:
+        ClientValidationError: the file cannot be read or holds no certificate (names it).
+    """
+    try:
+        return ssl.create_default_context(cafile=path)
+    except OSError as exc:  # ssl.SSLError is one
+        reason = exc.strerror or getattr(exc, "reason", None) or type(exc).__name__
+        raise ClientValidationError(
+            f"option 'tlsCa': no CA certificates loaded from {path!r} ({reason})"
+        ) from None
 
 
 def _server_list(servers: str) -> tuple[str, ...]:

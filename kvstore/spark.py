@@ -57,9 +57,10 @@ are encrypted, read values decrypted; a value that does not decrypt fails the ta
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any
 
 try:
@@ -96,10 +97,13 @@ from jetstream import (
     ClientValidationError,
     ColumnError,
     ConnectionOptions,
+    JetStream,
     JetStreamError,
     Keyring,
+    NoRespondersError,
     OrderedConsumer,
     StoredMessage,
+    StreamNotFoundError,
     bool_option,
     check_options,
     int_option,
@@ -111,6 +115,7 @@ from jetstream import (
 from jetstream._options import activate_spark_session
 
 from ._encryption import EncryptionStage
+from ._errors import BucketNotFoundError
 from ._keys import distinct_filters, validate_filter
 from ._manage import bucket_info, open_bucket
 from ._models import Op, op_from_headers, stream_name, subject_prefix
@@ -240,6 +245,25 @@ def _stage(opts: _Options) -> EncryptionStage | None:
     return EncryptionStage(keyring, allow_plaintext=opts.allow_plaintext)
 
 
+@contextlib.asynccontextmanager
+async def _task_session(opts: _Options) -> AsyncIterator[JetStream]:
+    """A task's connection. A bucket deleted after planning is BucketNotFoundError naming it,
+    as at planning: the task's reads said "stream not found", or "no responders" for a
+    batched direct get."""
+    async with opts.connection.session() as js:
+        try:
+            yield js
+        except NoRespondersError:
+            await bucket_info(js, opts.bucket)  # BucketNotFoundError when it is gone
+            raise
+        except StreamNotFoundError as exc:
+            if isinstance(exc, BucketNotFoundError):
+                raise
+            raise BucketNotFoundError(
+                f"bucket {opts.bucket!r} not found (deleted while it was read)", code=exc.code
+            ) from exc
+
+
 async def _last_seq(opts: _Options) -> int:
     """The bucket's last revision (BucketNotFoundError, naming it, when it does not exist)."""
     async with opts.connection.session() as js:
@@ -346,14 +370,30 @@ async def _check_bucket(opts: _Options) -> int:
 
 def _projection(schema: StructType) -> tuple[tuple[str, bool], ...]:
     """(field, as_text) for each requested column: a user schema may pick, reorder, and read
-    ``value`` as a string (decoded as UTF-8)."""
+    ``value`` as a string (decoded as UTF-8).
+
+    Raises:
+        ColumnError: a column natskv does not have, or of a type it cannot give (a
+            ``value int`` failed every task in pyarrow's conversion).
+    """
     fields = []
     for field in schema.fields:
         name = field.name.lower()  # Spark matches column names case-insensitively
-        if name not in _FIELDS:
+        types = _READ_TYPES.get(name)
+        if types is None:
             raise ColumnError(f"natskv has no column {field.name!r}; it has {_FIELDS}")
+        if field.dataType.typeName() not in types:
+            raise ColumnError(
+                f"natskv: column {field.name!r} has type {field.dataType.simpleString()}; "
+                f"it must be one of {', '.join(types)}"
+            )
         fields.append((name, name == "value" and field.dataType.typeName() == "string"))
     return tuple(fields)
+
+
+_READ_TYPES = {field.name: (field.dataType.typeName(),) for field in ROW_TYPE.fields} | {
+    "value": ("binary", "string")
+}
 
 
 def _row(
@@ -600,7 +640,7 @@ async def _read_snapshot(
     prefix = subject_prefix(opts.bucket)
     stage = _stage(opts)
     stream = stream_name(opts.bucket)
-    async with opts.connection.session() as js:
+    async with _task_session(opts) as js:
         if part.subjects is not None and part.witness is not None:
             messages = await read_keys(js, stream, opts.subjects, part.subjects, part.witness)
         else:
@@ -699,7 +739,7 @@ async def _read_range(
     stage = _stage(opts)
     rows = []
     async with (
-        opts.connection.session() as js,
+        _task_session(opts) as js,
         OrderedConsumer(
             js,
             stream_name(opts.bucket),

@@ -10,18 +10,18 @@ import dataclasses
 from collections.abc import Iterable
 
 from jetstream import (
-    ClientValidationError,
     ConnectionOptions,
     JetStreamError,
     Keyring,
 )
+from jetstream._errors import check_count
 
 from ._encryption import cipher_for
 from ._errors import DuplicateObjectNameError, StoreNotFoundError
 from ._manage import open_store
 from ._models import DEFAULT_CHUNK_SIZE
 from ._paths import check_root, open_under_root
-from ._store import ObjectStore
+from ._store import ObjectStore, check_chunk_size
 
 __all__ = ["UploadItem", "UploadOutcome", "upload_many"]
 
@@ -68,13 +68,14 @@ async def upload_many(
     every object is encrypted chunk by chunk, as :func:`open_store` does.
 
     Raises:
-        ClientValidationError: ``concurrency`` below 1, ``allowed_root`` not absolute,
-            ``encryption`` not a Keyring.
+        ClientValidationError: ``concurrency`` below 1, ``chunk_size`` not 1..8 MiB,
+            ``allowed_root`` not absolute, ``encryption`` not a Keyring (WrongTypeError, one,
+            for a ``concurrency`` or ``chunk_size`` that is not an int).
         DuplicateObjectNameError: a name appears more than once (nothing is uploaded).
         ConnectionFailedError: the server cannot be reached.
     """
-    if concurrency < 1:
-        raise ClientValidationError(f"concurrency must be at least 1: {concurrency}")
+    check_count(concurrency, "concurrency", 1)
+    check_chunk_size(chunk_size)
     cipher_for(encryption, False)  # bad options: before anything is sent
     root = None if allowed_root is None else check_root(allowed_root)
     items = list(items)

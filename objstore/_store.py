@@ -32,6 +32,7 @@ from jetstream import (
     validate_bucket_name,
 )
 from jetstream import headers as hdr
+from jetstream._errors import check_count
 
 from ._download import DEFAULT_STALL_TIMEOUT, ObjectReader, check_stall_timeout
 from ._encryption import OVERHEAD, cipher_for
@@ -68,6 +69,13 @@ __all__ = ["ObjectStore", "open_store", "store_info", "validate_object_name"]
 _log = logging.getLogger(__name__)
 
 _MAX_CHUNK_SIZE = 8 * 1024 * 1024
+
+
+def check_chunk_size(chunk_size: object) -> int:
+    """Raises WrongTypeError (not an int) or ClientValidationError (not 1..8 MiB)."""
+    return check_count(chunk_size, "chunk_size", 1, _MAX_CHUNK_SIZE)
+
+
 _DEFAULT_CLEANUP_AGE = timedelta(minutes=1)
 _log = logging.getLogger("objstore")
 
@@ -170,8 +178,7 @@ class ObjectStore:
         finishes in the background: either way nothing is left behind.
         """
         validate_object_name(name)
-        if isinstance(chunk_size, bool) or not 1 <= chunk_size <= _MAX_CHUNK_SIZE:
-            raise ClientValidationError(f"chunk_size must be 1..{_MAX_CHUNK_SIZE}: {chunk_size}")
+        check_chunk_size(chunk_size)
         _check_metadata(meta, headers)
         ttl_headers = {hdr.TTL: format_ttl(self._checked_ttl(ttl))} if ttl is not None else {}
         # A chunk and its headers must fit the server's max_payload (it would drop the

@@ -45,6 +45,7 @@ from jetstream import (
     str_option,
     validate_bucket_name,
 )
+from jetstream._errors import check_count
 from jetstream._options import activate_spark_session
 
 from ._errors import DuplicateObjectNameError
@@ -52,7 +53,7 @@ from ._manage import open_store
 from ._many import UploadItem, upload_many
 from ._models import DEFAULT_CHUNK_SIZE
 from ._paths import check_root
-from ._store import store_info
+from ._store import check_chunk_size, store_info
 
 __all__ = ["ObjectsDataSource", "register", "upload_objects"]
 
@@ -114,7 +115,8 @@ def upload_objects(
 
     Raises:
         ClientValidationError: not exactly one of ``path_col``/``data_col``, a bad store name,
-            ``concurrency`` below 1, an unknown connection option, no server, or an
+            ``concurrency`` below 1 or ``chunk_size`` not 1..8 MiB (either not an int:
+            WrongTypeError, one too), an unknown connection option, no server, or an
             ``allowed_root`` that is not an absolute path (or given with ``data_col``).
         InvalidKeyringError: ``key_file`` cannot be read or is not a key file.
         ColumnError: a missing column, or one of the wrong type (names: string, paths:
@@ -123,8 +125,8 @@ def upload_objects(
     """
     if (path_col is None) == (data_col is None):
         raise ClientValidationError("give exactly one of path_col or data_col")
-    if concurrency < 1:
-        raise ClientValidationError(f"concurrency must be at least 1: {concurrency}")
+    check_count(concurrency, "concurrency", 1)
+    check_chunk_size(chunk_size)  # not in every task's result: before the job
     validate_bucket_name(store)
     if allowed_root is not None:
         if path_col is None:
@@ -272,17 +274,53 @@ class ObjectsDataSource(DataSource):
         if not store:
             raise ClientValidationError("option 'store' (or a load path) is required")
         validate_bucket_name(store)
-        reader = _ListReader(ConnectionOptions.from_strings(self.options), store, self.options)
+        columns = _list_projection(schema)
+        reader = _ListReader(
+            ConnectionOptions.from_strings(self.options), store, self.options, columns
+        )
         run_sync(reader.check)
         return reader
 
 
+_LIST_TYPES = {
+    name: {"int": "integer"}.get(kind, kind)  # DDL names as Spark's typeName() spells them
+    for name, kind in (column.split() for column in LIST_SCHEMA.split(","))
+}
+
+
+def _list_projection(schema: StructType) -> tuple[str, ...]:
+    """The listing's columns a read asks for, in its order (a user schema may pick some).
+
+    Raises:
+        ColumnError: a column the listing does not have, or of another type (every task
+            failed on it before).
+    """
+    columns = []
+    for field in schema.fields:
+        name = field.name.lower()  # Spark matches column names case-insensitively
+        kind = _LIST_TYPES.get(name)
+        if kind is None:
+            raise ColumnError(f"natsobj has no column {field.name!r}; it has {list(_LIST_TYPES)}")
+        if field.dataType.typeName() != kind:
+            raise ColumnError(
+                f"natsobj: column {field.name!r} has type {field.dataType.simpleString()}; "
+                f"it must be {kind}"
+            )
+        columns.append(name)
+    return tuple(columns)
+
+
 class _ListReader(DataSourceReader):
     def __init__(
-        self, connection: ConnectionOptions, store: str, options: Mapping[str, str]
+        self,
+        connection: ConnectionOptions,
+        store: str,
+        options: Mapping[str, str],
+        columns: tuple[str, ...],
     ) -> None:
         self.connection = connection
         self.store = store
+        self.columns = columns
         self.limit = int_option(options, "limit", 0, low=0)
         self.include_deleted = bool_option(options, "includeDeleted", False)
 
@@ -298,7 +336,15 @@ class _ListReader(DataSourceReader):
         async with self.connection.session() as js:
             store = await open_store(js, self.store)
             async for i in store.list(include_deleted=self.include_deleted):
-                rows.append((i.name, i.size, i.chunks, i.digest, i.modified, i.description))
+                row = {
+                    "name": i.name,
+                    "size": i.size,
+                    "chunks": i.chunks,
+                    "digest": i.digest,
+                    "modified": i.modified,
+                    "description": i.description,
+                }
+                rows.append(tuple(row[column] for column in self.columns))
                 if len(rows) == self.limit:
                     break
         return rows

@@ -4,6 +4,7 @@ the docstrings say what the user saw then."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -17,7 +18,6 @@ import pytest
 
 import jetstream
 import kvstore
-import objstore
 from tests.conftest import BucketFactory, StoreFactory
 from tests.integration.cli_helpers import ROOT, cli_command, cli_env, jetstore
 
@@ -30,10 +30,8 @@ def _close(process: subprocess.Popen[bytes]) -> None:
     process.wait()
     for stream in (process.stdin, process.stdout, process.stderr):
         if stream is not None and not stream.closed:
-            try:
+            with contextlib.suppress(BrokenPipeError):
                 stream.close()
-            except BrokenPipeError:
-                pass
 
 
 def _no_traceback(err: str) -> None:
@@ -140,7 +138,7 @@ async def test_sigterm_during_obj_put_leaves_no_chunks(
     leave nothing behind, as Ctrl-C does: the process dies on the spot and the chunks it sent
     stay in the store (only `obj cleanup` a minute later removes them)."""
     store = await make_store()
-    process = subprocess.Popen(
+    process = subprocess.Popen(  # noqa: ASYNC220 (starting it is quick; reading waits)
         [*cli_command("obj", "put", store.name, "-", "--name", "big"), "-s", nats_server.url],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -174,7 +172,7 @@ async def test_sigterm_during_obj_get_leaves_no_part_file(
     await store.put("big", os.urandom(48 << 20))
     target = tmp_path / "out"
     target.mkdir()
-    process = subprocess.Popen(
+    process = subprocess.Popen(  # noqa: ASYNC220 (starting it is quick; reading waits)
         [*cli_command("obj", "get", store.name, "big", "-o", str(target)), "-s", nats_server.url],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -251,7 +249,7 @@ async def test_ctrl_c_on_kv_watch_with_a_paused_server_is_quick_and_clean() -> N
         bucket = await kvstore.create_bucket(js, "watched")
         await bucket.put("k", b"v")
         await js.close()
-        process = subprocess.Popen(
+        process = subprocess.Popen(  # noqa: ASYNC220 (starting it is quick; reading waits)
             [*cli_command("kv", "watch", "watched"), "-s", server.url, "--timeout", "0.5"],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -294,7 +292,7 @@ async def test_put_many_piped_to_head_is_not_reported_as_failed(
     source.write_text(
         "".join(json.dumps({"key": f"key-{n:06d}", "value": "v"}) + "\n" for n in range(12_000))
     )  # its `key revision` lines are > 64 KiB: more than a pipe buffers
-    process = subprocess.Popen(
+    process = subprocess.Popen(  # noqa: ASYNC220 (starting it is quick; reading waits)
         [*cli_command("kv", "put-many", bucket.name, str(source)), "-s", nats_server.url],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -375,7 +373,7 @@ async def test_sigterm_ends_a_watch_as_ctrl_c_does(
     Ctrl-C is: exit 0, nothing on stderr."""
     bucket = await make_bucket()
     await bucket.put("k", b"v")
-    process = subprocess.Popen(
+    process = subprocess.Popen(  # noqa: ASYNC220 (starting it is quick; reading waits)
         [*cli_command("kv", "watch", bucket.name), "-s", nats_server.url],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

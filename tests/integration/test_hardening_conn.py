@@ -110,7 +110,6 @@ async def test_close_never_raises_and_is_bounded_whatever_the_state(
     assert js.is_closed
 
 
-
 async def test_close_with_a_watch_on_a_paused_server_is_bounded_and_logs_nothing(
     own_server: jetstream.EmbeddedServer, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -137,6 +136,7 @@ async def test_close_with_a_watch_on_a_paused_server_is_bounded_and_logs_nothing
     assert not [r for r in caplog.records if "never retrieved" in r.getMessage()]
     with contextlib.suppress(Exception):
         await watcher.__aexit__(None, None, None)
+
 
 # -- 13: every public call on a closed context ------------------------------------------------
 

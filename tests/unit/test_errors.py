@@ -6,7 +6,8 @@ import pytest
 
 import jetstream
 import kvstore
-from jetstream._errors import connection_error, error_from_api
+from jetstream import ClientValidationError, WrongTypeError
+from jetstream._errors import check_count, connection_error, error_from_api
 
 
 @pytest.mark.parametrize(
@@ -91,3 +92,15 @@ def test_a_failed_connect_is_typed_by_what_the_attempts_said() -> None:
     assert str(unreachable) == "cannot connect to 127.0.0.1:4222: connect call failed"
     silent = connection_error(["nats://h:1"], [])
     assert str(silent) == "cannot connect to nats://h:1: no server reachable"
+
+
+@pytest.mark.parametrize(
+    ("value", "error"),
+    [("4", WrongTypeError), (True, WrongTypeError), (4.0, WrongTypeError), (0, None), (9, None)],
+)
+def test_check_count_refuses_what_is_not_an_int_in_range(value: object, error: type | None) -> None:
+    """A "4" from a job's config compared with an int raised a raw TypeError (upload_objects,
+    store.put's chunk_size); it is a typed error naming the argument."""
+    with pytest.raises(error or ClientValidationError, match="concurrency"):
+        check_count(value, "concurrency", 1, 8)
+    assert check_count(8, "concurrency", 1, 8) == 8
