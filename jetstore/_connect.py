@@ -285,9 +285,9 @@ def _ended_by_sigterm() -> Iterator[None]:
     received: list[int] = []
 
     def on_sigterm() -> None:
-        received.append(signal.SIGTERM)
-        if task is not None:
+        if not received and task is not None:  # once: a second one must not cut the cleanup
             task.cancel()
+        received.append(signal.SIGTERM)
 
     loop.add_signal_handler(signal.SIGTERM, on_sigterm)
     try:

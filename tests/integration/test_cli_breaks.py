@@ -4,6 +4,7 @@ the docstrings say what the user saw then."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -156,6 +157,8 @@ async def test_sigterm_during_obj_put_leaves_no_chunks(
 
         await _wait_until(chunks_arrived)
         process.send_signal(signal.SIGTERM)
+        await asyncio.sleep(0.05)
+        process.send_signal(signal.SIGTERM)  # again (an impatient user): the cleanup goes on
         process.wait(timeout=30)
     finally:
         _close(process)
