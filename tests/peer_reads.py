@@ -1,0 +1,22 @@
+"""How the tests read a bucket through nats-py, the peer, around its known races."""
+
+from __future__ import annotations
+
+import nats.js.errors
+from nats.js.kv import KeyValue
+
+
+async def peer_keys(kv: KeyValue, attempts: int = 5) -> list[str]:
+    """nats-py's ``kv.keys()``, asked again when it says "no keys found" too early.
+
+    nats-py's watch puts its end-of-snapshot marker first when its consumer info reports
+    nothing pending and nothing delivered yet, which happens once the server has sent every
+    message before the client processed one (seen in a loaded CI run): ``keys()`` then raises
+    ``NoKeysError`` on a bucket with keys. A bucket without keys raises it every time.
+    """
+    for _ in range(attempts - 1):
+        try:
+            return await kv.keys()
+        except nats.js.errors.NoKeysError:
+            continue
+    return await kv.keys()
