@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
 import nats.js.errors
 from nats.js.kv import KeyValue
+
+T = TypeVar("T")
 
 
 async def peer_keys(kv: KeyValue, attempts: int = 5) -> list[str]:
@@ -14,9 +19,18 @@ async def peer_keys(kv: KeyValue, attempts: int = 5) -> list[str]:
     message before the client processed one (seen in a loaded CI run): ``keys()`` then raises
     ``NoKeysError`` on a bucket with keys. A bucket without keys raises it every time.
     """
+    return await _past_the_early_end(kv.keys, attempts)
+
+
+async def peer_history(kv: KeyValue, key: str, attempts: int = 5) -> list[KeyValue.Entry]:
+    """nats-py's ``kv.history(key)``, around the same race as :func:`peer_keys`."""
+    return await _past_the_early_end(lambda: kv.history(key), attempts)
+
+
+async def _past_the_early_end(read: Callable[[], Awaitable[T]], attempts: int) -> T:
     for _ in range(attempts - 1):
         try:
-            return await kv.keys()
+            return await read()
         except nats.js.errors.NoKeysError:
             continue
-    return await kv.keys()
+    return await read()

@@ -13,7 +13,7 @@ from nats.js import JetStreamContext
 import jetstream
 import kvstore
 from kvstore import Bucket
-from tests.peer_reads import peer_keys
+from tests.peer_reads import peer_history, peer_keys
 
 
 async def test_nats_py_reads_what_we_write(bucket: Bucket, peer: JetStreamContext) -> None:
@@ -37,7 +37,7 @@ async def test_nats_py_reads_what_we_write(bucket: Bucket, peer: JetStreamContex
         await kv.get("carol.name")
     assert purged.value.op == "PURGE"
     assert sorted(await peer_keys(kv)) == ["alice.city", "alice.name"]
-    history = await kv.history("alice.name")
+    history = await peer_history(kv, "alice.name")
     assert [e.value for e in history] == [b"Alice", b"Al"]
     status = await kv.status()
     assert status.history == 5
