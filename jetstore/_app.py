@@ -3,7 +3,9 @@ the documented exit code (usage errors as one line, exit 2)."""
 
 from __future__ import annotations
 
+import errno
 import importlib
+import io
 import sys
 
 import click
@@ -60,6 +62,8 @@ def main(argv: list[str] | None = None) -> None:
     Raises:
         SystemExit: always, with the documented exit code (docs/CLI.md).
     """
+    if sys.stdout is None:  # started with stdout closed (``>&-``): Python leaves None
+        sys.stdout = _ClosedStdout()
     try:
         code = cli.main(args=argv, prog_name="jetstore", standalone_mode=False)
     except click.UsageError as exc:
@@ -78,3 +82,16 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         sys.exit(EXIT_INTERRUPTED)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+class _ClosedStdout(io.TextIOBase):
+    """Stands for a stdout the process was started without: writing to it fails as a write
+    to a closed descriptor does (``cat >&-``), instead of click dropping the output silently
+    (exit 0 for a ``kv info`` whose answer went nowhere) or a verb failing on ``None``."""
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, "stdout is closed")
+
+    @property
+    def buffer(self) -> _ClosedStdout:  # the bytes side (``kv get``, ``obj get -o -``)
+        return self

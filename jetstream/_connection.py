@@ -182,30 +182,23 @@ def describe_failure(error: BaseException) -> str:
 
 
 async def close_client(nc: Client, *, timeout: float) -> None:
-    """Close ``nc`` whatever its state, within about ``timeout`` seconds, without raising.
+    """Close ``nc`` whatever its state, within about ``timeout`` seconds (twice that at
+    worst), without raising.
 
-    A connected client is drained first (flushes what was published, ends subscriptions);
-    one that is connecting, reconnecting or draining is closed at once, which also stops its
-    reconnect attempts for good.
+    A connected client is flushed first (a ping answered: what was published reached the
+    server), then closed; one that is connecting or reconnecting is closed at once, which also
+    stops its reconnect attempts for good. nats-py's ``drain()`` is not used: cancelled while
+    it waits for its subscriptions, it swallows the cancel and waits out its own 10 s flush
+    when the server stops answering, and logs their cancelled drains as an exception never
+    retrieved. Messages a subscription had received but not yet handed out are dropped, as
+    they would be on a lost connection (unacknowledged ones are redelivered).
     """
     if nc.is_closed:
         return
-    if nc.is_connected and await _answers(nc, timeout):
-        with contextlib.suppress(Exception):  # a server that dies meanwhile: close below
-            await asyncio.wait_for(nc.drain(), timeout)
+    if nc.is_connected:
+        with contextlib.suppress(Exception):  # a server that stopped answering: close below
+            await nc.flush(timeout)  # type: ignore[arg-type]  # a float works: asyncio.wait_for
     await _close_quietly(nc, timeout)
-
-
-async def _answers(nc: Client, timeout: float) -> bool:
-    """Whether the server answers a ping within ``timeout`` (what was published is then
-    flushed). A drain is only worth starting then: nats-py's drain, cancelled while its
-    subscriptions drain, swallows the cancel and waits out its own 10 s flush, and logs the
-    subscriptions' cancelled drains as an exception never retrieved."""
-    try:
-        await nc.flush(timeout)  # type: ignore[arg-type]  # a float works: asyncio.wait_for
-    except Exception:
-        return False
-    return True
 
 
 async def _close_quietly(nc: Client, timeout: float) -> None:

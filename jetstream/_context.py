@@ -170,11 +170,14 @@ class JetStream(AsyncResource):
         """Close the context; close its connection too if it owns it (see :func:`connect`).
 
         Never raises and returns within about ``timeout`` seconds, whatever the connection is
-        doing: a connected client is drained (what was published is flushed, subscriptions
-        end), one that is reconnecting, already closed or whose server died is closed at once
-        (no reconnect happens afterwards). Later calls raise :class:`ConnectionClosedError`, and
-        so do calls still waiting for a reply once the connection is closed (at once, not after
-        their timeout; what they sent may have been processed).
+        doing: a connected client is flushed (what was published reaches the server) and
+        closed, one that is reconnecting, already closed or whose server died is closed at once
+        (no reconnect happens afterwards). Messages received but not yet handed out are dropped
+        (unacknowledged ones are redelivered); drain a connection you own first
+        (``await js.nc.drain()``) to have its own subscriptions process theirs. Later calls
+        raise :class:`ConnectionClosedError`, and so do calls still waiting for a reply once the
+        connection is closed (at once, not after their timeout; what they sent may have been
+        processed).
         """
         self._closed = True
         self._connection_events.notify(ConnectionEvent.CLOSED)  # consumers end now, not later
@@ -195,7 +198,7 @@ class JetStream(AsyncResource):
                 self.denials.pardon(inbox)
 
     def _cut_off_waiting(self) -> None:
-        # The drain delivered every reply that was coming: the rest never will.
+        # The flush got every reply the server had sent: the rest never will come.
         for task in self._waiting - self._cut_off:
             self._cut_off.add(task)
             task.cancel()

@@ -83,6 +83,7 @@ registered class, and upper layers translate to their own subclasses
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from typing import ClassVar
 
@@ -414,15 +415,21 @@ def check_count(value: object, what: str, low: int, high: int | None = None) -> 
     it in the error).
 
     Raises:
-        WrongTypeError: not an int (a "4" from a job's config, say).
+        WrongTypeError: not an int or int-like (a "4" from a job's config, say).
         ClientValidationError: out of range.
     """
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise WrongTypeError(f"{what} must be an int, not {type(value).__name__}: {value!r}")
-    if value < low or (high is not None and value > high):
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        number = operator.index(value)  # type: ignore[arg-type]  # int-likes: numpy's int64
+    except TypeError:
+        raise WrongTypeError(
+            f"{what} must be an int, not {type(value).__name__}: {value!r}"
+        ) from None
+    if number < low or (high is not None and number > high):
         bounds = f"{low}..{high}" if high is not None else f"at least {low}"
-        raise ClientValidationError(f"{what} must be {bounds}: {value}")
-    return value
+        raise ClientValidationError(f"{what} must be {bounds}: {number}")
+    return number
 
 
 class ColumnError(ClientValidationError):

@@ -392,7 +392,8 @@ def _projection(schema: StructType) -> tuple[tuple[str, bool], ...]:
 
 
 _READ_TYPES = {field.name: (field.dataType.typeName(),) for field in ROW_TYPE.fields} | {
-    "value": ("binary", "string")
+    "value": ("binary", "string"),
+    "revision": ("long", "integer", "double"),  # what Spark converts a revision to
 }
 
 

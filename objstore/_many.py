@@ -74,8 +74,8 @@ async def upload_many(
         DuplicateObjectNameError: a name appears more than once (nothing is uploaded).
         ConnectionFailedError: the server cannot be reached.
     """
-    check_count(concurrency, "concurrency", 1)
-    check_chunk_size(chunk_size)
+    concurrency = check_count(concurrency, "concurrency", 1)
+    chunk_size = check_chunk_size(chunk_size)
     cipher_for(encryption, False)  # bad options: before anything is sent
     root = None if allowed_root is None else check_root(allowed_root)
     items = list(items)

@@ -178,7 +178,7 @@ class ObjectStore:
         finishes in the background: either way nothing is left behind.
         """
         validate_object_name(name)
-        check_chunk_size(chunk_size)
+        chunk_size = check_chunk_size(chunk_size)
         _check_metadata(meta, headers)
         ttl_headers = {hdr.TTL: format_ttl(self._checked_ttl(ttl))} if ttl is not None else {}
         # A chunk and its headers must fit the server's max_payload (it would drop the

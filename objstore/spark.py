@@ -125,8 +125,8 @@ def upload_objects(
     """
     if (path_col is None) == (data_col is None):
         raise ClientValidationError("give exactly one of path_col or data_col")
-    check_count(concurrency, "concurrency", 1)
-    check_chunk_size(chunk_size)  # not in every task's result: before the job
+    concurrency = check_count(concurrency, "concurrency", 1)
+    chunk_size = check_chunk_size(chunk_size)  # not in every task's result: before the job
     validate_bucket_name(store)
     if allowed_root is not None:
         if path_col is None:
