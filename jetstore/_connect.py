@@ -11,21 +11,17 @@ verb (``jetstore kv get B K --server ...``), as natscli allows.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import functools
-import os
-import select
-import signal
 import ssl
-import sys
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import click
 
 import jetstream
 
+from ._endings import Terminated, discard_stdout, ended_by_sigterm, stdout_closed
 from ._output import (
     EXIT_OK,
     EXIT_OUTPUT_CLOSED,
@@ -241,7 +237,7 @@ def run(
     """
 
     async def connected() -> int | None:
-        with _ended_by_sigterm():
+        with ended_by_sigterm():
             async with await settings.connect() as js:
                 return await work(js)
 
@@ -258,62 +254,15 @@ def guarded(settings: Settings, call: Callable[[], int | None], interrupt_ok: bo
         if interrupt_ok:
             return EXIT_OK
         return report_error(exc, debug=settings.debug)
-    except _Terminated:
+    except Terminated:
         if interrupt_ok:
             return EXIT_OK
         click.echo("jetstore: terminated", err=True)
         return EXIT_TERMINATED
     except BrokenPipeError as exc:
-        if not _stdout_closed():
+        if not stdout_closed():
             return report_error(exc, debug=settings.debug)
-        _discard_stdout()
+        discard_stdout()
         return EXIT_OK if interrupt_ok else EXIT_OUTPUT_CLOSED
     except Exception as exc:
         return report_error(exc, debug=settings.debug)
-
-
-class _Terminated(Exception):
-    """SIGTERM ended the verb: its work was cancelled, and cleaned up, as on Ctrl-C."""
-
-
-@contextlib.contextmanager
-def _ended_by_sigterm() -> Iterator[None]:
-    """SIGTERM cancels the running verb as Ctrl-C does (an upload removes its chunks, a
-    download its temporary file), instead of killing the process on the spot."""
-    loop = asyncio.get_running_loop()
-    task = asyncio.current_task()
-    received: list[int] = []
-
-    def on_sigterm() -> None:
-        if not received and task is not None:  # once: a second one must not cut the cleanup
-            task.cancel()
-        received.append(signal.SIGTERM)
-
-    loop.add_signal_handler(signal.SIGTERM, on_sigterm)
-    try:
-        yield
-    except asyncio.CancelledError:
-        if received:
-            raise _Terminated from None
-        raise
-    finally:
-        loop.remove_signal_handler(signal.SIGTERM)
-
-
-def _stdout_closed() -> bool:
-    """Whether stdout is a pipe (or socket) whose reader has gone."""
-    try:
-        poller = select.poll()
-        poller.register(sys.stdout.fileno(), select.POLLOUT)
-        return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
-    except (OSError, ValueError):
-        return False
-
-
-def _discard_stdout() -> None:
-    """Send what is still buffered for stdout, and anything later, nowhere: Python flushes
-    stdout at exit, and would report the broken pipe again."""
-    with contextlib.suppress(OSError, ValueError):
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)

@@ -1,0 +1,61 @@
+"""How a verb ends besides its own errors: SIGTERM (cancelled and cleaned up as on Ctrl-C)
+and a stdout whose reader has gone (``| head``)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import select
+import signal
+import sys
+from collections.abc import Iterator
+
+__all__ = ["Terminated", "discard_stdout", "ended_by_sigterm", "stdout_closed"]
+
+
+class Terminated(Exception):
+    """SIGTERM ended the verb: its work was cancelled, and cleaned up, as on Ctrl-C."""
+
+
+@contextlib.contextmanager
+def ended_by_sigterm() -> Iterator[None]:
+    """SIGTERM cancels the running verb as Ctrl-C does (an upload removes its chunks, a
+    download its temporary file), instead of killing the process on the spot."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    received: list[int] = []
+
+    def on_sigterm() -> None:
+        if not received and task is not None:  # once: a second one must not cut the cleanup
+            task.cancel()
+        received.append(signal.SIGTERM)
+
+    loop.add_signal_handler(signal.SIGTERM, on_sigterm)
+    try:
+        yield
+    except asyncio.CancelledError:
+        if received:
+            raise Terminated from None
+        raise
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
+
+
+def stdout_closed() -> bool:
+    """Whether stdout is a pipe (or socket) whose reader has gone."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+    except (OSError, ValueError):
+        return False
+
+
+def discard_stdout() -> None:
+    """Send what is still buffered for stdout, and anything later, nowhere: Python flushes
+    stdout at exit, and would report the broken pipe again."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
