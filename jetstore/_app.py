@@ -3,13 +3,12 @@ the documented exit code (usage errors as one line, exit 2)."""
 
 from __future__ import annotations
 
-import errno
 import importlib
-import io
 import sys
 
 import click
 
+from ._endings import ClosedStdout
 from ._output import EXIT_INTERRUPTED, EXIT_USAGE
 
 __all__ = ["cli", "main"]
@@ -63,7 +62,7 @@ def main(argv: list[str] | None = None) -> None:
         SystemExit: always, with the documented exit code (docs/CLI.md).
     """
     if sys.stdout is None:  # started with stdout closed (``>&-``): Python leaves None
-        sys.stdout = _ClosedStdout()
+        sys.stdout = ClosedStdout()
     try:
         code = cli.main(args=argv, prog_name="jetstore", standalone_mode=False)
     except click.UsageError as exc:
@@ -82,16 +81,3 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         sys.exit(EXIT_INTERRUPTED)
     sys.exit(code if isinstance(code, int) else 0)
-
-
-class _ClosedStdout(io.TextIOBase):
-    """Stands for a stdout the process was started without: writing to it fails as a write
-    to a closed descriptor does (``cat >&-``), instead of click dropping the output silently
-    (exit 0 for a ``kv info`` whose answer went nowhere) or a verb failing on ``None``."""
-
-    def write(self, text: str) -> int:
-        raise OSError(errno.EBADF, "stdout is closed")
-
-    @property
-    def buffer(self) -> _ClosedStdout:  # the bytes side (``kv get``, ``obj get -o -``)
-        return self

@@ -1,17 +1,19 @@
 """How a verb ends besides its own errors: SIGTERM (cancelled and cleaned up as on Ctrl-C)
-and a stdout whose reader has gone (``| head``)."""
+a stdout whose reader has gone (``| head``), and one the process was started without."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
+import io
 import os
 import select
 import signal
 import sys
 from collections.abc import Iterator
 
-__all__ = ["Terminated", "discard_stdout", "ended_by_sigterm", "stdout_closed"]
+__all__ = ["ClosedStdout", "Terminated", "discard_stdout", "ended_by_sigterm", "stdout_closed"]
 
 
 class Terminated(Exception):
@@ -59,3 +61,16 @@ def discard_stdout() -> None:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
+
+
+class ClosedStdout(io.TextIOBase):
+    """Stands for a stdout the process was started without: writing to it fails as a write
+    to a closed descriptor does (``cat >&-``), instead of click dropping the output silently
+    (exit 0 for a ``kv info`` whose answer went nowhere) or a verb failing on ``None``."""
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, "stdout is closed")
+
+    @property
+    def buffer(self) -> ClosedStdout:  # the bytes side (``kv get``, ``obj get -o -``)
+        return self
