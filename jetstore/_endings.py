@@ -1,4 +1,4 @@
-"""How a verb ends besides its own errors: SIGTERM (cancelled and cleaned up as on Ctrl-C)
+"""How a verb ends besides its own errors: SIGTERM (cancelled and cleaned up as on Ctrl-C),
 a stdout whose reader has gone (``| head``), and one the process was started without."""
 
 from __future__ import annotations
