@@ -3,6 +3,7 @@ checked before connecting (exit 2, nothing sent)."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import click
@@ -191,6 +192,14 @@ def put_many(
                 _report_revisions(settings, stored)
                 # Part of the input is stored: a failure, never "nothing sent" (exit 2).
                 return report_error(exc, debug=settings.debug, code=EXIT_FAILED)
+            except asyncio.CancelledError:  # Ctrl-C or SIGTERM: say where to resume from
+                click.echo(
+                    f"jetstore: stopped; {len(stored)} keys were stored before, and the batch "
+                    f"of {len(batch)} being committed may or may not be:",
+                    err=True,
+                )
+                _report_revisions(settings, stored)
+                raise
         _report_revisions(settings, stored)
         return None
 
