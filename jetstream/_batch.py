@@ -56,6 +56,7 @@ from ._errors import (
     TooManyInflightBatchesError,
     UnavailableError,
     check_bytes_like,
+    check_count,
 )
 from ._fence import Fence
 from ._limits import check_message_size, check_subject_length, header_lines_size
@@ -165,11 +166,11 @@ class AtomicBatch(AsyncResource):
         seal: Callable[[str, bytes], bytes] | None = None,
         seal_overhead: int = 0,
     ) -> None:
-        _check_options(max_messages, ack_every, commit_with, seal, seal_overhead)
+        _check_options(commit_with, seal)
         self._js = js
         self._stream = stream
-        self._max_messages = max_messages
-        self._ack_every = ack_every
+        self._max_messages = check_count(max_messages, "max_messages", 1)
+        self._ack_every = None if ack_every is None else check_count(ack_every, "ack_every", 1)
         self._commit_with = commit_with
         self._timeout = timeout or js.timeout
         self._deadline = deadline
@@ -186,7 +187,7 @@ class AtomicBatch(AsyncResource):
         # Messages appended unsealed are sealed while the batch is sent: each slice while the
         # server stages the ones before it, instead of all of them before the first leaves.
         self._seal = seal
-        self._seal_overhead = seal_overhead
+        self._seal_overhead = check_count(seal_overhead, "seal_overhead", 0)
         self._unsealed = 0  # messages still to seal
         self.ack: BatchAck | None = None
         """The commit's result, once committed."""
@@ -592,28 +593,13 @@ class AtomicBatch(AsyncResource):
         return stream
 
 
-def _check_options(
-    max_messages: object,
-    ack_every: object,
-    commit_with: object,
-    seal: object,
-    seal_overhead: object,
-) -> None:
-    """Raises ClientValidationError (a ValueError): an option of the wrong type or range."""
-    if not _counts(max_messages) or (ack_every is not None and not _counts(ack_every)):
-        raise ClientValidationError(
-            f"max_messages and ack_every must be ints >= 1: {max_messages!r}, {ack_every!r}"
-        )
+def _check_options(commit_with: object, seal: object) -> None:
+    """Raises ClientValidationError (a ValueError): an option of the wrong type or value (the
+    counts are checked by ``check_count``)."""
     if commit_with not in ("last", "eob"):
         raise ClientValidationError(f"commit_with must be 'last' or 'eob': {commit_with!r}")
     if seal is not None and not callable(seal):
         raise ClientValidationError(f"seal must be a callable or None, not {seal!r}")
-    if isinstance(seal_overhead, bool) or not isinstance(seal_overhead, int) or seal_overhead < 0:
-        raise ClientValidationError(f"seal_overhead must be an int >= 0: {seal_overhead!r}")
-
-
-def _counts(value: object) -> bool:
-    return not isinstance(value, bool) and isinstance(value, int) and value >= 1
 
 
 def _batch_headers(headers: dict[str, str], batch_id: str, seq: int) -> dict[str, str]:
