@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapp
 from typing import Any, TypeVar
 
 from ._context import JetStream, connect
-from ._errors import ClientValidationError
+from ._errors import ClientValidationError, ColumnError
 from ._redact import redact_url
 
 __all__ = [
@@ -286,6 +286,32 @@ def _has_valid_port(url: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def read_columns(
+    schema: Any, types: Mapping[str, tuple[str, ...]], source: str
+) -> tuple[tuple[str, str], ...]:
+    """``(column, type name)`` for each column a Spark read's ``schema`` (a ``StructType``)
+    asks for, in its order, lower-cased (Spark matches names case-insensitively): a user
+    schema may pick and reorder the columns ``source`` gives.
+
+    Raises:
+        ColumnError: a column ``source`` does not have, or of a type it cannot give (``types``
+            maps each column to the Spark type names it can; any other failed every task).
+    """
+    columns = []
+    for field in schema.fields:
+        name, kind = field.name.lower(), field.dataType.typeName()
+        allowed = types.get(name)
+        if allowed is None:
+            raise ColumnError(f"{source} has no column {field.name!r}; it has {list(types)}")
+        if kind not in allowed:
+            raise ColumnError(
+                f"{source}: column {field.name!r} has type {field.dataType.simpleString()}; "
+                f"it must be one of {', '.join(allowed)}"
+            )
+        columns.append((name, kind))
+    return tuple(columns)
 
 
 def activate_spark_session(spark: Any) -> None:

@@ -112,7 +112,7 @@ from jetstream import (
     stream_subjects,
     validate_bucket_name,
 )
-from jetstream._options import activate_spark_session
+from jetstream._options import activate_spark_session, read_columns
 
 from ._encryption import EncryptionStage
 from ._errors import BucketNotFoundError
@@ -144,7 +144,6 @@ ROW_TYPE = StructType(
 )
 """The rows of a ``natskv`` read, for a reader built without a session (``reader(ROW_TYPE)``)."""
 SCHEMA = ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in ROW_TYPE.fields)
-_FIELDS = tuple(ROW_TYPE.names)
 _COMMON = (*CONNECTION_OPTIONS, "bucket", "path", "keyFile", "allowPlaintext")
 _KNOWN = {
     "write": (*_COMMON, "keyColumn", "valueColumn", "ttlColumn", "batchSize"),
@@ -376,19 +375,8 @@ def _projection(schema: StructType) -> tuple[tuple[str, bool], ...]:
         ColumnError: a column natskv does not have, or of a type it cannot give (a
             ``value int`` failed every task in pyarrow's conversion).
     """
-    fields = []
-    for field in schema.fields:
-        name = field.name.lower()  # Spark matches column names case-insensitively
-        types = _READ_TYPES.get(name)
-        if types is None:
-            raise ColumnError(f"natskv has no column {field.name!r}; it has {_FIELDS}")
-        if field.dataType.typeName() not in types:
-            raise ColumnError(
-                f"natskv: column {field.name!r} has type {field.dataType.simpleString()}; "
-                f"it must be one of {', '.join(types)}"
-            )
-        fields.append((name, name == "value" and field.dataType.typeName() == "string"))
-    return tuple(fields)
+    columns = read_columns(schema, _READ_TYPES, "natskv")
+    return tuple((name, name == "value" and kind == "string") for name, kind in columns)
 
 
 _READ_TYPES = {field.name: (field.dataType.typeName(),) for field in ROW_TYPE.fields} | {

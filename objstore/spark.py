@@ -46,7 +46,7 @@ from jetstream import (
     validate_bucket_name,
 )
 from jetstream._errors import check_count
-from jetstream._options import activate_spark_session
+from jetstream._options import activate_spark_session, read_columns
 
 from ._errors import DuplicateObjectNameError
 from ._manage import open_store
@@ -274,7 +274,7 @@ class ObjectsDataSource(DataSource):
         if not store:
             raise ClientValidationError("option 'store' (or a load path) is required")
         validate_bucket_name(store)
-        columns = _list_projection(schema)
+        columns = tuple(name for name, _ in read_columns(schema, _LIST_TYPES, "natsobj"))
         reader = _ListReader(
             ConnectionOptions.from_strings(self.options), store, self.options, columns
         )
@@ -283,31 +283,9 @@ class ObjectsDataSource(DataSource):
 
 
 _LIST_TYPES = {
-    name: {"int": "integer"}.get(kind, kind)  # DDL names as Spark's typeName() spells them
+    name: ({"int": "integer"}.get(kind, kind),)  # DDL names as Spark's typeName() spells them
     for name, kind in (column.split() for column in LIST_SCHEMA.split(","))
 }
-
-
-def _list_projection(schema: StructType) -> tuple[str, ...]:
-    """The listing's columns a read asks for, in its order (a user schema may pick some).
-
-    Raises:
-        ColumnError: a column the listing does not have, or of another type (every task
-            failed on it before).
-    """
-    columns = []
-    for field in schema.fields:
-        name = field.name.lower()  # Spark matches column names case-insensitively
-        kind = _LIST_TYPES.get(name)
-        if kind is None:
-            raise ColumnError(f"natsobj has no column {field.name!r}; it has {list(_LIST_TYPES)}")
-        if field.dataType.typeName() != kind:
-            raise ColumnError(
-                f"natsobj: column {field.name!r} has type {field.dataType.simpleString()}; "
-                f"it must be {kind}"
-            )
-        columns.append(name)
-    return tuple(columns)
 
 
 class _ListReader(DataSourceReader):
