@@ -35,6 +35,22 @@ def _close(process: subprocess.Popen[bytes]) -> None:
                 stream.close()
 
 
+def _running_watch(bucket: str, url: str, *options: str) -> subprocess.Popen[bytes]:
+    """`jetstore kv watch BUCKET` once it has printed the bucket's one entry (revision 1)."""
+    process = subprocess.Popen(
+        [*cli_command("kv", "watch", bucket), "-s", url, *options],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=cli_env(),
+        cwd=ROOT,
+    )
+    assert process.stdout is not None
+    if b"rev=1" not in process.stdout.readline():  # the watch is running
+        _close(process)
+        raise AssertionError("the watch did not print the bucket's entry")
+    return process
+
+
 def _no_traceback(err: str) -> None:
     assert "Traceback" not in err, err
     assert "(a bug? --debug shows where)" not in err, err
@@ -252,16 +268,9 @@ async def test_ctrl_c_on_kv_watch_with_a_paused_server_is_quick_and_clean() -> N
         bucket = await kvstore.create_bucket(js, "watched")
         await bucket.put("k", b"v")
         await js.close()
-        process = subprocess.Popen(  # noqa: ASYNC220 (starting it is quick; reading waits)
-            [*cli_command("kv", "watch", "watched"), "-s", server.url, "--timeout", "0.5"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=cli_env(),
-            cwd=ROOT,
-        )
+        process = _running_watch("watched", server.url, "--timeout", "0.5")
         try:
-            assert process.stdout is not None and process.stderr is not None
-            assert b"rev=1" in process.stdout.readline()  # the watch is running
+            assert process.stderr is not None
             server.pause()
             started = time.monotonic()
             process.send_signal(signal.SIGINT)
@@ -376,16 +385,9 @@ async def test_sigterm_ends_a_watch_as_ctrl_c_does(
     Ctrl-C is: exit 0, nothing on stderr."""
     bucket = await make_bucket()
     await bucket.put("k", b"v")
-    process = subprocess.Popen(  # noqa: ASYNC220 (starting it is quick; reading waits)
-        [*cli_command("kv", "watch", bucket.name), "-s", nats_server.url],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=cli_env(),
-        cwd=ROOT,
-    )
+    process = _running_watch(bucket.name, nats_server.url)
     try:
-        assert process.stdout is not None and process.stderr is not None
-        assert b"rev=1" in process.stdout.readline()  # the watch is running
+        assert process.stderr is not None
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=30)
         err = process.stderr.read().decode()
