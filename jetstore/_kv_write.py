@@ -10,6 +10,7 @@ import click
 
 import jetstream
 import kvstore
+from jetstream import TTLValue
 
 from ._connect import Settings, run, verb
 from ._output import EXIT_FAILED, emit_json, report_error
@@ -214,21 +215,15 @@ def _check_records(records: list[Record], ttl: str | None) -> None:
 
 
 def _queued(bucket: kvstore.Bucket, records: list[Record], ttl: str | None) -> kvstore.KeyBatch:
-    """One batch with ``records`` queued (checked), not sent.
-
-    Raises:
-        ValueTooLargeError: a value the bucket or the server cannot take.
-    """
-    batch = bucket.batch(max_keys=len(records))
+    """One batch of ``records``, checked (values against the limits) and queued, not sent."""
+    ttls: dict[str, TTLValue] = {}
     for record in records:
-        key_ttl = record.ttl or ttl
-        if record.revision is None:
-            batch.put(record.key, record.value, ttl=key_ttl)
-        elif record.revision == 0:
-            batch.create(record.key, record.value, ttl=key_ttl)
-        else:
-            batch.update(record.key, record.value, record.revision, ttl=key_ttl)
-    return batch
+        if (key_ttl := record.ttl or ttl) is not None:
+            ttls[record.key] = key_ttl
+    expect = {r.key: r.revision for r in records if r.revision is not None}
+    return bucket.prepare_many(
+        [(r.key, r.value) for r in records], expect=expect, ttl=ttls, max_keys=len(records)
+    )
 
 
 def _report_revisions(settings: Settings, stored: dict[str, int]) -> None:

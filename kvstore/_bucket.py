@@ -396,6 +396,27 @@ class Bucket:
             WrongRevisionError, KeyExistsError: an ``expect`` condition failed; names the key.
             CommitUnknownError: the outcome could not be learned before the deadline.
         """
+        batch = self.prepare_many(
+            items, expect=expect, ttl=ttl, max_keys=max_keys, deadline=deadline
+        )
+        return await batch.commit()
+
+    def prepare_many(
+        self,
+        items: Mapping[str, BytesLike] | Iterable[tuple[str, BytesLike]],
+        *,
+        expect: Mapping[str, int] | None = None,
+        ttl: TTLValue | Mapping[str, TTLValue] | None = None,
+        max_keys: int = DEFAULT_MAX_BATCH,
+        deadline: float = DEFAULT_COMMIT_DEADLINE,
+    ) -> KeyBatch:
+        """What :meth:`put_many` would send, checked and queued but not sent: ``await
+        batch.commit()`` stores it. Preparing every batch of a large import first refuses bad
+        input before the first batch is stored (``jetstore kv put-many`` does this).
+
+        Raises:
+            As :meth:`put_many`, up to ``BatchTooLargeError`` (nothing is sent).
+        """
         pairs = checked_pairs(items)
         expect = dict(expect or {})
         ttls = dict(ttl) if isinstance(ttl, Mapping) else {key: ttl for key, _ in pairs}
@@ -413,7 +434,7 @@ class Bucket:
                 batch.create(key, value, ttl=key_ttl)
             else:
                 batch.update(key, value, revision, ttl=key_ttl)
-        return await batch.commit()
+        return batch
 
     async def get_many(self, keys: Iterable[str]) -> Snapshot:
         """Read several keys as of one point in time: never half of a ``put_many``.

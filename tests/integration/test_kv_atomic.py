@@ -73,6 +73,24 @@ async def test_ttl_for_the_batch_or_per_key(bucket: Bucket) -> None:
     assert (await bucket.get("t.a")).ttl == 3600 and (await bucket.get("t.b")).ttl is None
 
 
+async def test_prepare_many_checks_and_queues_without_sending(bucket: Bucket) -> None:
+    """Several batches prepared first: bad input in the second is refused before the first
+    is stored (what an import split in batches needs), and a prepared batch is stored by
+    its commit with put_many's conditions and TTLs."""
+    await bucket.put("held", b"0")
+    first = bucket.prepare_many({"a": b"1", "held": b"2"}, expect={"held": 1}, ttl={"a": "1h"})
+    with pytest.raises(kvstore.ValueTooLargeError):
+        bucket.prepare_many({"b": b"x" * (bucket._js.nc.max_payload + 1)})
+    assert [key async for key in bucket.keys()] == ["held"]  # nothing sent yet
+    revisions = await first.commit()
+    assert (await bucket.get("held")).value == b"2"
+    assert (await bucket.get("a")).ttl == 3600 and revisions["a"] == (
+        await bucket.get("a")
+    ).revision
+    with pytest.raises(kvstore.WrongRevisionError):  # the condition is checked at commit
+        await bucket.prepare_many({"held": b"3"}, expect={"held": 1}).commit()
+
+
 async def test_batch_context_commits_on_exit(bucket: Bucket) -> None:
     rev = await bucket.put("u.zip", b"1")
     await bucket.put("u.phone", b"555")
