@@ -1,5 +1,6 @@
 """How a verb ends besides its own errors: SIGTERM (cancelled and cleaned up as on Ctrl-C),
-a stdout whose reader has gone (``| head``), and one the process was started without."""
+a stdout whose reader has gone (``| head``), and a stdout or stdin the process was started
+without."""
 
 from __future__ import annotations
 
@@ -12,8 +13,18 @@ import select
 import signal
 import sys
 from collections.abc import Iterator
+from typing import BinaryIO
 
-__all__ = ["ClosedStdout", "Terminated", "discard_stdout", "ended_by_sigterm", "stdout_closed"]
+import click
+
+__all__ = [
+    "ClosedStdout",
+    "Terminated",
+    "discard_stdout",
+    "ended_by_sigterm",
+    "stdin_binary",
+    "stdout_closed",
+]
 
 
 class Terminated(Exception):
@@ -74,3 +85,14 @@ class ClosedStdout(io.TextIOBase):
     @property
     def buffer(self) -> ClosedStdout:  # the bytes side (``kv get``, ``obj get -o -``)
         return self
+
+
+def stdin_binary() -> BinaryIO:
+    """stdin's bytes, for ``-`` as an input.
+
+    Raises:
+        click.UsageError: the process was started with stdin closed (``<&-``).
+    """
+    if sys.stdin is None:
+        raise click.UsageError("- reads stdin, which is closed")
+    return sys.stdin.buffer

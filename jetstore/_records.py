@@ -19,11 +19,12 @@ import csv
 import dataclasses
 import io
 import json
-import sys
 from pathlib import Path
 from typing import Any, Literal
 
 import click
+
+from ._endings import stdin_binary
 
 __all__ = ["Format", "Record", "format_of", "parse_records", "read_input"]
 
@@ -69,7 +70,7 @@ def read_input(path: str) -> str:
     """
     where = "stdin" if path == "-" else repr(path)
     try:
-        data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+        data = stdin_binary().read() if path == "-" else Path(path).read_bytes()
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise click.UsageError(

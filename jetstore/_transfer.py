@@ -19,6 +19,7 @@ import jetstream
 import objstore
 
 from ._connect import Settings
+from ._endings import stdin_binary
 from ._fields import object_fields
 from ._output import emit_json_line, error_line, exit_code_for
 from ._progress import Reporter, reporter
@@ -50,7 +51,7 @@ def plan_uploads(paths: tuple[str, ...], name: str | None, prefix: str) -> list[
         if path == "-":
             if name is None:
                 raise click.UsageError("uploading stdin (-) needs --name")
-            uploads.append(Upload(prefix + name, sys.stdin.buffer, None))
+            uploads.append(Upload(prefix + name, stdin_binary(), None))
         elif Path(path).is_dir():
             files = _directory(Path(path), prefix)
             if not files:
