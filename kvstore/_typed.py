@@ -24,6 +24,7 @@ from ._keys import checked_pairs
 from ._models import Entry, Op
 
 if TYPE_CHECKING:
+    from ._batch import KeyBatch
     from ._bucket import Bucket
     from ._snapshot import Snapshot
     from ._watch import KeyWatcher
@@ -236,8 +237,29 @@ class TypedBucket(Generic[T]):
             WrongRevisionError, KeyExistsError, CommitUnknownError, WrongTypeError,
             ClientValidationError: as :meth:`Bucket.put_many`.
         """
+        batch = self.prepare_many(
+            items, expect=expect, ttl=ttl, max_keys=max_keys, deadline=deadline
+        )
+        return await batch.commit()
+
+    def prepare_many(
+        self,
+        items: Mapping[str, T] | Iterable[tuple[str, T]],
+        *,
+        expect: Mapping[str, int] | None = None,
+        ttl: TTLValue | Mapping[str, TTLValue] | None = None,
+        max_keys: int = DEFAULT_MAX_BATCH,
+        deadline: float = DEFAULT_COMMIT_DEADLINE,
+    ) -> KeyBatch:
+        """What :meth:`put_many` would send, encoded, checked and queued but not sent (see
+        :meth:`Bucket.prepare_many`): ``await batch.commit()`` stores it.
+
+        Raises:
+            ValueEncodeError: a value does not encode as the type.
+            As :meth:`Bucket.prepare_many` otherwise (nothing is sent).
+        """
         encoded = [(key, self._encode(key, value)) for key, value in checked_pairs(items)]
-        return await self._bucket.put_many(
+        return self._bucket.prepare_many(
             encoded, expect=expect, ttl=ttl, max_keys=max_keys, deadline=deadline
         )
 

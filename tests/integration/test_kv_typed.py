@@ -69,6 +69,26 @@ async def test_put_many_get_many_and_other_types(make_bucket: BucketFactory) -> 
     assert sorted([k async for k in points.keys("p.*")]) == ["p.a", "p.b"]
 
 
+async def test_prepare_many_encodes_checks_and_queues_without_sending(
+    make_bucket: BucketFactory,
+) -> None:
+    bucket = await make_bucket()
+    profiles = bucket.typed(Profile)
+    held = await profiles.put("held", Profile("Held", 1))
+    batch = profiles.prepare_many(
+        {"a": Profile("A", 2), "held": Profile("Held", 3)}, expect={"held": held}
+    )
+    with pytest.raises(kvstore.ValueEncodeError):  # a bad value: no batch at all
+        profiles.prepare_many({"b": Profile("b", "x")})  # type: ignore[arg-type]
+    assert sorted([k async for k in bucket.keys()]) == ["held"]  # nothing sent yet
+    revisions = await batch.commit()
+    snapshot = await profiles.get_many(["a", "held"])
+    assert {k: (e.value, e.revision) for k, e in snapshot.items()} == {
+        "a": (Profile("A", 2), revisions["a"]),
+        "held": (Profile("Held", 3), revisions["held"]),
+    }
+
+
 async def test_typed_view_over_a_key_codec(make_bucket: BucketFactory) -> None:
     bucket = await make_bucket(key_codec=Base64KeyCodec())
     profiles = bucket.typed(Profile)
