@@ -82,12 +82,13 @@ class Keyring:
             if not isinstance(key, bytes | bytearray) or len(key) != KEY_SIZE:
                 what = f"{len(key)} bytes" if isinstance(key, bytes | bytearray) else "not bytes"
                 raise InvalidKeyringError(
-                    f"key {key_id!r} must be {KEY_SIZE} bytes (AES-256), got {what}"
+                    f"key {_shown(key_id)} must be {KEY_SIZE} bytes (AES-256), got {what}"
                 )
             ciphers[key_id] = AESGCM(bytes(key))
         if not isinstance(primary, str) or primary not in ciphers:
             raise InvalidKeyringError(
-                f"primary {primary!r} is not one of the key ids {sorted(ciphers)}"
+                f"primary {_shown(primary)} is not one of the key ids "
+                f"[{', '.join(_shown(key_id) for key_id in sorted(ciphers))}]"
             )
         self._ciphers = ciphers
         self._keys = {key_id: bytes(key) for key_id, key in keys.items()}
@@ -113,6 +114,10 @@ class Keyring:
         except (OSError, UnicodeDecodeError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
             raise InvalidKeyringError(f"cannot read key file {str(path)!r}: {reason}") from None
+        except ValueError:  # a NUL in the path
+            raise InvalidKeyringError(
+                f"cannot read key file {str(path)!r}: a NUL in its path"
+            ) from None
         return cls._from_json(text, f"key file {str(path)!r}")
 
     @classmethod
@@ -121,7 +126,12 @@ class Keyring:
 
         Raises:
             InvalidKeyringError: the variable is unset or empty, or not a valid key file.
+            WrongTypeError: ``var`` is not a str.
         """
+        if not isinstance(var, str):
+            raise WrongTypeError(
+                f"an environment variable's name is a str, not {type(var).__name__}"
+            )
         text = os.environ.get(var)
         if not text:
             raise InvalidKeyringError(f"environment variable {var!r} is not set")
@@ -131,7 +141,11 @@ class Keyring:
     def _from_json(cls, text: str, source: str) -> Keyring:
         # Error messages name the field, never its value: the value may be a key.
         try:
-            document: Any = json.loads(text)
+            document: Any = json.loads(text, object_pairs_hook=_without_repeats)
+        except _RepeatedName as exc:
+            # A merge gone wrong: json keeps the last of two "k1"s, silently dropping a key
+            # whose values would then all fail as if tampered with.
+            raise InvalidKeyringError(f"{source} names {_shown(exc.name)} twice") from None
         except (ValueError, RecursionError):  # RecursionError: nested deeper than Python goes
             raise InvalidKeyringError(f"{source} is not JSON") from None
         if not isinstance(document, dict) or set(document) != {"primary", "keys"}:
@@ -351,12 +365,14 @@ class Opener:
         ``opener(h).open_bound(p, bind(b"") + ad)`` authenticate the same data.
 
         Raises:
-            ClientValidationError: ``associated_data`` is not bytes.
+            ClientValidationError: ``associated_data`` is not bytes-like.
         """
         if not isinstance(associated_data, bytes):
-            raise ClientValidationError(
-                f"associated data is bytes, not {type(associated_data).__name__}"
-            )
+            if not isinstance(associated_data, bytearray | memoryview):
+                raise ClientValidationError(
+                    f"associated data is bytes-like, not {type(associated_data).__name__}"
+                )
+            associated_data = bytes(associated_data)  # as Keyring.seal takes it
         return self._prefix + associated_data
 
     def open_bound(self, payload: bytes, bound: bytes) -> bytes:
@@ -421,14 +437,53 @@ class RekeyReport:
 def _check_key_id(key_id: object) -> None:
     if not isinstance(key_id, str) or not KEY_ID_PATTERN.fullmatch(key_id):
         raise InvalidKeyringError(
-            f"invalid key id {str(key_id)[:70]!r}: use 1-64 characters from A-Z a-z 0-9 . _ -"
+            f"invalid key id {_shown(key_id)}: use 1-64 characters from A-Z a-z 0-9 . _ -"
         )
 
 
 def _b64_key(value: object, key_id: object, source: str) -> bytes:
     if not isinstance(value, str):
-        raise InvalidKeyringError(f"{source}: key {str(key_id)[:70]!r} must be a base64 string")
+        raise InvalidKeyringError(f"{source}: key {_shown(key_id)} must be a base64 string")
     try:
         return base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError):
-        raise InvalidKeyringError(f"{source}: key {str(key_id)[:70]!r} is not base64") from None
+        raise InvalidKeyringError(f"{source}: key {_shown(key_id)} is not base64") from None
+
+
+def _shown(name: object) -> str:
+    """A key id (or what stands where one should) as an error may show it: a key pasted in
+    the wrong field (the ids and values of "keys" swapped, a key as the primary) must not
+    end up in a message and from there in logs, so anything that is not a plausible key id
+    is described, not shown."""
+    if isinstance(name, str) and KEY_ID_PATTERN.fullmatch(name) and not _looks_like_key(name):
+        return repr(name)
+    length = f"{len(name)} characters" if isinstance(name, str) else type(name).__name__
+    return f"<not shown: {length}, it may be a key>"
+
+
+def _looks_like_key(text: str) -> bool:
+    """Whether ``text`` decodes as base64 (standard or URL-safe, padded or not) to a key."""
+    padded = text + "=" * (-len(text) % 4)
+    for decode in (base64.b64decode, base64.urlsafe_b64decode):
+        try:
+            if len(decode(padded)) == KEY_SIZE:
+                return True
+        except (binascii.Error, ValueError):
+            pass
+    return False
+
+
+class _RepeatedName(ValueError):
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+
+def _without_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object as a dict, refusing a name given twice (``json`` keeps the last)."""
+    document: dict[str, Any] = {}
+    for name, value in pairs:
+        if name in document:
+            raise _RepeatedName(name)
+        document[name] = value
+    return document

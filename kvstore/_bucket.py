@@ -788,13 +788,16 @@ class Bucket:
                 cannot decode its key (it was not written through the codec).
             DecryptionError: (encrypted bucket) the value does not open; ``.key`` names it.
             WrongTypeError: ``subject`` is not a str, ``value`` not bytes-like, or ``headers``
-                neither a dict nor None (nats-py's ``Msg.headers`` for a message without).
+                neither a dict of str to str nor None (nats-py's ``Msg.headers`` for a
+                message without).
         """
         if not isinstance(subject, str):
             raise WrongTypeError(f"subject must be a str, not {type(subject).__name__}")
         check_bytes_like(value, "value")
         if headers is not None and not isinstance(headers, dict):
             raise WrongTypeError(f"headers must be a dict or None, not {type(headers).__name__}")
+        if headers and not all(isinstance(v, str) for v in (*headers, *headers.values())):
+            raise WrongTypeError("headers must map str names to str values")
         if not subject.startswith(self._prefix) or len(subject) == len(self._prefix):
             raise KeyDecodeError(subject, f"not a key subject of bucket {self._name!r}")
         data = value if isinstance(value, bytes) else bytes(value)
