@@ -418,12 +418,18 @@ class Bucket:
             As :meth:`put_many`, up to ``BatchTooLargeError`` (nothing is sent).
         """
         pairs = checked_pairs(items)
+        if expect is not None and not isinstance(expect, Mapping):
+            raise WrongTypeError(f"expect must map keys to revisions, not {type(expect).__name__}")
         expect = dict(expect or {})
+        for expected in expect.values():
+            validate_revision(expected, allow_zero=True)  # False or 0.0 is not "create"
         ttls = dict(ttl) if isinstance(ttl, Mapping) else {key: ttl for key, _ in pairs}
         written = {key for key, _ in pairs}
         strays = (set(expect) | set(ttls)) - written
         if strays:
-            raise InvalidKeyError(f"expect/ttl name keys that are not written: {sorted(strays)}")
+            raise InvalidKeyError(
+                f"expect/ttl name keys that are not written: {sorted(map(repr, strays))}"
+            )
         batch = self.batch(max_keys=max_keys, deadline=deadline)
         for key, value in pairs:
             key_ttl = ttls.get(key)

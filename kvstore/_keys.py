@@ -12,6 +12,7 @@ from jetstream import ClientValidationError, WrongTypeError
 from ._errors import InvalidKeyError
 
 __all__ = [
+    "MAX_REVISION",
     "checked_filters",
     "checked_keys",
     "checked_pairs",
@@ -118,15 +119,27 @@ def _check_length(key: object, max_length: int | None, what: str) -> None:
         )
 
 
+MAX_REVISION = 2**64 - 1
+"""The largest stream sequence: the server reads a larger expected revision modulo 2**64, so
+``2**64 + current`` would pass its compare-and-set."""
+
+
 def validate_revision(revision: int, *, allow_zero: bool) -> None:
-    """Check a revision argument: an int >= 1 (>= 0 where "no value yet" is meaningful).
+    """Check a revision argument: an int from 1 (0 where "no value yet" is meaningful) up to
+    :data:`MAX_REVISION`.
 
     Raises:
         ClientValidationError: not an int (bools included) or out of range.
     """
     lowest = 0 if allow_zero else 1
-    if isinstance(revision, bool) or not isinstance(revision, int) or revision < lowest:
-        raise ClientValidationError(f"revision must be an int >= {lowest}: {revision!r}")
+    if (
+        isinstance(revision, bool)
+        or not isinstance(revision, int)
+        or not lowest <= revision <= MAX_REVISION
+    ):
+        raise ClientValidationError(
+            f"revision must be an int from {lowest} to 2**64-1: {_shown(revision)}"
+        )
 
 
 def checked_pairs(items: object) -> list[tuple[Any, Any]]:
@@ -134,16 +147,21 @@ def checked_pairs(items: object) -> list[tuple[Any, Any]]:
 
     Raises:
         WrongTypeError: neither, or an item that is not a pair.
+        InvalidKeyError: a key that is not a str (its rules are checked where it is used).
     """
     if isinstance(items, Mapping):
-        return list(items.items())
-    if isinstance(items, str | bytes | bytearray) or not isinstance(items, Iterable):
+        pairs = list(items.items())
+    elif isinstance(items, str | bytes | bytearray) or not isinstance(items, Iterable):
         raise WrongTypeError(f"expected a mapping or (key, value) pairs, not {_shown(items)}")
-    pairs = []
-    for pair in items:  # tuples, or lists as JSON and CSV readers give them
-        if not isinstance(pair, tuple | list) or len(pair) != 2:
-            raise WrongTypeError(f"expected (key, value) pairs, got {_shown(pair)}")
-        pairs.append((pair[0], pair[1]))
+    else:
+        pairs = []
+        for pair in items:  # tuples, or lists as JSON and CSV readers give them
+            if not isinstance(pair, tuple | list) or len(pair) != 2:
+                raise WrongTypeError(f"expected (key, value) pairs, got {_shown(pair)}")
+            pairs.append((pair[0], pair[1]))
+    for key, _ in pairs:
+        if not isinstance(key, str):  # before any set of keys: a list key is unhashable
+            raise InvalidKeyError(f"key must be a str, not {type(key).__name__}")
     return pairs
 
 

@@ -160,6 +160,8 @@ async def _read_pinned(
     witness = await newest_message(js, stream, f"{bucket._prefix}>")
     if witness is None:
         return found, 0  # an empty bucket: every key is missing
+    if not witness.literal:
+        return None  # nothing to pin with until the next write: in the end, a consumer reads
     answer = await pinned_last_messages(js, stream, subjects, witness, _PARALLEL_GETS)
     if answer is None:
         return None
@@ -173,11 +175,16 @@ class Witness(NamedTuple):
     subject: str
     seq: int
 
+    @property
+    def literal(self) -> bool:
+        """Whether the subject can be asked for by name: a peer can store ``a.>`` literally,
+        which a request reads as a wildcard (such a message witnesses nothing)."""
+        return not any(token in ("*", ">") for token in self.subject.split("."))
+
 
 async def newest_message(js: JetStream, stream: str, filter_subject: str) -> Witness | None:
-    """The leader's newest message on ``filter_subject``, as a witness of its sequence; None
-    when there is none, or when its subject would read as a wildcard in a filter (a peer can
-    store ``a.>`` literally).
+    """The leader's newest message on ``filter_subject``, as a witness of its sequence (check
+    :attr:`Witness.literal` before asking for it); None when there is none.
 
     Raises:
         JetStreamError: the request failed.
@@ -185,8 +192,6 @@ async def newest_message(js: JetStream, stream: str, filter_subject: str) -> Wit
     try:
         message = await js.get_last_message(stream, filter_subject, direct=False)
     except MessageNotFoundError:
-        return None
-    if any(token in ("*", ">") for token in message.subject.split(".")):
         return None
     return Witness(message.subject, message.seq)
 
@@ -276,6 +281,8 @@ async def _any_stored(
         newest = await newest_message(js, stream, f"{bucket._prefix}>")
         if newest is None:
             return False  # nothing is stored at all
+        if not newest.literal:
+            return True  # nothing to ask along: not known, so read again
         sentinel, floor = newest.subject, max(floor, newest.seq)
     if sentinel in absent:
         return True

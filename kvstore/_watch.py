@@ -18,6 +18,7 @@ from jetstream import (
 )
 
 from ._errors import KeyDecodeError, KeyNotFoundError
+from ._keys import validate_revision
 from ._models import Entry, Op, op_from_headers
 
 if TYPE_CHECKING:
@@ -91,8 +92,12 @@ class KeyWatcher(AsyncResource):
         if resume_from is not None:
             if updates_only:
                 raise ClientValidationError("resume_from and updates_only exclude each other")
-            if isinstance(resume_from, bool) or not isinstance(resume_from, int) or resume_from < 1:
-                raise ClientValidationError(f"resume_from must be a revision >= 1: {resume_from!r}")
+            try:
+                validate_revision(resume_from, allow_zero=False)
+            except ClientValidationError:
+                raise ClientValidationError(
+                    f"resume_from must be a revision from 1 to 2**64-1: {resume_from!r}"
+                ) from None
         self._bucket = bucket
         self._ignore_deletes = ignore_deletes
         self._updates_only = updates_only

@@ -611,7 +611,8 @@ async def _plan(opts: _Options) -> _Plan:
             # return too (a replica behind it would answer with older values, silently).
             stream = info.config.name
             witness = await newest_message(js, stream, f"{subject_prefix(opts.bucket)}>")
-            if witness is None:
+            if witness is None or not witness.literal:
+                witness = None
                 check = LastCheck.SUFFIX  # nothing to check replicas with: consumers
             else:
                 up_to = witness.seq
