@@ -370,6 +370,8 @@ class AtomicBatch(AsyncResource):
                 # an abandon are ambiguous; a 503 or a send that never left is a definite
                 # "not stored".
                 fence.failed(exc, left=self._commit_sent)
+                if not fence.in_doubt and await self._nobody_listens(exc):
+                    raise  # e.g. its bucket was deleted: a definite "not stored", now
                 if loop.time() >= deadline:
                     if fence.in_doubt:
                         raise self._unknown(
@@ -384,6 +386,14 @@ class AtomicBatch(AsyncResource):
                 raise
             await asyncio.sleep(min(0.1 * 2**fence.attempts, 2.0, max(0.0, deadline - loop.time())))
             batch_id = _new_batch_id()
+
+    async def _nobody_listens(self, exc: Exception) -> bool:
+        """Whether a 503 means that no stream takes the batch's subject (one deleted): only an
+        election is worth waiting out, as a single publish does."""
+        if not isinstance(exc, NoRespondersError):
+            return False
+        subject = self._messages[0].subject
+        return not await self._js._probe(lambda: self._js._subject_has_stream(subject))
 
     def _check_commit_size(self) -> None:
         """The last message also carries the commit header and the fence's Msg-Id: check it
