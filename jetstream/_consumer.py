@@ -432,6 +432,11 @@ class OrderedConsumer(AsyncResource):
     needed (``max_resets``, default unlimited). Iterate it with ``async for``; use it as an async
     context manager to clean up.
 
+    A recreation that keeps failing (a paused or unreachable server) is retried for
+    ``reset_deadline`` seconds, then iteration raises :class:`RequestTimeoutError`. By default a
+    scan (``until_caught_up``) allows the context's ``retry_deadline``, so a listing ends in
+    bounded time, while a consumer that follows new messages (a watch) retries forever.
+
     ``until_caught_up`` ends the iteration once every message that existed at the start has been
     delivered (for listings); otherwise it follows new messages forever. With ``ends_scan``, a
     delivered message with nothing pending ends it only if ``ends_scan(message)`` (a scan that
@@ -439,7 +444,8 @@ class OrderedConsumer(AsyncResource):
 
     Raises (on construction): ClientValidationError for an unknown ``deliver_policy`` (``all``,
     ``last``, ``new``, ``last_per_subject``; use ``opt_start_seq`` to start at a sequence), a
-    negative ``opt_start_seq``, or out-of-range pull options.
+    negative ``opt_start_seq``, a ``reset_deadline`` that is not positive seconds, or
+    out-of-range pull options.
     """
 
     def __init__(
@@ -456,6 +462,7 @@ class OrderedConsumer(AsyncResource):
         until_caught_up: bool = False,
         ends_scan: Callable[[PullMessage], bool] | None = None,
         max_resets: int | None = None,
+        reset_deadline: float | None = None,
         inactive_threshold: DurationValue = 300.0,
         error_callback: ErrorCallback | None = None,
     ) -> None:
@@ -477,6 +484,17 @@ class OrderedConsumer(AsyncResource):
         self._until_caught_up = until_caught_up
         self._ends_scan = ends_scan or (lambda message: True)
         self._max_resets = max_resets
+        if reset_deadline is not None and (
+            isinstance(reset_deadline, bool)
+            or not isinstance(reset_deadline, int | float)
+            or not reset_deadline > 0
+        ):
+            raise ClientValidationError(
+                f"reset_deadline must be positive seconds: {reset_deadline!r}"
+            )
+        if reset_deadline is None and until_caught_up:
+            reset_deadline = js.retry_deadline
+        self._reset_deadline = reset_deadline
         self._inactive = optional_duration(inactive_threshold, name="inactive_threshold")
         self._on_error = error_callback or _log_warning
         self._prefix = NUID().next().decode()
@@ -521,7 +539,7 @@ class OrderedConsumer(AsyncResource):
         if self._until_caught_up and info.num_pending == 0:
             self._caught_up = True
         self._expected = 1
-        self._puller = Puller(
+        puller = Puller(
             self._js,
             self.stream,
             self._name,
@@ -529,7 +547,12 @@ class OrderedConsumer(AsyncResource):
             on_error=self._on_error,
             signal_resets=True,
         )
-        await self._puller.start()
+        try:
+            await puller.start()
+        except BaseException:
+            await asyncio.shield(puller.stop())  # half started: its subscription goes
+            raise
+        self._puller = puller  # only a running one: iteration waits on it
 
     async def _settled(self, creating: Awaitable[ConsumerInfo]) -> ConsumerInfo:
         """Await a consumer create; if the caller is cancelled meanwhile, still wait (up to
@@ -548,6 +571,10 @@ class OrderedConsumer(AsyncResource):
     async def _reset(self, why: str) -> None:
         """Recreate the consumer after the last delivered message, retrying with backoff."""
         old, old_name = self._puller, self._name
+        # None until a new consumer runs: a reset cancelled midway (a caller's timeout around
+        # a read while the server is away) is finished by the next read, never left waiting
+        # on the stopped puller.
+        self._puller = None
         if old is not None:
             await old.stop()
         if old_name:
@@ -555,6 +582,8 @@ class OrderedConsumer(AsyncResource):
             self._forgetting.add(task)  # close() waits for it
             task.add_done_callback(self._forgetting.discard)
         attempt = 0
+        loop = asyncio.get_running_loop()
+        started = loop.time()
         while True:
             if self._max_resets is not None and self.resets >= self._max_resets:
                 raise JetStreamError(f"ordered consumer gave up after {self.resets} resets ({why})")
@@ -567,6 +596,12 @@ class OrderedConsumer(AsyncResource):
             except (JetStreamError, nats.errors.Error, OSError) as exc:
                 if self._on_error is not None:
                     self._on_error(JetStreamError(f"ordered consumer reset ({why}) failed: {exc}"))
+                waited = loop.time() - started
+                if self._reset_deadline is not None and waited >= self._reset_deadline:
+                    raise RequestTimeoutError(
+                        f"ordered consumer on {self.stream}: not recreated in {waited:.0f}s "
+                        f"({why}; reset_deadline {self._reset_deadline:g}s): {exc}"
+                    ) from None
             attempt += 1
             await asyncio.sleep(reset_backoff(attempt))
 
@@ -583,7 +618,10 @@ class OrderedConsumer(AsyncResource):
         if self._closed:
             raise StopAsyncIteration
         if self._puller is None:
-            await self.start()
+            if self._name:  # a reset was cancelled midway: finish it
+                await self._reset("resumed after a cancelled reset")
+            else:
+                await self.start()
         while True:
             if self._caught_up:
                 await self.close()

@@ -124,6 +124,25 @@ def str_option(options: Mapping[str, str], name: str, default: str | None = None
     return default if text is None else text
 
 
+def named_option(options: Mapping[str, str], name: str) -> str:
+    """The bucket or store a source reads: option ``name`` or the load/save path (Spark passes
+    it as ``path``), one of them or both naming the same.
+
+    Raises:
+        ClientValidationError: neither is given, or they name two different ones (reading
+            one of them silently would be reading the wrong data).
+    """
+    named, path = str_option(options, name), str_option(options, "path")
+    if named and path and named != path:
+        raise ClientValidationError(
+            f"option {name!r} ({named!r}) and the load/save path ({path!r}) differ: give one"
+        )
+    chosen = named or path
+    if not chosen:
+        raise ClientValidationError(f"option {name!r} (or a load/save path) is required")
+    return chosen
+
+
 @dataclasses.dataclass(frozen=True, repr=False)
 class ConnectionOptions:
     """How to reach NATS, from plain strings. Picklable, so it can travel to Spark executors;

@@ -36,6 +36,8 @@ revision), ``maxRecordsPerTrigger`` (rows per micro-batch: the changes that beco
 a filtered or history-1 bucket still gets full batches; a micro-batch never ends inside an
 atomic batch such as a ``put_many``, it ends before one that would pass the limit or after
 one larger than the limit alone), ``seqsPerPartition`` (10000), ``includeDeletes`` (true).
+A checkpoint of a bucket since deleted and created again fails the query (its revisions
+started over).
 
 **Batch reads** are one snapshot: every partition reads the bucket as of the stream sequence
 taken at planning (each key's last revision there; writes after planning never appear), and
@@ -112,7 +114,7 @@ from jetstream import (
     stream_subjects,
     validate_bucket_name,
 )
-from jetstream._options import activate_spark_session, read_columns
+from jetstream._options import activate_spark_session, named_option, read_columns
 
 from ._encryption import EncryptionStage
 from ._errors import BucketNotFoundError
@@ -201,9 +203,7 @@ def _options(options: Mapping[str, str], mode: str) -> _Options:
     """Parse the options of one mode (``write``, ``read``, ``stream``), refusing the others."""
     check_options(options, _KNOWN[mode], f"natskv {mode}")
     stream = mode == "stream"
-    bucket = str_option(options, "bucket") or str_option(options, "path")
-    if not bucket:
-        raise ClientValidationError("option 'bucket' (or a load/save path) is required")
+    bucket = named_option(options, "bucket")
     validate_bucket_name(bucket)
     patterns = [f.strip() for f in (str_option(options, "keys", ">") or ">").split(",")]
     for pattern in patterns:
@@ -265,8 +265,17 @@ async def _task_session(opts: _Options) -> AsyncIterator[JetStream]:
 
 async def _last_seq(opts: _Options) -> int:
     """The bucket's last revision (BucketNotFoundError, naming it, when it does not exist)."""
+    return int((await _stream_end(opts))["seq"])
+
+
+async def _stream_end(opts: _Options) -> Offset:
+    """The offset of the bucket's last revision, with the stream's creation time: a bucket
+    deleted and created again starts its revisions over, and an offset of the old one must
+    not be read as a point in the new one (BucketNotFoundError when it does not exist)."""
     async with opts.connection.session() as js:
-        return (await bucket_info(js, opts.bucket)).state.last_seq
+        info = await bucket_info(js, opts.bucket)
+    created = info.created.isoformat() if info.created is not None else ""
+    return {"seq": info.state.last_seq, "created": created}
 
 
 async def _first_seq(opts: _Options) -> int:
@@ -656,24 +665,25 @@ class SeqRange(InputPartition):
 
 
 class KVStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    """Key changes as a stream; offsets are ``{"seq": N}`` (the last revision included)."""
+    """Key changes as a stream; offsets are ``{"seq": N, "created": T}``: the last revision
+    included, and when the bucket's stream was created (checkpoints written before it was
+    recorded hold ``{"seq": N}`` alone, and are resumed unchecked)."""
 
     def __init__(self, opts: _Options, projection: tuple[tuple[str, bool], ...]) -> None:
         self.opts = opts
         self.projection = projection
-        self._target: int | None = None
+        self._target: Offset | None = None
 
-    def initialOffset(self) -> dict[str, int]:
+    def initialOffset(self) -> Offset:
         start = self.opts.start
-        if start == "earliest":
-            return {"seq": 0}
+        if start not in ("earliest", "latest") and not start.isdigit():
+            raise ClientValidationError(
+                f"startingSequence must be earliest, latest or a revision: {start!r}"
+            )
+        end = run_sync(lambda: _stream_end(self.opts))
         if start == "latest":
-            return {"seq": run_sync(lambda: _last_seq(self.opts))}
-        if start.isdigit():
-            return {"seq": max(0, int(start) - 1)}
-        raise ClientValidationError(
-            f"startingSequence must be earliest, latest or a revision: {start!r}"
-        )
+            return end
+        return {**end, "seq": 0 if start == "earliest" else max(0, int(start) - 1)}
 
     def getDefaultReadLimit(self) -> ReadLimit:
         if self.opts.max_records:
@@ -681,22 +691,26 @@ class KVStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:
-        self._target = run_sync(lambda: _last_seq(self.opts))
+        self._target = run_sync(lambda: _stream_end(self.opts))
 
-    def latestOffset(
-        self, start: dict[str, int] | None = None, limit: ReadLimit | None = None
-    ) -> dict[str, int]:
-        latest = (
-            self._target if self._target is not None else run_sync(lambda: _last_seq(self.opts))
-        )
+    def latestOffset(self, start: Offset | None = None, limit: ReadLimit | None = None) -> Offset:
+        """The offset the next micro-batch ends at.
+
+        Raises:
+            BucketNotFoundError: the bucket does not exist, or was deleted and created again
+                since ``start`` (the checkpoint's bucket is gone; its revisions start over).
+        """
+        end = self._target if self._target is not None else run_sync(lambda: _stream_end(self.opts))
+        if start is not None:
+            _check_same_bucket(self.opts.bucket, start, end)
         if start is not None and isinstance(limit, ReadMaxRows):
-            after, rows = start["seq"], limit.max_rows
-            latest = run_sync(lambda: _rows_end(self.opts, after, latest, rows))
-        return {"seq": latest}
+            after, latest, rows = int(start["seq"]), int(end["seq"]), limit.max_rows
+            end = {**end, "seq": run_sync(lambda: _rows_end(self.opts, after, latest, rows))}
+        return end
 
-    def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[SeqRange]:
+    def partitions(self, start: Offset, end: Offset) -> list[SeqRange]:
         step = self.opts.seqs_per_partition
-        first, last = start["seq"] + 1, end["seq"]
+        first, last = int(start["seq"]) + 1, int(end["seq"])
         if last - first >= step:  # several partitions: none for sequences the stream dropped
             first = max(first, run_sync(lambda: _first_seq(self.opts)))
         return [SeqRange(s, min(s + step - 1, last)) for s in range(first, last + 1, step)]
@@ -705,8 +719,26 @@ class KVStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         assert isinstance(partition, SeqRange)
         yield from run_sync(lambda: _read_range(self.opts, self.projection, partition))
 
-    def commit(self, end: dict[str, int]) -> None:
+    def commit(self, end: Offset) -> None:
         """Nothing to do: offsets are stream sequences, no server-side state is kept."""
+
+
+Offset = dict[str, int | str]
+"""A stream offset as Spark checkpoints it (JSON)."""
+
+
+def _check_same_bucket(bucket: str, start: Offset, end: Offset) -> None:
+    """Raises BucketNotFoundError: ``start`` was taken on an earlier bucket of the same name.
+
+    Resuming there would read the new bucket from the old one's revision on, silently
+    skipping its first changes (as Spark's Kafka source fails on data loss, so does this)."""
+    before = start.get("created")
+    if before and end.get("created") and before != end["created"]:
+        raise BucketNotFoundError(
+            f"bucket {bucket!r} was deleted and created again since this query's checkpoint "
+            f"(created {before}, now {end['created']}): its revisions started over; start the "
+            "query with a new checkpoint location to read the new bucket"
+        )
 
 
 async def _rows_end(opts: _Options, after: int, latest: int, rows: int) -> int:

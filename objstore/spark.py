@@ -42,11 +42,10 @@ from jetstream import (
     check_options,
     int_option,
     run_sync,
-    str_option,
     validate_bucket_name,
 )
 from jetstream._errors import check_count
-from jetstream._options import activate_spark_session, read_columns
+from jetstream._options import activate_spark_session, named_option, read_columns
 
 from ._errors import DuplicateObjectNameError
 from ._manage import open_store
@@ -270,9 +269,7 @@ class ObjectsDataSource(DataSource):
             ConnectionFailedError: no server reachable.
         """
         check_options(self.options, _KNOWN, "natsobj")
-        store = str_option(self.options, "store") or str_option(self.options, "path")
-        if not store:
-            raise ClientValidationError("option 'store' (or a load path) is required")
+        store = named_option(self.options, "store")
         validate_bucket_name(store)
         columns = tuple(name for name, _ in read_columns(schema, _LIST_TYPES, "natsobj"))
         reader = _ListReader(

@@ -30,7 +30,7 @@ from pyspark.sql.streaming.datasource import ReadMaxRows  # noqa: E402
 
 import kvstore.spark  # noqa: E402
 from kvstore._models import op_from_headers  # noqa: E402
-from kvstore.spark import KVDataSource, KVPartition, KVReader, KVStreamReader  # noqa: E402
+from kvstore.spark import KVDataSource, KVPartition, KVReader, KVStreamReader, Offset  # noqa: E402
 from tests.proxy import TcpProxy  # noqa: E402
 
 pytestmark = pytest.mark.spark
@@ -235,7 +235,7 @@ async def _sparse(url: str, name: str) -> int:
         return (await js.stream_info(bucket.stream)).state.last_seq
 
 
-def _micro_batches(options: dict[str, str], rows: int) -> tuple[list[list[str]], dict[str, int]]:
+def _micro_batches(options: dict[str, str], rows: int) -> tuple[list[list[str]], Offset]:
     """The keys of each micro-batch a stream reader plans with ``maxRecordsPerTrigger=rows``,
     from the start until nothing is left, and the offset it ends at."""
     reader = KVDataSource({**options, "maxRecordsPerTrigger": str(rows)}).streamReader(SCHEMA)
@@ -270,7 +270,7 @@ def test_a_micro_batch_never_ends_inside_a_put_many(
     records = _run(write)
     batches, end = _micro_batches({"servers": url, "bucket": name}, rows=12)
     assert batches == [records[0], records[1], records[2], records[3]]
-    assert end == {"seq": 55}
+    assert end["seq"] == 55
     # Filtered: a.* is one record larger than the limit (then an empty batch moves the offset
     # past the other keys' sequences); p.* are single writes.
     batches, _ = _micro_batches({"servers": url, "bucket": name, "keys": "a.>"}, rows=7)
@@ -299,7 +299,7 @@ def test_a_filtered_micro_batch_never_ends_inside_a_put_many_whose_commit_it_can
         ["1"],
         ["2"],
     ]
-    assert [len(batch) for batch in batches] == [4, 4, 4] and end == {"seq": 15}
+    assert [len(batch) for batch in batches] == [4, 4, 4] and end["seq"] == 15
 
 
 def test_max_records_per_trigger_counts_rows_not_sequences(
@@ -308,7 +308,7 @@ def test_max_records_per_trigger_counts_rows_not_sequences(
     url, name = nats_server.url, unique_name("rr")
     last = _run(lambda: _sparse(url, name))
     batches, end = _micro_batches({"servers": url, "bucket": name, "keys": "a.>"}, rows=40)
-    assert [len(batch) for batch in batches] == [40, 40, 20] and end == {"seq": last}
+    assert [len(batch) for batch in batches] == [40, 40, 20] and end["seq"] == last
 
 
 def test_a_streaming_query_gets_full_micro_batches(
