@@ -388,12 +388,16 @@ class AtomicBatch(AsyncResource):
             batch_id = _new_batch_id()
 
     async def _nobody_listens(self, exc: Exception) -> bool:
-        """Whether a 503 means that no stream takes the batch's subject (one deleted): only an
-        election is worth waiting out, as a single publish does."""
+        """Whether a 503 means that no stream takes the batch's first or commit subject (its
+        stream deleted, a subject mistyped): only an election is worth waiting out, as a
+        single publish does."""
         if not isinstance(exc, NoRespondersError):
             return False
-        subject = self._messages[0].subject
-        return not await self._js._probe(lambda: self._js._subject_has_stream(subject))
+        subjects = dict.fromkeys((self._messages[0].subject, self._messages[-1].subject))
+        for subject in subjects:
+            if not await self._js._probe(functools.partial(self._js._subject_has_stream, subject)):
+                return True
+        return False
 
     def _check_commit_size(self) -> None:
         """The last message also carries the commit header and the fence's Msg-Id: check it

@@ -22,7 +22,7 @@ import contextlib
 import inspect
 import logging
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
@@ -552,6 +552,10 @@ class OrderedConsumer(AsyncResource):
         except BaseException:
             await asyncio.shield(puller.stop())  # half started: its subscription goes
             raise
+        if self._closed:  # closed while this create was on its way: nothing may pull
+            await puller.stop()
+            await self._forget(self._name)
+            return
         self._puller = puller  # only a running one: iteration waits on it
 
     async def _settled(self, creating: Awaitable[ConsumerInfo]) -> ConsumerInfo:
@@ -576,15 +580,15 @@ class OrderedConsumer(AsyncResource):
         # on the stopped puller.
         self._puller = None
         if old is not None:
-            await old.stop()
+            self._in_background(old.stop())  # all of it, even if this reset is cancelled
         if old_name:
-            task = asyncio.get_running_loop().create_task(self._forget(old_name))
-            self._forgetting.add(task)  # close() waits for it
-            task.add_done_callback(self._forgetting.discard)
+            self._in_background(self._forget(old_name))
         attempt = 0
         loop = asyncio.get_running_loop()
         started = loop.time()
         while True:
+            if self._closed:
+                return  # closed while this reset waited: no new consumer (reads end)
             if self._max_resets is not None and self.resets >= self._max_resets:
                 raise JetStreamError(f"ordered consumer gave up after {self.resets} resets ({why})")
             self.resets += 1
@@ -594,6 +598,8 @@ class OrderedConsumer(AsyncResource):
             except (StreamNotFoundError, ConnectionClosedError):
                 raise  # retrying cannot help
             except (JetStreamError, nats.errors.Error, OSError) as exc:
+                # The server may still apply a create it did not answer in time.
+                self._in_background(self._forget(self._name))
                 if self._on_error is not None:
                     self._on_error(JetStreamError(f"ordered consumer reset ({why}) failed: {exc}"))
                 waited = loop.time() - started
@@ -609,6 +615,13 @@ class OrderedConsumer(AsyncResource):
         with contextlib.suppress(JetStreamError, nats.errors.Error, OSError):
             await self._js.delete_consumer(self.stream, name)
 
+    def _in_background(self, cleanup: Coroutine[Any, Any, None]) -> None:
+        """Run ``cleanup`` (stopping a replaced puller, deleting a replaced consumer) to its
+        end whatever happens to the caller; close() waits for it."""
+        task = asyncio.get_running_loop().create_task(cleanup)
+        self._forgetting.add(task)
+        task.add_done_callback(self._forgetting.discard)
+
     # -- iteration ----------------------------------------------------------------------------
 
     def __aiter__(self) -> Self:
@@ -618,11 +631,10 @@ class OrderedConsumer(AsyncResource):
         if self._closed:
             raise StopAsyncIteration
         if self._puller is None:
-            if self._name:  # a reset was cancelled midway: finish it
-                await self._reset("resumed after a cancelled reset")
-            else:
-                await self.start()
+            await self.start()  # the first consumer, or one whose creation was cancelled
         while True:
+            if self._closed:
+                raise StopAsyncIteration
             if self._caught_up:
                 await self.close()
                 raise StopAsyncIteration
@@ -710,22 +722,21 @@ class OrderedConsumer(AsyncResource):
 
     async def start(self) -> None:
         """Create the first consumer now (iteration does it otherwise); afterwards
-        :attr:`initial_pending` is known.
+        :attr:`initial_pending` is known. A start or a read cancelled while the consumer was
+        being created is finished by the next start or read.
 
         Raises:
             StreamNotFoundError: no such stream.
         """
         if self._puller is not None or self._closed:  # closed: never a new consumer
             return
+        if self._name:  # a create was cancelled midway: finish it (the name is forgotten)
+            await self._reset("resumed after a cancelled create")
+            return
         try:
             await self._create()
         except (RequestTimeoutError, NoRespondersError, ConsumerNotFoundError):
             await self._reset("initial create failed")
-        except asyncio.CancelledError:
-            # ``async with`` never exits a block whose entry was cancelled: clean up here, or
-            # the consumer stays on the server for its inactive threshold.
-            await self.close()
-            raise
 
     async def close(self) -> None:
         """Stop pulling and delete the consumer (best effort)."""
@@ -740,7 +751,13 @@ class OrderedConsumer(AsyncResource):
             await asyncio.shield(task)  # never raises; a cancelled close() leaves it running
 
     async def _enter(self) -> None:
-        await self.start()
+        try:
+            await self.start()
+        except asyncio.CancelledError:
+            # ``async with`` never exits a block whose entry was cancelled: clean up here, or
+            # the consumer stays on the server for its inactive threshold.
+            await self.close()
+            raise
 
     async def _exit(self, error: BaseException | None) -> None:
         await self.close()

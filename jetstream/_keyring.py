@@ -21,6 +21,7 @@ import dataclasses
 import itertools
 import json
 import os
+import re
 import weakref
 from collections.abc import Mapping
 from pathlib import Path
@@ -113,12 +114,12 @@ class Keyring:
             text = Path(path).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
-            raise InvalidKeyringError(f"cannot read key file {str(path)!r}: {reason}") from None
+            raise InvalidKeyringError(f"cannot read key file {_place(path)}: {reason}") from None
         except ValueError:  # a NUL in the path
             raise InvalidKeyringError(
-                f"cannot read key file {str(path)!r}: a NUL in its path"
+                f"cannot read key file {_place(path)}: a NUL in its path"
             ) from None
-        return cls._from_json(text, f"key file {str(path)!r}")
+        return cls._from_json(text, f"key file {_place(path)}")
 
     @classmethod
     def from_env(cls, var: str = DEFAULT_KEYRING_ENV) -> Keyring:
@@ -134,8 +135,8 @@ class Keyring:
             )
         text = os.environ.get(var)
         if not text:
-            raise InvalidKeyringError(f"environment variable {var!r} is not set")
-        return cls._from_json(text, f"environment variable {var!r}")
+            raise InvalidKeyringError(f"environment variable {_place(var)} is not set")
+        return cls._from_json(text, f"environment variable {_place(var)}")
 
     @classmethod
     def _from_json(cls, text: str, source: str) -> Keyring:
@@ -222,7 +223,7 @@ class Keyring:
         cipher = self._ciphers.get(key_id)
         if cipher is None:
             raise UnknownKeyIdError(
-                f"key id {key_id!r} is not in the keyring {list(self.key_ids)}", key_id=key_id
+                f"key id {_shown(key_id)} is not in the keyring {list(self.key_ids)}", key_id=key_id
             )
         return Opener(cipher, key_id)
 
@@ -238,7 +239,7 @@ class Keyring:
         key = self._keys.get(key_id)
         if key is None:
             raise UnknownKeyIdError(
-                f"key id {key_id!r} is not in the keyring {list(self.key_ids)}", key_id=key_id
+                f"key id {_shown(key_id)} is not in the keyring {list(self.key_ids)}", key_id=key_id
             )
         info = f"jetstore {purpose}".encode()
         return HKDF(algorithm=hashes.SHA256(), length=length, salt=None, info=info).derive(key)
@@ -459,6 +460,19 @@ def _shown(name: object) -> str:
         return repr(name)
     length = f"{len(name)} characters" if isinstance(name, str) else type(name).__name__
     return f"<not shown: {length}, it may be a key>"
+
+
+def _place(where: object) -> str:
+    """A key file's path or a variable's name as an error shows it, unless it may hold a key
+    (the key file's text passed where its path or name belongs)."""
+    text = str(where)
+    if _KEY_RUN.search(text):
+        return f"<not shown: {len(text)} characters, it may hold a key>"
+    return repr(text)
+
+
+_KEY_RUN = re.compile(r"[A-Za-z0-9+/_-]{40,}")
+"""As long a run of base64 characters as a key's (43-44): what no path or name needs."""
 
 
 def _looks_like_key(text: str) -> bool:

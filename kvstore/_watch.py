@@ -123,8 +123,8 @@ class KeyWatcher(AsyncResource):
         return self._consumer.resets
 
     async def _start(self) -> None:
+        await self._consumer.start()  # cancelled midway: the next read finishes it
         self._started = True
-        await self._consumer.start()
         if self._updates_only or not self._consumer.initial_pending:
             self.initial_done.set()
 
@@ -155,7 +155,11 @@ class KeyWatcher(AsyncResource):
 
     async def _enter(self) -> None:
         if not self._started:
-            await self._start()
+            try:
+                await self._start()
+            except asyncio.CancelledError:  # no exit follows a cancelled entry: clean up now
+                await self.stop()
+                raise
 
     async def _exit(self, error: BaseException | None) -> None:
         await self.stop()
