@@ -114,12 +114,12 @@ class Keyring:
             text = Path(path).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
-            raise InvalidKeyringError(f"cannot read key file {_place(path)}: {reason}") from None
+            raise InvalidKeyringError(f"cannot read key file {_shown(path)}: {reason}") from None
         except ValueError:  # a NUL in the path
             raise InvalidKeyringError(
-                f"cannot read key file {_place(path)}: a NUL in its path"
+                f"cannot read key file {_shown(path)}: a NUL in its path"
             ) from None
-        return cls._from_json(text, f"key file {_place(path)}")
+        return cls._from_json(text, f"key file {_shown(path)}")
 
     @classmethod
     def from_env(cls, var: str = DEFAULT_KEYRING_ENV) -> Keyring:
@@ -135,8 +135,8 @@ class Keyring:
             )
         text = os.environ.get(var)
         if not text:
-            raise InvalidKeyringError(f"environment variable {_place(var)} is not set")
-        return cls._from_json(text, f"environment variable {_place(var)}")
+            raise InvalidKeyringError(f"environment variable {_shown(var)} is not set")
+        return cls._from_json(text, f"environment variable {_shown(var)}")
 
     @classmethod
     def _from_json(cls, text: str, source: str) -> Keyring:
@@ -451,40 +451,19 @@ def _b64_key(value: object, key_id: object, source: str) -> bytes:
         raise InvalidKeyringError(f"{source}: key {_shown(key_id)} is not base64") from None
 
 
-def _shown(name: object) -> str:
-    """A key id (or what stands where one should) as an error may show it: a key pasted in
-    the wrong field (the ids and values of "keys" swapped, a key as the primary) must not
-    end up in a message and from there in logs, so anything that is not a plausible key id
-    is described, not shown."""
-    if isinstance(name, str) and KEY_ID_PATTERN.fullmatch(name) and not _looks_like_key(name):
-        return repr(name)
-    length = f"{len(name)} characters" if isinstance(name, str) else type(name).__name__
-    return f"<not shown: {length}, it may be a key>"
-
-
-def _place(where: object) -> str:
-    """A key file's path or a variable's name as an error shows it, unless it may hold a key
-    (the key file's text passed where its path or name belongs)."""
-    text = str(where)
-    if _KEY_RUN.search(text):
-        return f"<not shown: {len(text)} characters, it may hold a key>"
-    return repr(text)
+def _shown(text: object) -> str:
+    """A key id, key file path or variable name as an error may show it: a key pasted in the
+    wrong place (the ids and values of "keys" swapped, a key as the primary, the key file's
+    text for its path) must not end up in a message and from there in logs, so a value with
+    a run of base64 as long as a key's is described, not shown."""
+    if isinstance(text, str) and not _KEY_RUN.search(text):
+        return repr(text) if len(text) <= 200 else f"{text[:200]!r}..."
+    length = f"{len(text)} characters" if isinstance(text, str) else type(text).__name__
+    return f"<not shown: {length}, it may hold a key>"
 
 
 _KEY_RUN = re.compile(r"[A-Za-z0-9+/_-]{40,}")
-"""As long a run of base64 characters as a key's (43-44): what no path or name needs."""
-
-
-def _looks_like_key(text: str) -> bool:
-    """Whether ``text`` decodes as base64 (standard or URL-safe, padded or not) to a key."""
-    padded = text + "=" * (-len(text) % 4)
-    for decode in (base64.b64decode, base64.urlsafe_b64decode):
-        try:
-            if len(decode(padded)) == KEY_SIZE:
-                return True
-        except (binascii.Error, ValueError):
-            pass
-    return False
+"""As long a run of base64 characters as a key's (43-44): what no id, path or name needs."""
 
 
 class _RepeatedName(ValueError):

@@ -124,9 +124,9 @@ MAX_REVISION = 2**64 - 1
 ``2**64 + current`` would pass its compare-and-set."""
 
 
-def validate_revision(revision: int, *, allow_zero: bool) -> None:
-    """Check a revision argument: an int from 1 (0 where "no value yet" is meaningful) up to
-    :data:`MAX_REVISION`.
+def validate_revision(revision: int, *, allow_zero: bool, what: str = "revision") -> None:
+    """Check a revision argument (``what`` names it): an int from 1 (0 where "no value yet"
+    is meaningful) up to :data:`MAX_REVISION`.
 
     Raises:
         ClientValidationError: not an int (bools included) or out of range.
@@ -138,7 +138,7 @@ def validate_revision(revision: int, *, allow_zero: bool) -> None:
         or not lowest <= revision <= MAX_REVISION
     ):
         raise ClientValidationError(
-            f"revision must be an int from {lowest} to 2**64-1: {_shown(revision)}"
+            f"{what} must be an int from {lowest} to 2**64-1: {_shown(revision)}"
         )
 
 

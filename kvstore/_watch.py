@@ -92,12 +92,7 @@ class KeyWatcher(AsyncResource):
         if resume_from is not None:
             if updates_only:
                 raise ClientValidationError("resume_from and updates_only exclude each other")
-            try:
-                validate_revision(resume_from, allow_zero=False)
-            except ClientValidationError:
-                raise ClientValidationError(
-                    f"resume_from must be a revision from 1 to 2**64-1: {resume_from!r}"
-                ) from None
+            validate_revision(resume_from, allow_zero=False, what="resume_from")
         self._bucket = bucket
         self._ignore_deletes = ignore_deletes
         self._updates_only = updates_only

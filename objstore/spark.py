@@ -311,15 +311,7 @@ class _ListReader(DataSourceReader):
         async with self.connection.session() as js:
             store = await open_store(js, self.store)
             async for i in store.list(include_deleted=self.include_deleted):
-                row = {
-                    "name": i.name,
-                    "size": i.size,
-                    "chunks": i.chunks,
-                    "digest": i.digest,
-                    "modified": i.modified,
-                    "description": i.description,
-                }
-                rows.append(tuple(row[column] for column in self.columns))
+                rows.append(tuple(getattr(i, column) for column in self.columns))
                 if len(rows) == self.limit:
                     break
         return rows
