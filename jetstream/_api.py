@@ -26,6 +26,7 @@ from ._models import ApiError
 from ._names import validate_name, validate_subject_token
 from ._nats_errors import from_nats
 from ._status import NO_RESPONDERS, status_of
+from ._wire_text import decode_json
 
 __all__ = ["DEFAULT_API_PREFIX", "ApiSubjects", "raise_for_error", "request", "send"]
 
@@ -196,7 +197,7 @@ def decode_reply(data: bytes, response_type: type[T], *, subject: str = "") -> T
     """
     try:
         if b'"error"' in data:  # cheap filter; the probe decides
-            raise_for_error(_probe_decoder.decode(data).error)
-        return _decoder(response_type).decode(data)
+            raise_for_error(decode_json(_probe_decoder.decode, data).error)
+        return decode_json(_decoder(response_type).decode, data)
     except msgspec.DecodeError as exc:
         raise JetStreamError(f"undecodable reply on {subject or 'API'}: {data[:200]!r}") from exc

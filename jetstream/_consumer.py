@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import inspect
 import logging
-import random
+import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
@@ -32,11 +32,13 @@ from nats.nuid import NUID
 
 from . import _status as st
 from . import headers as hdr
+from ._connection_events import ConnectionEvent
 from ._duration import DurationValue, optional_duration, seconds_of
 from ._errors import (
     ClientValidationError,
     ConnectionClosedError,
     ConsumerNotFoundError,
+    ConsumerStuckError,
     HeartbeatMissedError,
     JetStreamError,
     NoRespondersError,
@@ -46,20 +48,23 @@ from ._errors import (
 )
 from ._message import AckReply
 from ._models import ConsumerConfig, ConsumerInfo
-from ._nats_errors import from_nats, nats_errors
+from ._nats_errors import nats_errors
 from ._priority import PriorityPin
 from ._pull import (
     DEFAULT_EXPIRES,
+    DeliveryInbox,
     Item,
+    ItemQueue,
     Puller,
     PullMessage,
     ResetSignal,
     cancel_and_wait,
-    message_size,
-    pull_message,
     pull_options,
+    report_skipped,
+    terminate,
 )
 from ._pull_options import FetchOptions, fetch_options
+from ._resets import ResetGuard, reset_backoff
 from ._resource import AsyncResource
 
 if TYPE_CHECKING:
@@ -71,6 +76,7 @@ ErrorCallback = Callable[[JetStreamError], None]
 _log = logging.getLogger("jetstream")
 _ORDERED_POLICIES = frozenset({"all", "last", "new", "last_per_subject"})
 _IDLE_SCAN_CHECK = 1.0  # seconds without a message before a scan asks whether it is complete
+_CLOSED_CHECK = 0.1  # seconds between looks at a connection whose closing is not told
 MessageCallback = Callable[[PullMessage], Awaitable[None] | None]
 
 
@@ -94,6 +100,10 @@ class MessageStream(AsyncResource):
         self._done = asyncio.Event()
         self.error: BaseException | None = None
         """The terminal error that ended the stream, if any."""
+        self.skipped = 0
+        """Messages skipped because their subject is not UTF-8: each was reported once (an
+        :class:`UndecodableMessageError` to the error callback, or a logged warning) and
+        terminated (``+TERM``), so that it is not delivered again."""
 
     async def _start(self) -> Self:
         await self._puller.start()
@@ -119,16 +129,19 @@ class MessageStream(AsyncResource):
         return self
 
     async def __anext__(self) -> PullMessage:
-        if self._done.is_set():
-            raise StopAsyncIteration
-        item = await self._puller.queue.get()
-        if isinstance(item, PullMessage):
+        while not self._done.is_set():
+            item = await self._puller.queue.get()
+            if not isinstance(item, PullMessage):
+                await self._finish()
+                if isinstance(item, BaseException):
+                    self.error = item
+                    raise item
+                break
             self._puller.took(item)
-            return item
-        await self._finish()
-        if isinstance(item, BaseException):
-            self.error = item
-            raise item
+            if not item.undecodable:
+                return item
+            self.skipped += 1
+            await self._puller.skip(item)
         raise StopAsyncIteration
 
     async def _finish(self) -> None:
@@ -308,22 +321,27 @@ class Consumer:
         pin = self._pin(group)
         what = f"fetch from {self.stream}/{self.name}"
         self._js.ensure_open()
-        nc = self._js.nc
-        inbox = nc.new_inbox()
-        with nats_errors(what):
-            sub = await nc.subscribe(inbox)
+        queue = ItemQueue()
+        inbox = DeliveryInbox(self._js, queue.put_nowait, sized=True)
+        closed = _closed_into(queue, self._js)
+        self._js.connection_events.add(closed)
         try:
+            subject = await inbox.open(what)
             with nats_errors(what):
-                await nc.publish(
+                await self._js.nc.publish(
                     self._js.api.consumer_next(self.stream, self.name),
                     _fetch_request(options, pin),
-                    reply=inbox,
+                    reply=subject,
                 )
-            async for message in _fetched(sub, options, self._js.timeout, what, pin):
-                yield message
+            async for message in _fetched(queue, options, self._js, what, pin):
+                if not message.undecodable:
+                    yield message
+                else:
+                    report_skipped(self._js, message, self.stream, None)
+                    await terminate(message)
         finally:
-            with contextlib.suppress(Exception):
-                await sub.unsubscribe()
+            self._js.connection_events.remove(closed)
+            await inbox.close()
 
     async def next(
         self,
@@ -343,10 +361,13 @@ class Consumer:
         seconds = seconds_of(timeout, name="timeout")
         if seconds <= 0:
             raise ClientValidationError(f"timeout must be positive: {seconds:g}s")
-        async for message in self.fetch(
-            1, expires=max(seconds, 1.0), heartbeat=heartbeat, group=group
-        ):
-            return message
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + seconds
+        while (left := deadline - loop.time()) > 0:  # again after a pull that was all skipped
+            pull = self.fetch(1, expires=max(left, 1.0), heartbeat=heartbeat, group=group)
+            async with contextlib.aclosing(pull) as messages:
+                async for message in messages:
+                    return message
         raise RequestTimeoutError(f"no message from {self.stream}/{self.name} within {seconds:g}s")
 
 
@@ -364,41 +385,60 @@ def _fetch_request(options: FetchOptions, pin: PriorityPin | None) -> bytes:
     return msgspec.json.encode(request)
 
 
+def _closed_into(queue: ItemQueue, js: JetStream) -> Callable[[ConnectionEvent], None]:
+    """A connection listener that ends a fetch waiting on ``queue`` once the connection is
+    closed for good (at once, not when the pull expires)."""
+
+    def closed(event: ConnectionEvent) -> None:
+        if event is ConnectionEvent.CLOSED and js.is_closed:
+            queue.put_nowait(ConnectionClosedError("fetch: the connection is closed"))
+
+    return closed
+
+
 async def _fetched(
-    sub: Any, options: FetchOptions, grace: float, what: str, pin: PriorityPin | None
+    queue: ItemQueue, options: FetchOptions, js: JetStream, what: str, pin: PriorityPin | None
 ) -> AsyncIterator[PullMessage]:
     """The messages of one pull until it ends (complete, expired, refused, or silent for two
-    heartbeats)."""
+    heartbeats), undecodable ones included (they count in the pull's batch)."""
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + options.expires + grace  # longer than the pull
-    silence = 2 * options.heartbeat if options.heartbeat else None
+    deadline = loop.time() + options.expires + js.timeout  # longer than the pull
+    silence = 2 * options.heartbeat if options.heartbeat else math.inf
+    # A context around the caller's own client is not told when it closes: look every tick.
+    tick = math.inf if js.connection_events.wired else _CLOSED_CHECK
     received = 0
+    silent_at = loop.time() + silence
     while received < options.batch:
-        left = deadline - loop.time()
-        wait = left if silence is None else min(left, silence)
+        wait = min(deadline, silent_at) - loop.time()
         try:
-            msg = await sub.next_msg(timeout=max(0.0, wait))
-        except nats.errors.TimeoutError:
-            if silence is not None and wait < left:
+            item = await queue.get(timeout=max(0.0, min(wait, tick)))
+        except TimeoutError:
+            if js.is_closed:
+                raise ConnectionClosedError(f"{what}: the connection is closed") from None
+            if tick < wait:
+                continue  # only a tick passed
+            if silent_at < deadline:
                 raise HeartbeatMissedError(
                     f"{what}: no message or heartbeat for {silence:g}s"
                 ) from None
             return
-        except nats.errors.Error as exc:  # closed while waiting
-            raise from_nats(exc, what) from exc
-        status, description = st.status_of(msg.headers, reply=msg.reply)
+        if isinstance(item, BaseException):
+            raise item
+        assert isinstance(item, PullMessage)
+        silent_at = loop.time() + silence  # any message, heartbeats included, restarts it
+        status, description = st.status_of(item.headers, reply=item.reply)
         if status is None:
             received += 1
             if pin is not None:
-                pin.seen(msg.headers)
-            yield pull_message(msg, message_size(msg))
+                pin.seen(item.headers)
+            yield item
         elif status == st.HEARTBEAT:
             continue
         elif status == st.PIN_MISMATCH and pin is not None:
             pin.lost()  # another client is pinned: this pull gets nothing more
             return
         elif status in (st.NOT_FOUND, st.REQUEST_TIMEOUT) or (
-            status == st.CONFLICT and hdr.PENDING_MESSAGES in (msg.headers or {})
+            status == st.CONFLICT and hdr.PENDING_MESSAGES in item.headers
         ):
             return  # no more messages, the pull expired, or it is complete
         else:
@@ -413,14 +453,6 @@ def _status_error(status: str, description: str) -> JetStreamError:
     if status == st.NO_RESPONDERS:
         return NoRespondersError("no responders for the pull: consumer missing", code=503)
     return st.status_error(status, description, what="pull", default=PullRequestError)
-
-
-def reset_backoff(attempt: int) -> float:
-    """Seconds before re-creating an ordered consumer after ``attempt`` failures: doubling from
-    0.5 s up to 5 s, each drawn at random from its upper half, so that the watches of many
-    clients that lost the same server do not retry in lockstep."""
-    ceiling = min(0.25 * 2**attempt, 5.0)
-    return random.uniform(ceiling / 2, ceiling)
 
 
 class OrderedConsumer(AsyncResource):
@@ -507,6 +539,13 @@ class OrderedConsumer(AsyncResource):
         self.initial_pending: int | None = None
         """Messages pending when the first consumer was created (the snapshot size)."""
         self.resets = 0
+        self.skipped = 0
+        """Messages skipped because their subject is not UTF-8 (each reported once to the
+        error callback, or as a logged warning)."""
+        self.initial_done = asyncio.Event()
+        """Set once nothing is pending: a consumer was created with nothing pending, or a
+        message was taken (delivered or skipped) with nothing pending after it."""
+        self._guard = ResetGuard(window=heartbeat)
         self._caught_up = False
         self._stuck_at: int | None = None  # delivered count at the last idle check of a scan
         self._closed = False
@@ -534,10 +573,12 @@ class OrderedConsumer(AsyncResource):
         self._name = config.name  # known before the reply: a cancelled create is deleted too
         info = await self._settled(self._js.create_consumer_info(self.stream, config))
         self._name = info.name
+        self._guard.created(asyncio.get_running_loop().time())
         if self.initial_pending is None:
             self.initial_pending = info.num_pending
-        if self._until_caught_up and info.num_pending == 0:
-            self._caught_up = True
+        if info.num_pending == 0:
+            self.initial_done.set()
+            self._caught_up = self._until_caught_up
         self._expected = 1
         puller = Puller(
             self._js,
@@ -572,8 +613,23 @@ class OrderedConsumer(AsyncResource):
                 request.exception()  # retrieved: the cancel is what the caller gets
             raise
 
-    async def _reset(self, why: str) -> None:
-        """Recreate the consumer after the last delivered message, retrying with backoff."""
+    async def _reset(self, why: str, *, delivery: bool = False) -> None:
+        """Recreate the consumer after the last delivered message, retrying with backoff
+        (``delivery``: the reset was caused by what the server delivered, see ResetGuard).
+
+        Raises:
+            ConsumerStuckError: resets caused by deliveries kept failing at the same sequence.
+        """
+        loop = asyncio.get_running_loop()
+        delay = self._guard.reset(self.last_stream_seq, loop.time(), delivery=delivery)
+        if delay is None:
+            await self.close()
+            raise ConsumerStuckError(
+                f"ordered consumer on {self.stream}: recreated {self._guard.in_place} times "
+                f"at stream sequence {self.last_stream_seq} without getting past it ({why})",
+                stream=self.stream,
+                seq=self.last_stream_seq,
+            )
         old, old_name = self._puller, self._name
         # None until a new consumer runs: a reset cancelled midway (a caller's timeout around
         # a read while the server is away) is finished by the next read, never left waiting
@@ -583,8 +639,9 @@ class OrderedConsumer(AsyncResource):
             self._in_background(old.stop())  # all of it, even if this reset is cancelled
         if old_name:
             self._in_background(self._forget(old_name))
+        if delay:
+            await asyncio.sleep(delay)
         attempt = 0
-        loop = asyncio.get_running_loop()
         started = loop.time()
         while True:
             if self._closed:
@@ -646,9 +703,16 @@ class OrderedConsumer(AsyncResource):
                 self._puller.took(item)
                 meta = item.metadata
                 if meta.consumer_seq != self._expected:
-                    await self._reset(f"gap: got {meta.consumer_seq}, expected {self._expected}")
+                    gap = f"gap: got {meta.consumer_seq}, expected {self._expected}"
+                    await self._reset(gap, delivery=True)
                     continue
-                return self._deliver(item, meta)
+                self._deliver(item, meta)
+                if item.undecodable:
+                    self._skip(item)
+                    continue
+                if self._puller.undecodable_seen:
+                    self._skip_ahead(self._puller)
+                return item
             if isinstance(item, ResetSignal):
                 await self._reset(item.reason.value)
                 continue
@@ -674,18 +738,44 @@ class OrderedConsumer(AsyncResource):
             meta = message.metadata
         except ValueError:
             return None  # not a delivery: __anext__ takes it out and reports it, once
-        if meta.consumer_seq != self._expected:
-            return None  # a gap: __anext__ takes it and recreates the consumer
+        if meta.consumer_seq != self._expected or message.undecodable:
+            return None  # a gap or a message to skip: __anext__ takes it
         puller.queue.drop_oldest()
         puller.took(message)
-        return self._deliver(message, meta)
+        self._deliver(message, meta)
+        if puller.undecodable_seen:
+            self._skip_ahead(puller)
+        return message
+
+    def _skip(self, message: PullMessage) -> None:
+        """Skip an undecodable message (already counted as delivered): report it once."""
+        self.skipped += 1
+        report_skipped(self._js, message, self.stream, self._on_error)
+
+    def _skip_ahead(self, puller: Puller) -> None:
+        """Skip the undecodable messages queued right after the one being returned, so that
+        what they end (a snapshot: :attr:`initial_done`; a scan) ends with it, not at the next
+        read, which would wait for a message that may never come."""
+        while (head := puller.queue.peek_message()) is not None and head.undecodable:
+            try:
+                meta = head.metadata
+            except ValueError:
+                return
+            if meta.consumer_seq != self._expected:
+                return  # a gap: the next read recreates the consumer
+            puller.queue.drop_oldest()
+            puller.took(head)
+            self._deliver(head, meta)
+            self._skip(head)
 
     def _deliver(self, message: PullMessage, meta: AckReply) -> PullMessage:
         """Note ``message`` (in order; ``meta`` is its metadata) as delivered and return it."""
         self._expected += 1
         self.last_stream_seq = meta.stream_seq
-        if self._until_caught_up and meta.pending == 0 and self._ends_scan(message):
-            self._caught_up = True
+        if meta.pending == 0:
+            self.initial_done.set()
+            if self._until_caught_up and self._ends_scan(message):
+                self._caught_up = True
         return message
 
     async def _next_item(self, puller: Puller) -> Item | None:
@@ -715,7 +805,7 @@ class OrderedConsumer(AsyncResource):
             # on them (seen when a rollup removed messages this consumer had counted), until
             # missed heartbeats would recreate it seconds later. Recreate it now.
             self._stuck_at = None
-            await self._reset("pending messages not delivered")
+            await self._reset("pending messages not delivered", delivery=True)
         else:
             self._stuck_at = delivered
         return None

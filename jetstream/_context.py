@@ -130,6 +130,9 @@ class JetStream(AsyncResource):
         self._cut_off: set[asyncio.Task[Any]] = set()  # ... whose wait close() ended
         self._connection_events = ConnectionEvents()
         self._connection_events.add(self._on_connection_event)
+        self.skipped_messages = 0
+        """Messages this context's readers (watches, listings, consumers) skipped because
+        their subject is not UTF-8; each was also reported once, naming its stream sequence."""
 
     @property
     def connection_events(self) -> ConnectionEvents:

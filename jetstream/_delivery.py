@@ -21,7 +21,9 @@ release that changes it fails loudly instead of silently bypassing the route:
   with ``sid`` an int, ``subject``/``reply`` bytes, ``payload`` bytes and ``headers`` the raw
   ``NATS/1.0...`` block or None;
 * ``Subscription._id`` is the sid those frames carry;
-* ``client.stats`` counts ``in_msgs`` and ``in_bytes``.
+* ``client.stats`` counts ``in_msgs`` and ``in_bytes``;
+* ``await client._process_headers(block)`` turns an unrouted frame's header block into the
+  message's header dict (replaced here by :func:`~jetstream._message.parse_headers`).
 
 A context opened around a client of the caller's (not a :class:`DeliveryClient`) does not
 route: its pulls take nats-py's path.
@@ -34,6 +36,7 @@ from typing import Any
 from nats.aio.client import Client
 
 from ._frames import FrameHandler, FrameParser
+from ._message import parse_headers
 
 __all__ = ["DeliveryClient", "FrameHandler", "route_of"]
 
@@ -46,6 +49,11 @@ class DeliveryClient(Client):
         super().__init__()
         self._routes: dict[int, FrameHandler] = {}
         self._ps = FrameParser(self, self._routes)
+
+    async def _process_headers(self, headers: bytes | None) -> dict[str, str] | None:
+        """Header blocks of unrouted frames (request replies, direct gets) are parsed by the
+        same parser as routed ones, under the one policy of :mod:`jetstream._wire_text`."""
+        return (parse_headers(headers) or None) if headers else None
 
     def route(self, sub: Any, handler: FrameHandler) -> None:
         """Hand ``sub``'s frames to ``handler`` (on the reading task, in arrival order) instead

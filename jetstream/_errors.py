@@ -54,6 +54,9 @@
     ├── BatchClosedError (RuntimeError)    a batch used after commit or abandon
     ├── CommitUnknownError                 outcome not learned before the deadline
     ├── HeartbeatMissedError               a warning (error callback), never raised by consume
+    ├── UndecodableMessageError            a stored message whose subject is not UTF-8: readers
+    │                                      skip it with this as a warning; a read of it raises
+    ├── ConsumerStuckError                 an ordered consumer recreated in place too often
     ├── DecryptionError                    a value does not decrypt: wrong key, tampered, moved
     │   ├── UnknownKeyIdError              its key id is not in the keyring
     │   └── PlaintextValueError            not encrypted, in an encrypted bucket (allow_plaintext)
@@ -105,6 +108,7 @@ __all__ = [
     "ConsumerDeletedError",
     "ConsumerExistsError",
     "ConsumerNotFoundError",
+    "ConsumerStuckError",
     "DecryptionError",
     "DisconnectedError",
     "DuplicateMessageIdError",
@@ -138,6 +142,7 @@ __all__ = [
     "StreamNotFoundError",
     "TooManyInflightBatchesError",
     "UnavailableError",
+    "UndecodableMessageError",
     "UnknownKeyIdError",
     "UnsupportedServerFeatureError",
     "ValueTooLargeError",
@@ -364,6 +369,30 @@ class FastBatchError(JetStreamError):
     def __init__(self, description: str, *, last_persisted: int = 0) -> None:
         super().__init__(description)
         self.last_persisted = last_persisted
+
+
+class UndecodableMessageError(JetStreamError):
+    """A stored message whose subject is not UTF-8 (any client may publish one on a stream's
+    subjects; see :mod:`jetstream._wire_text`). Readers skip it and report it once with this
+    error as a warning (error callback or log); a read of exactly that message raises it.
+    ``stream`` and ``seq`` say where it is stored (``seq`` 0 when not known)."""
+
+    def __init__(self, description: str, *, stream: str = "", seq: int = 0) -> None:
+        super().__init__(description)
+        self.stream = stream
+        self.seq = seq
+
+
+class ConsumerStuckError(JetStreamError):
+    """An ordered consumer was recreated again and again at the same stream sequence without
+    getting past it (the server kept delivering something it could not take in order). Raised
+    after a bounded number of attempts, with backoff between them, instead of recreating
+    consumers in a loop; ``seq`` is the last stream sequence it delivered."""
+
+    def __init__(self, description: str, *, stream: str, seq: int) -> None:
+        super().__init__(description)
+        self.stream = stream
+        self.seq = seq
 
 
 class HeartbeatMissedError(JetStreamError):

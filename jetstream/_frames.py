@@ -8,7 +8,10 @@ payload twice, deletes from the buffer's front twice and awaits a coroutine per 
 ``bytes.find``, splits it, slices the payload once and calls the handler synchronously.
 
 A frame larger than one read is collected as a list of reads and joined once it is whole, so a
-payload of n bytes costs O(n), not O(n²). Every other operation (``PING``, ``PONG``, ``+OK``,
+payload of n bytes costs O(n), not O(n²). A frame for a subscription that is not routed
+goes to nats-py, unless its subject or reply subject is not UTF-8: nats-py's decode would raise
+in its reading task, which ends it (the connection reads nothing more); such a frame is dropped
+and reported to the error callback instead. Every other operation (``PING``, ``PONG``, ``+OK``,
 ``-ERR``, ``INFO``, or a line nats-py does not know) is handed to nats-py's own parser, one
 complete line at a time, so those keep nats-py's behaviour exactly.
 """
@@ -20,6 +23,9 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from nats.errors import ProtocolError
 from nats.protocol.parser import Parser
+
+from ._errors import UndecodableMessageError
+from ._wire_text import shown_bytes, subject_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from nats.aio.client import Client
@@ -87,7 +93,10 @@ class FrameParser(Parser):
             payload = data[start + header_size : start + size]
             handler = routes.get(sid)
             if handler is None:
-                await nc._process_msg(sid, args[1], reply, payload, headers)
+                if _decodable(args[1], reply):
+                    await nc._process_msg(sid, args[1], reply, payload, headers)
+                else:  # nats-py's decode would end its reading task: the connection goes deaf
+                    await nc._error_cb(_undecodable(args[1], sid))
                 continue
             stats = nc.stats
             stats["in_msgs"] += 1
@@ -101,6 +110,20 @@ class FrameParser(Parser):
         """Keep ``data[pos:]`` until ``wanted`` bytes from there have arrived."""
         rest = data[pos:]
         self._parts, self._held, self._wanted = [rest], len(rest), wanted
+
+
+def _decodable(subject: bytes, reply: bytes) -> bool:
+    """Whether nats-py can decode a frame's subjects (see :mod:`jetstream._wire_text`)."""
+    if subject.isascii() and reply.isascii():
+        return True
+    return subject_text(subject) is not None and subject_text(reply) is not None
+
+
+def _undecodable(subject: bytes, sid: int) -> UndecodableMessageError:
+    return UndecodableMessageError(
+        f"dropped a message for subscription {sid}: its subject {shown_bytes(subject)} or "
+        "its reply subject is not UTF-8"
+    )
 
 
 def _frame_args(args: list[bytes]) -> tuple[int, bytes, int, int]:

@@ -8,7 +8,8 @@ from datetime import UTC, datetime, timedelta
 import msgspec
 
 from . import headers as hdr
-from ._errors import JetStreamError
+from ._errors import JetStreamError, UndecodableMessageError
+from ._wire_text import shown_bytes, utf8_or_none
 
 __all__ = [
     "AckReply",
@@ -46,13 +47,23 @@ class StoredMessage(msgspec.Struct, frozen=True):
 
         Raises:
             JetStreamError: the reply lacks the ``Nats-Subject``/``Nats-Sequence`` headers.
+            UndecodableMessageError: the stored subject is not UTF-8.
         """
         try:
-            subject = headers[hdr.SUBJECT]
+            raw_subject = headers[hdr.SUBJECT]
             seq = int(headers[hdr.SEQUENCE])
             time = parse_timestamp(headers[hdr.TIME_STAMP])
         except (KeyError, ValueError) as exc:
             raise JetStreamError(f"malformed direct get reply headers: {headers!r}") from exc
+        subject = utf8_or_none(raw_subject)
+        if subject is None:
+            stream = headers.get(hdr.STREAM, "")
+            raise UndecodableMessageError(
+                f"the message at sequence {seq} of {stream}: its subject "
+                f"{shown_bytes(raw_subject)} is not UTF-8",
+                stream=stream,
+                seq=seq,
+            )
         own = {k: v for k, v in headers.items() if k not in _DIRECT_GET_HEADERS}
         return cls(subject=subject, seq=seq, time=time, headers=own, data=data)
 
@@ -79,8 +90,20 @@ def parse_headers(block: bytes) -> dict[str, str]:
     decoded with replacement characters for bad UTF-8; a repeated name keeps its last value.
 
     Much cheaper than nats-py's parser, which tests every name character in Python: this is
-    on the path of every message a watch or consumer receives."""
-    first, _, rest = block.decode("utf-8", "replace").partition("\r\n")
+    on the path of every message a watch or consumer receives.
+
+    The one exception to the replacement characters (:mod:`jetstream._wire_text`): the value of
+    ``Nats-Subject`` is a subject, and one that is not UTF-8 keeps its bytes as lone surrogates
+    (``surrogateescape``), so that a reader can tell it is not a subject it may name."""
+    try:
+        text = block.decode()
+    except UnicodeDecodeError:
+        return _replaced(_parse_text(block.decode("utf-8", "surrogateescape")))
+    return _parse_text(text)
+
+
+def _parse_text(text: str) -> dict[str, str]:
+    first, _, rest = text.partition("\r\n")
     headers: dict[str, str] = {}
     status_line = first[8:].strip()  # after "NATS/1.0"
     if status_line:
@@ -99,6 +122,15 @@ def parse_headers(block: bytes) -> dict[str, str]:
                 valid = _header_name(name)
             if valid is not None:
                 headers[valid] = value.strip(_ASCII_SPACE)
+    return headers
+
+
+def _replaced(headers: dict[str, str]) -> dict[str, str]:
+    """Headers decoded with ``surrogateescape``, their values (but a subject's) with the bytes
+    that are not UTF-8 as U+FFFD."""
+    for name, value in headers.items():
+        if name != hdr.SUBJECT and not value.isascii():
+            headers[name] = value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     return headers
 
 

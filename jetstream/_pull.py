@@ -23,6 +23,7 @@ import collections
 import contextlib
 import dataclasses
 import enum
+import logging
 from typing import TYPE_CHECKING, Any, Final
 
 from nats.aio.client import Client
@@ -43,6 +44,7 @@ from ._errors import (
     NoRespondersError,
     PullRequestError,
     StreamNotFoundError,
+    UndecodableMessageError,
 )
 from ._message import AckReply, parse_ack_reply, parse_headers
 from ._nats_errors import nats_errors
@@ -55,6 +57,7 @@ from ._pull_options import (
     pull_options,
 )
 from ._pull_window import Limit, PullWindow
+from ._wire_text import shown_bytes
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -66,17 +69,22 @@ __all__ = [
     "BYTES_MODE_BATCH",
     "DEFAULT_EXPIRES",
     "DEFAULT_MAX_MESSAGES",
+    "DeliveryInbox",
     "ItemQueue",
     "PullMessage",
     "PullOptions",
     "Puller",
     "ResetSignal",
     "cancel_and_wait",
+    "framed_message",
     "parse_exceeded",
     "pull_message",
     "pull_options",
+    "report_skipped",
+    "skipped",
 ]
 
+_log = logging.getLogger("jetstream")
 _NS: Final = 1_000_000_000
 _INFO_CHECK_EVERY: Final = 1.0
 _CONFIRM_TIMEOUT: Final = 5.0  # seconds to wait for the server to confirm an acknowledgement
@@ -84,9 +92,14 @@ _CONFIRM_TIMEOUT: Final = 5.0  # seconds to wait for the server to confirm an ac
 
 
 class PullMessage:
-    """A message delivered by a consumer, with its acknowledgement methods."""
+    """A message delivered by a consumer, with its acknowledgement methods.
 
-    __slots__ = ("_meta", "_nc", "data", "headers", "reply", "size", "subject")
+    ``undecodable`` marks a delivery whose subject (or reply subject) is not UTF-8 (see
+    :mod:`jetstream._wire_text`); its ``subject`` then holds the bytes as lone surrogates.
+    Consumers skip such messages (:func:`skipped`); callers never receive one.
+    """
+
+    __slots__ = ("_meta", "_nc", "data", "headers", "reply", "size", "subject", "undecodable")
 
     def __init__(
         self,
@@ -96,6 +109,7 @@ class PullMessage:
         headers: dict[str, str],
         size: int,
         nc: Client,
+        undecodable: bool = False,
     ) -> None:
         self.subject = subject
         self.data = data
@@ -104,6 +118,7 @@ class PullMessage:
         self.size = size
         self._nc = nc
         self._meta: AckReply | None = None
+        self.undecodable = undecodable
 
     @property
     def metadata(self) -> AckReply:
@@ -168,6 +183,34 @@ class PullMessage:
 def pull_message(msg: Msg, size: int) -> PullMessage:
     """The message nats-py delivered as a :class:`PullMessage` (its header dict, not copied)."""
     return PullMessage(msg.subject, msg.reply, msg.data, msg.headers or {}, size, msg._client)
+
+
+def framed_message(
+    subject: bytes, reply: bytes, block: bytes | None, data: bytes, size: int, nc: Client
+) -> PullMessage:
+    """A routed frame as a :class:`PullMessage`, decoded by the one policy of
+    :mod:`jetstream._wire_text`: a subject or reply that is not UTF-8 makes it undecodable."""
+    headers = parse_headers(block) if block else {}
+    try:
+        return PullMessage(subject.decode(), reply.decode(), data, headers, size, nc)
+    except UnicodeDecodeError:
+        escaped = subject.decode("utf-8", "surrogateescape")
+        back = reply.decode("utf-8", "surrogateescape")
+        return PullMessage(escaped, back, data, headers, size, nc, undecodable=True)
+
+
+def skipped(message: PullMessage, stream: str) -> UndecodableMessageError:
+    """The warning for an undecodable ``message`` of ``stream`` that a consumer skips."""
+    try:
+        seq = message.metadata.stream_seq
+    except ValueError:
+        seq = 0
+    where = f"stream sequence {seq} of {stream}" if seq else stream
+    return UndecodableMessageError(
+        f"skipped the message at {where}: its subject {shown_bytes(message.subject)} is not UTF-8",
+        stream=stream,
+        seq=seq,
+    )
 
 
 class ResetReason(enum.Enum):
@@ -254,6 +297,94 @@ async def cancel_and_wait(task: asyncio.Task[None]) -> None:
     await asyncio.wait([task])
 
 
+class DeliveryInbox:
+    """A subscription on a new inbox whose deliveries reach ``receive`` as :class:`PullMessage` s,
+    decoded by the one policy of :mod:`jetstream._wire_text`: routed past nats-py's pipeline when
+    the client can (see :mod:`jetstream._delivery`), else through nats-py's. ``sized``: each
+    message carries its size as the server counts it (bytes-mode pulls)."""
+
+    def __init__(
+        self, js: JetStream, receive: Callable[[PullMessage], None], *, sized: bool
+    ) -> None:
+        self._js = js
+        self._receive = receive
+        self._sized = sized
+        self._sub: Any = None
+        self._router: DeliveryClient | None = None
+        self.subject = ""
+
+    async def open(self, what: str) -> str:
+        """Subscribe; returns the inbox subject.
+
+        Raises:
+            ConnectionClosedError, DisconnectedError: the connection is closed or down.
+        """
+        nc = self._js.nc
+        inbox = nc.new_inbox()
+        with nats_errors(what):
+            self._sub = await nc.subscribe(inbox, cb=self._on_msg)
+        self._router = route_of(nc)
+        if self._router is not None:
+            self._router.route(self._sub, self._on_frame)
+        self.subject = inbox
+        return inbox
+
+    async def close(self) -> None:
+        """Unsubscribe (never raises); what arrives afterwards is dropped."""
+        sub, self._sub = self._sub, None
+        if sub is not None:
+            self._unroute(sub)
+            with contextlib.suppress(Exception):
+                await sub.unsubscribe()
+
+    async def drain(self) -> None:
+        """Unsubscribe after what the server already sent has arrived (one round trip, at most
+        the request timeout; never raises)."""
+        sub = self._sub
+        if sub is not None:
+            with contextlib.suppress(Exception):  # closed, reconnecting, too slow: end anyway
+                await asyncio.wait_for(sub.drain(), self._js.timeout)
+            self._unroute(sub)
+
+    def _unroute(self, sub: Any) -> None:
+        if self._router is not None:
+            self._router.unroute(sub)
+
+    def _on_frame(self, subject: bytes, reply: bytes, block: bytes | None, data: bytes) -> None:
+        """A delivery routed past nats-py's pipeline."""
+        size = 0  # only bytes mode counts sizes: as the server does, the whole frame
+        if self._sized:
+            size = len(subject) + len(reply) + len(block or b"") + len(data)
+        self._receive(framed_message(subject, reply, block, data, size, self._js.nc))
+
+    async def _on_msg(self, msg: Msg) -> None:
+        """A delivery through nats-py's pipeline (a client the caller opened)."""
+        self._receive(pull_message(msg, message_size(msg) if self._sized else 0))
+
+
+async def terminate(message: PullMessage) -> None:
+    """``+TERM`` an undecodable message, best effort (an ack-none consumer ignores it; a reply
+    subject that is not UTF-8 cannot be published to)."""
+    with contextlib.suppress(JetStreamError, UnicodeError):
+        await message.term()
+
+
+def report_skipped(
+    js: JetStream,
+    message: PullMessage,
+    stream: str,
+    on_error: Callable[[JetStreamError], None] | None,
+) -> None:
+    """Count an undecodable ``message`` that a consumer skips and report it once: to
+    ``on_error``, or as a warning of the ``jetstream`` logger."""
+    js.skipped_messages += 1
+    error = skipped(message, stream)
+    if on_error is not None:
+        on_error(error)
+    else:
+        _log.warning("%s", error)
+
+
 class Puller:
     """Keeps one consumer's messages flowing into a queue (see the module docstring).
 
@@ -284,8 +415,8 @@ class Puller:
         self._on_error = on_error
         self._signal_resets = signal_resets
         self.queue = ItemQueue()
-        self._sub: Any = None
-        self._router: DeliveryClient | None = None
+        self._inbox = DeliveryInbox(js, self._receive, sized=options.bytes_mode)
+        self._subscribed = False
         self._sends: set[asyncio.Task[None]] = set()  # pulls being sent
         self._monitor: asyncio.Task[None] | None = None
         self._check: asyncio.Task[None] | None = None
@@ -300,6 +431,8 @@ class Puller:
         self._kicked = False
         self.wakeups = 0
         """How often the watch woke (it must not poll: tests count)."""
+        self.undecodable_seen = False
+        """Whether an undecodable message was delivered (readers then look for them)."""
 
     # -- life cycle ---------------------------------------------------------------------------
 
@@ -311,13 +444,8 @@ class Puller:
         """
         self._js.ensure_open()
         nc = self._js.nc
-        inbox = nc.new_inbox()
-        with nats_errors("subscribing for pulls"):
-            self._sub = await nc.subscribe(inbox, cb=self._on_msg)
-        self._router = route_of(nc)
-        if self._router is not None:  # deliveries skip nats-py's message pipeline
-            self._router.route(self._sub, self._on_frame)
-        self._inbox = inbox
+        await self._inbox.open("subscribing for pulls")
+        self._subscribed = True
         self._reconnects = nc.stats.get("reconnects", 0)
         self._loop = asyncio.get_running_loop()
         self._last_activity = self._loop.time()
@@ -326,7 +454,7 @@ class Puller:
 
     async def stop(self) -> None:
         """Stop at once: no more pulls, the subscription goes, buffered messages are dropped."""
-        if self._stopped and self._sub is None:
+        if self._stopped and not self._subscribed:
             return
         self._stopped = True
         for task in (self._monitor, self._check):
@@ -334,11 +462,9 @@ class Puller:
                 await cancel_and_wait(task)
         for task in list(self._sends):
             await cancel_and_wait(task)
-        sub, self._sub = self._sub, None
-        if sub is not None:
-            self._unroute(sub)
-            with contextlib.suppress(Exception):
-                await sub.unsubscribe()
+        if self._subscribed:
+            self._subscribed = False
+            await self._inbox.close()
         self.queue.put_nowait(None)
 
     async def drain(self) -> None:
@@ -352,16 +478,8 @@ class Puller:
         if self._draining or self._stopped:
             return
         self._draining = True
-        sub = self._sub
-        if sub is not None:
-            with contextlib.suppress(Exception):  # closed, reconnecting, too slow: end anyway
-                await asyncio.wait_for(sub.drain(), self._js.timeout)
-            self._unroute(sub)
+        await self._inbox.drain()
         self.queue.put_nowait(None)
-
-    def _unroute(self, sub: Any) -> None:
-        if self._router is not None:
-            self._router.unroute(sub)
 
     def took(self, message: PullMessage) -> None:
         """The caller took ``message`` from the queue: free its room in the window."""
@@ -369,6 +487,12 @@ class Puller:
         window.taken(message.size)
         if window.has_room():  # cheap, and false for most messages
             self._schedule_pull()
+
+    async def skip(self, message: PullMessage) -> None:
+        """Report an undecodable ``message`` the caller will not get, and terminate it so that
+        it is not delivered again (no reader of ours can ever take it)."""
+        report_skipped(self._js, message, self._stream, self._on_error)
+        await terminate(message)
 
     # -- pulling ------------------------------------------------------------------------------
 
@@ -400,26 +524,12 @@ class Puller:
 
     async def _send_pull(self, body: bytes) -> None:
         try:
-            await self._js.nc.publish(self._next_subject, body, reply=self._inbox)
+            await self._js.nc.publish(self._next_subject, body, reply=self._inbox.subject)
         except Exception:  # disconnected meanwhile: the watcher re-pulls on reconnect
             self._window.failed(self._loop.time())  # rate-limited, should it fail connected
             self._kick()
 
     # -- incoming -----------------------------------------------------------------------------
-
-    def _on_frame(self, subject: bytes, reply: bytes, block: bytes | None, data: bytes) -> None:
-        """A delivery routed past nats-py's pipeline (see :mod:`jetstream._delivery`)."""
-        headers = parse_headers(block) if block else {}
-        size = 0  # only bytes mode counts sizes: as the server does, the whole frame
-        if self._opts.bytes_mode:
-            size = len(subject) + len(reply) + len(block or b"") + len(data)
-        self._receive(
-            PullMessage(subject.decode(), reply.decode(), data, headers, size, self._js.nc)
-        )
-
-    async def _on_msg(self, msg: Msg) -> None:
-        """A delivery through nats-py's pipeline (a client the caller opened)."""
-        self._receive(pull_message(msg, message_size(msg) if self._opts.bytes_mode else 0))
 
     def _receive(self, message: PullMessage) -> None:
         self._last_activity = self._loop.time()
@@ -428,6 +538,8 @@ class Puller:
             if self._pin is not None:
                 self._pin.seen(headers)
             self._window.delivered(message.size)
+            if message.undecodable:
+                self.undecodable_seen = True
             self.queue.put_nowait(message)
             return
         status, description = st.status_of(headers)

@@ -25,6 +25,7 @@ from jetstream import (
     StoredMessage,
     StreamNotFoundError,
     TTLValue,
+    UndecodableMessageError,
     ValueTooLargeError,
     WrongLastSequenceError,
     WrongTypeError,
@@ -760,7 +761,9 @@ class Bucket:
             message = await self._stored_message(revision)
         except MessageNotFoundError as exc:
             raise KeyNotFoundError(key, f"key {key!r} has no revision {revision}") from exc
-        if message.subject != subject:
+        except UndecodableMessageError:  # a subject that is not UTF-8 is no key's
+            message = None
+        if message is None or message.subject != subject:
             raise KeyNotFoundError(key, f"revision {revision} is not a revision of key {key!r}")
         return message
 

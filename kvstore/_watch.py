@@ -107,7 +107,7 @@ class KeyWatcher(AsyncResource):
             headers_only=meta_only,
             heartbeat=heartbeat,
         )
-        self.initial_done = asyncio.Event()
+        self.initial_done = self._consumer.initial_done
         """Set once the initial values (or history) have been delivered."""
         self._started = False
 
@@ -117,10 +117,17 @@ class KeyWatcher(AsyncResource):
         missed heartbeats): it resumed after the last delivered revision each time."""
         return self._consumer.resets
 
+    @property
+    def skipped(self) -> int:
+        """Messages the watch skipped because their subject is not UTF-8 (no key names them;
+        any client allowed to publish on the bucket's subjects can store one): each was
+        reported once, as a logged warning naming its stream sequence."""
+        return self._consumer.skipped
+
     async def _start(self) -> None:
         await self._consumer.start()  # cancelled midway: the next read finishes it
         self._started = True
-        if self._updates_only or not self._consumer.initial_pending:
+        if self._updates_only:
             self.initial_done.set()
 
     def __aiter__(self) -> Self:
@@ -132,11 +139,8 @@ class KeyWatcher(AsyncResource):
         consumer = self._consumer
         while True:
             message = consumer.next_nowait() or await consumer.__anext__()
-            meta = message.metadata
-            if meta.pending == 0:
-                self.initial_done.set()
             try:
-                entry = entry_from(self._bucket, message, meta, headers_only=self._meta_only)
+                entry = entry_from(self._bucket, message, headers_only=self._meta_only)
             except KeyDecodeError as exc:
                 _skip_foreign(self._bucket, exc)
                 continue

@@ -11,6 +11,7 @@ from typing import Literal
 import msgspec
 
 from jetstream import Duration, StreamConfig, StreamInfo, check_stream_limits, parse_timestamp
+from jetstream._wire_text import decode_json
 
 from ._errors import InvalidObjectMetaError
 
@@ -133,7 +134,7 @@ def decode_info(data: bytes, *, name: str = "", bucket: str = "") -> ObjectInfo:
             deep to decode.
     """
     try:
-        wire = _decode_wire(data)
+        wire = decode_json(_decode_wire, data)
     # RecursionError: a peer's record nesting (unknown) fields deeper than the recursion limit.
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
         raise InvalidObjectMetaError(f"unreadable meta record of {name!r}: {exc}") from exc

@@ -19,6 +19,8 @@ from typing import Any, Final
 import msgspec
 from msgspec.structs import force_setattr
 
+from jetstream._wire_text import decode_json
+
 from ._errors import CorruptGroupConfigError
 
 __all__ = [
@@ -197,7 +199,7 @@ def encode_elastic_config(config: ElasticConfig) -> bytes:
 
 def _decode(data: bytes, wire_type: type[Any], kind: str) -> Any:
     try:
-        return msgspec.json.decode(data, type=wire_type)
+        return decode_json(msgspec.json.Decoder(wire_type).decode, data)
     except msgspec.DecodeError as exc:  # ValidationError is a DecodeError
         message = f"the stored {kind} group config is not valid: {exc}"
         raise CorruptGroupConfigError(message) from exc

@@ -6,7 +6,6 @@ mode."""
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -16,6 +15,7 @@ import pytest
 import jetstream
 from jetstream import ConsumerConfig, JetStream, StreamConfig
 from jetstream._delivery import route_of
+from tests.raw_nats import raw_publish
 
 pytestmark = pytest.mark.integration
 
@@ -27,32 +27,6 @@ HEADER_BLOCKS = [
     b"NATS/1.0\r\nKV-Operation: DEL\r\nX-Empty: \r\n\r\n",
     b"NATS/1.0\r\n\r\n",
 ]
-
-
-async def raw_publish(url: str, frames: list[tuple[str, bytes, bytes]]) -> None:
-    """Publish ``(subject, header block, payload)`` as raw HPUB frames, as any client may, and
-    return once the stream stored them all: the last frame asks for the stream's ack, which
-    comes after every earlier message was stored (a PONG only says the server read them)."""
-    host, port = url.removeprefix("nats://").rsplit(":", 1)
-    reader, writer = await asyncio.open_connection(host, int(port))
-    try:
-        await reader.readline()  # INFO
-        connect = {"verbose": False, "pedantic": False, "headers": True, "protocol": 1}
-        writer.write(b"CONNECT " + json.dumps(connect).encode() + b"\r\n")
-        writer.write(b"SUB raw.ack 1\r\n")
-        for i, (subject, block, payload) in enumerate(frames):
-            reply = b" raw.ack" if i == len(frames) - 1 else b""
-            total = len(block) + len(payload)
-            writer.write(b"HPUB %s%s %d %d\r\n" % (subject.encode(), reply, len(block), total))
-            writer.write(block + payload + b"\r\n")
-        await writer.drain()
-        while not (line := await reader.readline()).startswith(b"MSG raw.ack"):
-            assert line and not line.startswith(b"-ERR"), line
-        ack = await reader.readline()
-        assert b'"seq"' in ack and b"error" not in ack, ack
-    finally:
-        writer.close()
-        await writer.wait_closed()
 
 
 @pytest.fixture

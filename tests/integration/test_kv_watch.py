@@ -202,8 +202,9 @@ def _intercept_deliveries(
     (a fault in transit); a consumer the watch recreates later receives normally."""
     puller = watcher._consumer._puller
     assert puller is not None
-    receive = puller._receive
-    puller._receive = lambda message: handle(message, receive)  # type: ignore[method-assign]
+    inbox = puller._inbox
+    receive = inbox._receive
+    inbox._receive = lambda message: handle(message, receive)
 
 
 async def test_a_delivery_lost_in_transit_is_recovered_in_order(bucket: Bucket) -> None:

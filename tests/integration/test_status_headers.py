@@ -16,7 +16,7 @@ import jetstream
 import kvstore
 from jetstream._delivery import route_of
 from tests.conftest import BucketFactory
-from tests.integration.test_delivery_route import raw_publish
+from tests.raw_nats import raw_publish
 
 pytestmark = pytest.mark.integration
 
