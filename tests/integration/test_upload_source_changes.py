@@ -5,8 +5,9 @@ callback, which runs between two reads of the file (after the first chunk went o
 
 from __future__ import annotations
 
+import asyncio
 import os
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,10 @@ import jetstream
 import objstore
 from jetstream import Keyring
 from objstore import ObjectStore
+from objstore._many import UploadItem, upload_many
+
+from ..proxy import TcpProxy
+from .cli_helpers import cli_command, cli_env
 
 pytestmark = pytest.mark.integration
 
@@ -199,6 +204,102 @@ async def test_a_file_that_reports_no_size_is_stored_as_read(store: ObjectStore)
     """/proc files say size 0 yet have content: that is not a change."""
     info = await store.put("status", "/proc/self/status")
     assert info.size > 0 and b"Name:" in await store.get_bytes("status")
+
+
+# -- uploads that take no progress callback: changed when their first chunk passes a proxy ------
+
+
+@pytest.fixture
+async def proxy(nats_server: jetstream.EmbeddedServer) -> AsyncIterator[TcpProxy]:
+    proxy = await TcpProxy(nats_server.port).start()
+    yield proxy
+    await proxy.close()
+
+
+def _shrink_at_first_chunk(proxy: TcpProxy, store: ObjectStore, path: Path) -> list[bool]:
+    """Truncate ``path`` when the first chunk publish of ``store`` passes the proxy (before
+    the server has it, so before any flow ack: the uploader has read a few chunks at most).
+    Returns a list that holds True once that happened."""
+    marker = f"$O.{store.name}.C.".encode()
+    tail = b""
+    fired: list[bool] = []
+
+    def hook(data: bytes) -> bool:
+        nonlocal tail
+        if not fired and marker in tail + data:
+            fired.append(True)
+            _shrink(path)
+        tail = data[-len(marker) :]
+        return True
+
+    proxy.on_client_bytes = hook
+    return fired
+
+
+@pytest.mark.parametrize("root", [False, True], ids=["path", "allowed_root"])
+async def test_upload_many_reports_a_changed_file_and_stores_nothing(
+    store: ObjectStore, proxy: TcpProxy, tmp_path: Path, root: bool
+) -> None:
+    """The Spark natsobj writer's path column goes through upload_many."""
+    path = _source(tmp_path, chunks=64)
+    fired = _shrink_at_first_chunk(proxy, store, path)
+    connection = jetstream.ConnectionOptions.from_strings({"servers": proxy.url})
+    (outcome,) = await upload_many(
+        connection,
+        store.name,
+        [UploadItem(name="torn", path=str(path))],
+        allowed_root=str(tmp_path) if root else None,
+    )
+    assert fired
+    assert outcome.size is None and outcome.error is not None
+    assert outcome.error.startswith("SourceChangedError: ") and str(path) in outcome.error
+    await _nothing_stored(store)
+
+
+async def _cli(*args: str) -> tuple[int, str, str]:
+    process = await asyncio.create_subprocess_exec(
+        *cli_command(*args),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=cli_env(),
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+async def test_cli_obj_put_of_a_changed_file_exits_1_and_stores_nothing(
+    store: ObjectStore, proxy: TcpProxy, tmp_path: Path
+) -> None:
+    path = _source(tmp_path, chunks=64)
+    fired = _shrink_at_first_chunk(proxy, store, path)
+    code, out, err = await _cli("obj", "put", store.name, str(path), "--server", proxy.url)
+    assert fired
+    assert code == 1, err
+    assert err.startswith(f"jetstore: error: SourceChangedError: {str(path)!r} changed"), err
+    assert "nothing was stored" in err and "stored " not in out
+    await _nothing_stored(store)
+
+
+async def test_cli_obj_put_of_a_directory_stores_the_files_that_did_not_change(
+    store: ObjectStore, proxy: TcpProxy, tmp_path: Path
+) -> None:
+    folder = tmp_path / "dir"
+    folder.mkdir()
+    changing = _source(tmp_path, chunks=64).rename(folder / "a.bin")  # uploaded first
+    (folder / "b.txt").write_bytes(b"steady")
+    fired = _shrink_at_first_chunk(proxy, store, changing)
+    code, out, err = await _cli(
+        "obj", "put", store.name, str(folder), "--parallel", "1", "--server", proxy.url
+    )
+    assert fired
+    assert code == 1, err
+    assert "SourceChangedError" in err and err.rstrip().endswith("(a.bin)"), err
+    assert "stored b.txt" in out and "a.bin" not in out
+    assert [i.name async for i in store.list()] == ["b.txt"]
+    assert await store.get_bytes("b.txt") == b"steady"
+    assert await _messages(store) == 2, "b.txt's chunk and meta record, nothing of a.bin"
 
 
 # -- a str source is a path ----------------------------------------------------------------------
