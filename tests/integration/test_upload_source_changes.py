@@ -6,6 +6,7 @@ callback, which runs between two reads of the file (after the first chunk went o
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -145,6 +146,25 @@ async def test_an_open_file_changed_during_the_upload_stores_nothing(
     await _nothing_stored(store)
 
 
+async def test_one_open_file_shared_by_concurrent_uploads_is_never_stored_torn(
+    store: ObjectStore, tmp_path: Path
+) -> None:
+    """Two puts reading one file object take turns at its chunks: each read a part. A part
+    stored as if it were the file is a torn object; only a put that read it all may succeed."""
+    path = _source(tmp_path, chunks=16)
+    whole = path.read_bytes()
+    with path.open("rb") as file:
+        results = await asyncio.gather(
+            *(store.put(f"copy{i}", file, chunk_size=CHUNK) for i in range(2)),
+            return_exceptions=True,
+        )
+    stored = [r for r in results if isinstance(r, objstore.ObjectInfo)]
+    assert all(isinstance(r, objstore.SourceChangedError) for r in results if r not in stored)
+    for info in stored:
+        assert await store.get_bytes(info.name) == whole
+    assert await _messages(store) == sum(info.chunks + 1 for info in stored)
+
+
 async def test_an_open_file_read_from_its_middle_uploads_the_rest(
     store: ObjectStore, tmp_path: Path
 ) -> None:
@@ -187,6 +207,28 @@ async def test_an_upload_over_acked_publishes_of_a_changed_file_stores_nothing(
         await _nothing_stored(store)
     finally:
         await objstore.delete_store(js, name)
+
+
+def _descriptors_of(path: Path) -> int:
+    count = 0
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            count += os.readlink(f"/proc/self/fd/{fd}") == str(path)
+    return count
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="needs Linux /proc")
+async def test_a_path_upload_cancelled_midway_closes_its_file_and_stores_nothing(
+    store: ObjectStore, tmp_path: Path
+) -> None:
+    path = _source(tmp_path)
+    upload: asyncio.Future[objstore.ObjectInfo] = asyncio.ensure_future(
+        store.put("x", path, chunk_size=CHUNK, progress=_after_first_chunk(lambda: upload.cancel()))
+    )
+    with pytest.raises(asyncio.CancelledError):
+        await upload
+    assert _descriptors_of(path) == 0, "the file the put opened is closed"
+    await _nothing_stored(store)
 
 
 async def test_an_unchanged_file_is_stored_whole(store: ObjectStore, tmp_path: Path) -> None:
