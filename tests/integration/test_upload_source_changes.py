@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gzip
 import os
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -239,6 +240,34 @@ async def test_an_unchanged_file_is_stored_whole(store: ObjectStore, tmp_path: P
     )
     assert await store.get_bytes("whole") == path.read_bytes()
     assert info.size == 8 * CHUNK and set(calls) == {8 * CHUNK}, "the total is the size at open"
+
+
+async def test_a_file_replaced_by_a_rename_is_stored_as_it_was_opened(
+    store: ObjectStore, tmp_path: Path
+) -> None:
+    """An editor's atomic save (write a new file, rename it over the old) leaves the open file
+    whole: the upload reads the version it opened, consistently."""
+    path = _source(tmp_path)
+    before = path.read_bytes()
+
+    def save_over() -> None:
+        (tmp_path / "new").write_bytes(b"new version")
+        os.replace(tmp_path / "new", path)
+
+    await store.put("saved", path, chunk_size=CHUNK, progress=_after_first_chunk(save_over))
+    assert await store.get_bytes("saved") == before
+
+
+async def test_a_file_object_over_other_bytes_is_stored_as_read(
+    store: ObjectStore, tmp_path: Path
+) -> None:
+    """gzip reads its file's descriptor but gives other bytes: its size is no measure."""
+    data = os.urandom(3 * CHUNK)
+    path = tmp_path / "data.gz"
+    path.write_bytes(gzip.compress(data))
+    with gzip.open(path, "rb") as file:
+        await store.put("unzipped", file, chunk_size=CHUNK)
+    assert await store.get_bytes("unzipped") == data
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc")
