@@ -10,7 +10,7 @@ from typing import BinaryIO, TypeAlias
 from jetstream import WrongTypeError
 from jetstream._errors import check_bytes_like
 
-from ._source_file import FileChunks, open_source
+from ._source_file import FileChunks
 
 __all__ = ["Source", "chunks_of", "digest_text"]
 
@@ -46,12 +46,7 @@ def chunks_of(source: Source, chunk_size: int) -> tuple[AsyncIterator[bytes], in
         view = memoryview(source).cast("B")
         return _from_buffer(view, chunk_size), view.nbytes
     if isinstance(source, str | os.PathLike):
-        file = open_source(source)
-        try:
-            chunks = FileChunks(file, chunk_size, owned=True)
-        except BaseException:
-            file.close()
-            raise
+        chunks = FileChunks.of_path(source, chunk_size)
         return chunks, chunks.size
     if callable(getattr(source, "read", None)):
         chunks = FileChunks(source, chunk_size, owned=False)  # type: ignore[arg-type]

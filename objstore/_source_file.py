@@ -26,7 +26,7 @@ from jetstream import WrongTypeError
 
 from ._errors import SourceChangedError, SourceNotFoundError, UnreadableSourceError
 
-__all__ = ["FileChunks", "open_source", "unreadable_source"]
+__all__ = ["FileChunks", "unreadable_source"]
 
 
 def open_source(path: str | os.PathLike[str]) -> BinaryIO:
@@ -75,7 +75,9 @@ def _stamp(fd: int) -> _Stamp:
 class FileChunks:
     """The chunks of a binary ``file``, read in a thread from where it stands. ``size`` is
     what is left of it at open (None when the file is not a regular file read directly). An
-    ``owned`` file (one the upload opened) is closed when the chunks end, fail or are closed.
+    ``owned`` file (one the upload opened) is closed at its end or by :meth:`aclose`, which
+    the upload always calls, also when it ends before the first read (a class, not an async
+    generator, whose ``finally`` would not run then, leaving the file to the collector).
 
     Raises (from ``__anext__``):
         SourceChangedError: the file changed since the chunks were made.
@@ -96,6 +98,16 @@ class FileChunks:
             self._opened = _stamp(self._fd)
             self.size = max(0, self._opened.size - file.tell())
 
+    @classmethod
+    def of_path(cls, path: str | os.PathLike[str], chunk_size: int) -> FileChunks:
+        """The chunks of the file at ``path``, opened now (errors as :func:`open_source`)."""
+        file = open_source(path)
+        try:
+            return cls(file, chunk_size, owned=True)
+        except BaseException:
+            file.close()
+            raise
+
     def __aiter__(self) -> FileChunks:
         return self
 
@@ -109,7 +121,6 @@ class FileChunks:
         if now is not None:
             self._check(now, at_end=not chunk)
         if not chunk:
-            self._ended = True
             await self.aclose()  # an owned file is closed at its end, not when collected
             raise StopAsyncIteration
         return chunk

@@ -6,8 +6,10 @@ clients); either way every chunk is acknowledged before the meta record is writt
 
 Anything that goes wrong before the meta record is sent purges the new chunks, once the server
 settled every chunk still in flight (else those would be stored after the purge), and raises
-:class:`UploadFailedError`; a cancelled upload cleans up the same way and stays cancelled. The
-previous version of the object, if any, is untouched until the new one is complete. The meta
+:class:`UploadFailedError` (a source file that changed while it was read among them:
+:class:`SourceChangedError`, raised by its chunks before the last one is sent); a cancelled
+upload cleans up the same way and stays cancelled. The previous version of the object, if any,
+is untouched until the new one is complete. The meta
 record is idempotent (a ``Nats-Msg-Id``), so a lost ack is asked again; only when that cannot be
 answered before the deadline is the outcome unknown, and then the chunks are kept (a meta record
 may point at them) and :class:`CommitUnknownError` raised.
