@@ -7,7 +7,10 @@ JetStreamError
 │   └── MessageNotFoundError ── ObjectNotFoundError   no such object (or deleted, expired)
 ├── ClientValidationError    ── InvalidObjectNameError
 │                            ── PathNotAllowedError   an upload path outside ``allowed_root``
+│                            ── UnreadableSourceError an upload path that cannot be opened
+│                               └── SourceNotFoundError   no file there (a str is a path)
 ├── FastBatchError           ── UploadFailedError     the upload stored nothing
+│                               └── SourceChangedError    the file changed while it was read
 ├── DigestMismatchError                               a download does not match its meta
 ├── ObjectExistsError                                 a link would replace an object
 ├── ObjectChangedError                                a rewrite met a concurrent write each time
@@ -36,8 +39,11 @@ __all__ = [
     "ObjectLinkError",
     "ObjectNotFoundError",
     "PathNotAllowedError",
+    "SourceChangedError",
+    "SourceNotFoundError",
     "StoreExistsError",
     "StoreNotFoundError",
+    "UnreadableSourceError",
     "UploadFailedError",
 ]
 
@@ -67,8 +73,29 @@ class PathNotAllowedError(ClientValidationError, PermissionError):
     given, or is not a regular file: nothing of it is read or uploaded."""
 
 
+class UnreadableSourceError(ClientValidationError, OSError):
+    """An upload's source path cannot be opened: a directory, no permission, a NUL in the
+    path; nothing was sent. ``errno``, ``strerror`` and ``filename`` are the OS error's."""
+
+    def __init__(self, message: str, cause: OSError | None = None) -> None:
+        super().__init__(message)
+        if cause is not None:
+            self.errno, self.strerror, self.filename = cause.errno, cause.strerror, cause.filename
+
+
+class SourceNotFoundError(UnreadableSourceError, FileNotFoundError):
+    """No file at an upload's source path. A ``str`` source is always a path: text to store
+    is given as bytes (``text.encode()``)."""
+
+
 class UploadFailedError(FastBatchError):
     """An object upload failed; no meta was written and its chunks were removed."""
+
+
+class SourceChangedError(UploadFailedError):
+    """An upload's source file changed while it was read: its size or modification time is not
+    what it was when the upload opened it, or it held more or fewer bytes than that size. The
+    object would mix two versions of the file: nothing was stored (no meta, no chunks)."""
 
 
 class DigestMismatchError(JetStreamError):

@@ -64,8 +64,10 @@ async def upload_many(
     An item's ``path`` is read with this process's rights: any file it can read. With
     ``allowed_root`` (an absolute directory) a path that resolves, after symlinks, outside it
     or to something other than a regular file fails that item (``PathNotAllowedError`` in its
-    outcome) and nothing of it is read. With ``encryption`` (a :class:`jetstream.Keyring`)
-    every object is encrypted chunk by chunk, as :func:`open_store` does.
+    outcome) and nothing of it is read. A file that changes while it is read fails its item
+    (``SourceChangedError``, nothing of it stored). With ``encryption`` (a
+    :class:`jetstream.Keyring`) every object is encrypted chunk by chunk, as :func:`open_store`
+    does.
 
     Raises:
         ClientValidationError: ``concurrency`` below 1, ``chunk_size`` not 1..8 MiB,

@@ -15,6 +15,7 @@ from typing import BinaryIO
 from jetstream import ClientValidationError
 
 from ._errors import PathNotAllowedError
+from ._source_file import unreadable_source
 
 __all__ = ["check_root", "open_under_root"]
 
@@ -44,19 +45,23 @@ def open_under_root(path: str, root: str) -> BinaryIO:
 
     Raises:
         PathNotAllowedError: the file lies outside ``root``, or is not a regular file.
-        OSError: the file cannot be opened (missing, no permission).
+        SourceNotFoundError, UnreadableSourceError: the file cannot be opened (missing, no
+            permission).
     """
     real_root = os.path.realpath(root)
     if not _inside(os.path.realpath(path), real_root):  # refused before it is even opened
         raise _outside(path, root)
-    fd = os.open(path, _OPEN_FLAGS)
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except OSError as exc:
+        raise unreadable_source(path, exc) from exc
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise PathNotAllowedError(f"{path!r} is not a regular file; nothing was uploaded")
         if not _inside(_opened_path(fd, path), real_root):  # a link swapped in meanwhile
             raise _outside(path, root)
         os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
+        return open(path, "rb", opener=lambda *_: fd)  # named by its path in errors
     except BaseException:
         os.close(fd)
         raise

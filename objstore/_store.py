@@ -164,11 +164,22 @@ class ObjectStore:
         ``meta`` is free metadata (``metadata`` on the wire), ``progress(done, total)`` is called
         after each chunk (``total`` None when unknown).
 
+        A ``str`` is always a path. A path, or a binary file over a regular file (read from
+        where it stands), must not change while it is read: its size and modification time
+        are compared with those at open after every read, and the bytes read with that size
+        at its end. Pipes, other file objects and iterables are stored exactly as read.
+
         Raises:
             InvalidObjectNameError, InvalidTTLError, ClientValidationError, WrongTypeError: bad
-                input, before anything is sent; FileNotFoundError etc. for an unreadable path.
+                input, before anything is sent.
+            SourceNotFoundError: no file at the path (to store text, give bytes); also a
+                FileNotFoundError.
+            UnreadableSourceError: a path that cannot be opened (a directory, no permission);
+                also an OSError.
             ValueTooLargeError: the meta record (name, description, headers, ``meta``) would
                 not fit the server's max_payload; nothing is read or sent.
+            SourceChangedError: the file changed while it was read (an UploadFailedError:
+                nothing stored).
             UploadFailedError: the upload failed (no meta written, its chunks removed).
             CommitUnknownError: the meta record's ack was lost and could not be asked again
                 before the connection's ``retry_deadline``; the object may or may not exist.

@@ -6,8 +6,10 @@ clients); either way every chunk is acknowledged before the meta record is writt
 
 Anything that goes wrong before the meta record is sent purges the new chunks, once the server
 settled every chunk still in flight (else those would be stored after the purge), and raises
-:class:`UploadFailedError`; a cancelled upload cleans up the same way and stays cancelled. The
-previous version of the object, if any, is untouched until the new one is complete. The meta
+:class:`UploadFailedError` (a source file that changed while it was read among them:
+:class:`SourceChangedError`, raised by its chunks before the last one is sent); a cancelled
+upload cleans up the same way and stays cancelled. The previous version of the object, if any,
+is untouched until the new one is complete. The meta
 record is idempotent (a ``Nats-Msg-Id``), so a lost ack is asked again; only when that cannot be
 answered before the deadline is the outcome unknown, and then the chunks are kept (a meta record
 may point at them) and :class:`CommitUnknownError` raised.
@@ -43,7 +45,7 @@ from ._download import WINDOW_BYTES
 from ._encryption import OVERHEAD
 from ._errors import UploadFailedError
 from ._finish import CallerGone, run_attempts_to_end, run_to_end
-from ._io import Source, chunks_of, digest_text, known_size
+from ._io import Source, chunks_of, digest_text
 from ._meta import MetaRecord, check_record_fits, read_record, replace_record, write_record
 from ._models import ObjectInfo, ObjectMetaOptions, chunk_subject, now_rfc3339
 
@@ -91,9 +93,8 @@ async def upload(
         options=ObjectMetaOptions(max_chunk_size=stored_chunk_size),
     )
     check_record_fits(store, draft, ttl_headers)  # not after the whole object was sent
-    chunks = chunks_of(source, chunk_size)  # raises TypeError/OSError before anything is sent
+    chunks, total = chunks_of(source, chunk_size)  # bad sources raise before anything is sent
     try:
-        total = known_size(source)
         previous = await read_record(store, name, strict=False)  # the commit depends on it
         publisher = await _publisher(store, stored_chunk_size)
     except BaseException:

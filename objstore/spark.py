@@ -104,6 +104,8 @@ def upload_objects(
     ``allowed_root`` (an absolute directory, e.g. ``"/data/in"``): a row whose path resolves,
     after symlinks, outside it (or to anything but a regular file) fails with
     ``PathNotAllowedError`` in its ``error`` column and nothing of it is read or uploaded.
+    A file that changes while it is read fails its row with ``SourceChangedError`` and
+    nothing of it is stored; one that is missing fails it with ``SourceNotFoundError``.
 
     With ``key_file`` (a key file, as ``natskv``'s ``keyFile``: each executor reads it where it
     runs, so keys never travel with the job) every object is encrypted chunk by chunk with

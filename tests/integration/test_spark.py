@@ -217,7 +217,7 @@ def test_upload_objects_and_list_them(
     df = spark.createDataFrame(paths, "name string, path string").repartition(2)
     results = objstore.spark.upload_objects(df, name, servers=nats_server.url, path_col="path")
     rows = {r.name: r for r in results.collect()}
-    assert rows["missing"].error and "FileNotFoundError" in rows["missing"].error
+    assert rows["missing"].error and rows["missing"].error.startswith("SourceNotFoundError")
     assert all(
         rows[f"file{i}"].size == 1000 * (i + 1) and rows[f"file{i}"].error is None for i in range(6)
     )
