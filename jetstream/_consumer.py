@@ -65,7 +65,7 @@ from ._pull import (
 )
 from ._pull_options import FetchOptions, fetch_options
 from ._resets import ResetGuard, reset_backoff
-from ._resource import AsyncResource
+from ._resource import AsyncResource, aclose_iterator
 
 if TYPE_CHECKING:
     from ._context import JetStream
@@ -365,9 +365,11 @@ class Consumer:
         deadline = loop.time() + seconds
         while (left := deadline - loop.time()) > 0:  # again after a pull that was all skipped
             pull = self.fetch(1, expires=max(left, 1.0), heartbeat=heartbeat, group=group)
-            async with contextlib.aclosing(pull) as messages:
-                async for message in messages:
+            try:
+                async for message in pull:
                     return message
+            finally:
+                await aclose_iterator(pull)  # its inbox goes now, not when collected
         raise RequestTimeoutError(f"no message from {self.stream}/{self.name} within {seconds:g}s")
 
 

@@ -61,6 +61,7 @@ from ._priority import validate_priority_group
 from ._redact import redact_text
 from ._resource import AsyncResource
 from ._scan import find_by_msg_id
+from ._wire_text import encode_json
 
 __all__ = ["DEFAULT_RETRY_DEADLINE", "DEFAULT_TIMEOUT", "Feature", "JetStream", "connect"]
 
@@ -82,7 +83,8 @@ async def _always() -> bool:
     return True
 
 
-_encode = msgspec.json.Encoder(enc_hook=encode_hook).encode  # durations as nanoseconds
+# Durations as nanoseconds; a lone surrogate in a name or description is a ClientValidationError.
+_encode = functools.partial(encode_json, msgspec.json.Encoder(enc_hook=encode_hook).encode)
 _log = logging.getLogger("jetstream")
 
 

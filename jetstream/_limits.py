@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from nats.aio.client import Client
 
 from ._errors import ClientValidationError, ValueTooLargeError
+from ._wire_text import utf8_size
 
 __all__ = [
     "MAX_CONTROL_LINE",
@@ -40,13 +41,17 @@ _HEADER_LINE = len(b"NATS/1.0\r\n")
 
 
 def header_lines_size(headers: Mapping[str, str]) -> int:
-    """Bytes of ``Name: value\\r\\n`` lines for ``headers`` (UTF-8)."""
+    """Bytes of ``Name: value\\r\\n`` lines for ``headers`` (UTF-8).
+
+    Raises:
+        ClientValidationError: a name or value holds a lone surrogate.
+    """
     size = 0
     for name, value in headers.items():  # checked for every message of a batch: ASCII
         if name.isascii() and value.isascii():  # (nearly every header) is counted without
             size += len(name) + len(value) + 4  # encoding it
         else:
-            size += len(name.encode()) + len(value.encode()) + 4
+            size += utf8_size(name, "header name") + utf8_size(value, f"header {name!r}") + 4
     return size
 
 
@@ -94,12 +99,14 @@ def check_subject_length(nc: Client, subject: str) -> None:
     """Refuse a subject whose publish line the server would not accept.
 
     Raises:
-        ClientValidationError: the subject is longer than :func:`subject_room`.
+        ClientValidationError: the subject is longer than :func:`subject_room`, or holds a
+            lone surrogate.
     """
     room = subject_room(nc)
-    if len(subject.encode()) > room:
+    size = utf8_size(subject, "subject")
+    if size > room:
         raise ClientValidationError(
-            f"subject of {len(subject.encode())} bytes is longer than the {room} the server's "
+            f"subject of {size} bytes is longer than the {room} the server's "
             f"control line leaves ({MAX_CONTROL_LINE} bytes): {subject[:80]!r}..."
         )
 

@@ -20,8 +20,9 @@ __all__ = ["MAX_NAME_BYTES", "validate_name", "validate_subject_token"]
 MAX_NAME_BYTES = 255
 """nats-server's ``JSMaxNameLen`` for stream and consumer names."""
 
-_FORBIDDEN = re.compile(r"[\x00-\x20\x7f.*>/\\]")
-_BREAKS_SUBJECT = re.compile(r"[\x00-\x20\x7f]")
+# Lone surrogates (from json.loads or surrogateescape) are no text UTF-8 can carry.
+_FORBIDDEN = re.compile(r"[\x00-\x20\x7f.*>/\\\ud800-\udfff]")
+_BREAKS_SUBJECT = re.compile(r"[\x00-\x20\x7f\ud800-\udfff]")
 
 
 def validate_name(name: str, what: str = "stream") -> str:
@@ -43,7 +44,7 @@ def _checked(name: str, what: str) -> str:
     if bad is not None:
         raise InvalidNameError(
             f"invalid {what} name {name!r}: {bad.group()!r} is not allowed (no whitespace, "
-            "control characters, '.', '*', '>', '/' or '\\\\')"
+            "control characters, lone surrogates, '.', '*', '>', '/' or '\\\\')"
         )
     if len(name.encode()) > MAX_NAME_BYTES:
         raise InvalidNameError(f"{what} name longer than {MAX_NAME_BYTES} bytes: {name[:40]!r}...")

@@ -24,6 +24,7 @@ from ._errors import (
     RequestTimeoutError,
     ValueTooLargeError,
 )
+from ._wire_text import not_text
 
 __all__ = ["from_nats", "nats_errors"]
 
@@ -59,8 +60,15 @@ def from_nats(error: nats.errors.Error, what: str) -> JetStreamError:
 
 @contextlib.contextmanager
 def nats_errors(what: str) -> Iterator[None]:
-    """Run a nats-py call; its exceptions come out as :func:`from_nats` says."""
+    """Run a nats-py call; its exceptions come out as :func:`from_nats` says, and a subject or
+    header holding a lone surrogate (nats-py encodes them as it sends) as bad input.
+
+    Raises:
+        JetStreamError: see :func:`from_nats`; ClientValidationError for a lone surrogate.
+    """
     try:
         yield
     except nats.errors.Error as exc:
         raise from_nats(exc, what) from exc
+    except UnicodeEncodeError as exc:
+        raise not_text(exc, what) from None

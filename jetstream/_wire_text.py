@@ -18,6 +18,11 @@ Every subject, header block and JSON record a reader of jetstore decodes goes th
 * **JSON records** (API replies, object meta records, group configs, typed values): text that is
   not UTF-8, or an escaped lone surrogate (``"\\ud800"``), makes the record malformed, as any
   other JSON error does, and each decoder raises its own typed error for it.
+
+The other way, a ``str`` the caller gives that UTF-8 cannot carry (a lone surrogate, as
+``json.loads`` or ``surrogateescape`` make) is refused before anything is sent: names and
+subjects by their validators, JSON bodies by :func:`encode_json`, subjects and headers handed to
+nats-py by :func:`jetstream._nats_errors.nats_errors`.
 """
 
 from __future__ import annotations
@@ -27,7 +32,17 @@ from typing import TypeVar
 
 import msgspec
 
-__all__ = ["decode_json", "shown_bytes", "subject_text", "utf8_or_none"]
+from ._errors import ClientValidationError
+
+__all__ = [
+    "decode_json",
+    "encode_json",
+    "not_text",
+    "shown_bytes",
+    "subject_text",
+    "utf8_or_none",
+    "utf8_size",
+]
 
 T = TypeVar("T")
 
@@ -58,6 +73,41 @@ def shown_bytes(raw: bytes | str) -> str:
     if isinstance(raw, str):
         raw = raw.encode("utf-8", "surrogateescape")
     return repr(raw)
+
+
+def not_text(error: UnicodeEncodeError, what: str) -> ClientValidationError:
+    """The typed error for a ``str`` (``error.object``) that UTF-8 cannot carry."""
+    text = error.object if isinstance(error.object, str) else ""
+    return ClientValidationError(
+        f"{what}: {text[:200]!r} holds a lone surrogate ({text[error.start : error.end]!r}): "
+        "not text UTF-8 can carry"
+    )
+
+
+def utf8_size(text: str, what: str) -> int:
+    """How many bytes ``text`` takes as UTF-8.
+
+    Raises:
+        ClientValidationError: it holds a lone surrogate.
+    """
+    if text.isascii():
+        return len(text)
+    try:
+        return len(text.encode())
+    except UnicodeEncodeError as exc:
+        raise not_text(exc, what) from None
+
+
+def encode_json(encode: Callable[[object], bytes], value: object, *, what: str = "JSON") -> bytes:
+    """``encode(value)`` for a msgspec JSON encoder, a lone surrogate refused as bad input.
+
+    Raises:
+        ClientValidationError: a string in ``value`` holds a lone surrogate.
+    """
+    try:
+        return encode(value)
+    except UnicodeEncodeError as exc:
+        raise not_text(exc, what) from None
 
 
 def decode_json(decode: Callable[[bytes], T], data: bytes) -> T:

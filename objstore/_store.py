@@ -33,6 +33,7 @@ from jetstream import (
 )
 from jetstream import headers as hdr
 from jetstream._errors import check_count
+from jetstream._wire_text import utf8_or_none
 
 from ._download import DEFAULT_STALL_TIMEOUT, ObjectReader, check_stall_timeout
 from ._encryption import OVERHEAD, cipher_for
@@ -81,9 +82,12 @@ _log = logging.getLogger("objstore")
 
 
 def validate_object_name(name: str) -> None:
-    """Raises InvalidObjectNameError: not a str, or empty."""
+    """Raises InvalidObjectNameError: not a str, empty, or not text UTF-8 can carry (a lone
+    surrogate, as ``json.loads`` or ``surrogateescape`` make)."""
     if not isinstance(name, str) or not name:
         raise InvalidObjectNameError(f"object names are non-empty strings: {name!r}")
+    if utf8_or_none(name) is None:
+        raise InvalidObjectNameError(f"object name {name!r} holds a lone surrogate: not text")
 
 
 class ObjectStore:
@@ -190,7 +194,7 @@ class ObjectStore:
         """
         validate_object_name(name)
         chunk_size = check_chunk_size(chunk_size)
-        _check_metadata(meta, headers)
+        _check_record_text(description, meta, headers)
         ttl_headers = {hdr.TTL: format_ttl(self._checked_ttl(ttl))} if ttl is not None else {}
         # A chunk and its headers must fit the server's max_payload (it would drop the
         # connection otherwise): shrink the chunks to fit (sealed chunks are larger).
@@ -322,7 +326,7 @@ class ObjectStore:
             InvalidObjectNameError, ClientValidationError: bad input, nothing written.
         """
         validate_object_name(name)
-        _check_metadata(meta, headers)
+        _check_record_text(description, meta, headers)
         target = new_name if new_name is not None else name
         validate_object_name(target)
 
@@ -779,7 +783,13 @@ def _keep_marker(
     return {**new, hdr.ENCRYPTION: marker}
 
 
-def _check_metadata(meta: dict[str, str] | None, headers: dict[str, list[str]] | None) -> None:
+def _check_record_text(
+    description: str | None, meta: dict[str, str] | None, headers: dict[str, list[str]] | None
+) -> None:
+    """Raises ClientValidationError: a field of the meta record of the wrong type, or a string
+    UTF-8 cannot carry (a lone surrogate)."""
+    if description is not None and not isinstance(description, str):
+        raise ClientValidationError(f"description must be a str: {description!r}")
     if meta is not None and not all(
         isinstance(k, str) and isinstance(v, str) for k, v in meta.items()
     ):
@@ -789,6 +799,11 @@ def _check_metadata(meta: dict[str, str] | None, headers: dict[str, list[str]] |
         for k, v in headers.items()
     ):
         raise ClientValidationError("headers must map str to a list of str")
+    texts = [description or "", *(meta or {}), *(meta or {}).values(), *(headers or {})]
+    texts += [value for values in (headers or {}).values() for value in values]
+    for text in texts:
+        if utf8_or_none(text) is None:
+            raise ClientValidationError(f"{text!r} holds a lone surrogate: not text")
 
 
 async def open_store(

@@ -19,7 +19,7 @@ from typing import Any, Final
 import msgspec
 from msgspec.structs import force_setattr
 
-from jetstream._wire_text import decode_json
+from jetstream._wire_text import decode_json, encode_json
 
 from ._errors import CorruptGroupConfigError
 
@@ -149,7 +149,7 @@ class _WireElastic(msgspec.Struct):
 
 
 def _go_json(document: dict[str, Any]) -> bytes:
-    encoded = msgspec.json.encode(document)
+    encoded = encode_json(msgspec.json.encode, document, what="group config")
     for raw, escaped in _GO_ESCAPES:
         encoded = encoded.replace(raw, escaped)
     return encoded
