@@ -14,6 +14,7 @@ import pytest
 import jetstream
 import kvstore
 import objstore
+from tests.raw_nats import raw_publish
 
 pyspark = pytest.importorskip("pyspark", reason="needs the 'spark' extra")
 
@@ -79,6 +80,40 @@ def test_write_then_read_a_bucket(
         .option("servers", nats_server.url).option("keys", "user12.name").load(name).collect()
     )  # fmt: skip
     assert [tuple(r) for r in texts] == [("user12.name", "name-12")]
+
+
+@pytest.mark.parametrize("history", [1, 3])
+def test_reads_skip_a_key_that_is_not_utf8(
+    spark: SparkSession,
+    nats_server: jetstream.EmbeddedServer,
+    unique_name: Callable[[str], str],
+    tmp_path: Path,
+    history: int,
+) -> None:
+    name = unique_name("sk")
+    _run(lambda: _bucket(nats_server.url, name, history=history))
+
+    async def write() -> None:
+        async with await jetstream.connect(nats_server.url) as js:
+            bucket = await kvstore.open_bucket(js, name)
+            await bucket.put("a", b"1")
+            await raw_publish(nats_server.url, [(f"$KV.{name}.k".encode() + b"\xff", b"", b"x")])
+            await bucket.put("z", b"2")
+
+    _run(write)
+    read = spark.read.format("natskv").option("servers", nats_server.url).load(name)
+    assert sorted((r.key, r.value) for r in read.collect()) == [("a", b"1"), ("z", b"2")]
+    output = tmp_path / "out"
+    query = (
+        spark.readStream.format("natskv").option("servers", nats_server.url)
+        .option("bucket", name).load()
+        .writeStream.format("parquet").option("path", str(output))
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True).start()
+    )  # fmt: skip
+    query.awaitTermination()
+    streamed = spark.read.parquet(str(output)).orderBy("revision").collect()
+    assert [(r.key, r.revision) for r in streamed] == [("a", 1), ("z", 3)]
 
 
 def test_bad_options_fail_at_planning(
