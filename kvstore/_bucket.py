@@ -786,7 +786,8 @@ class Bucket:
         """The entry a message of this bucket's stream stands for, decoded exactly as
         :meth:`get` and :meth:`watch` decode it: the key through the key codec, the value
         through the value stages (decrypted), ``op`` from the headers (``Op.EXPIRED`` for a
-        server expiry marker). For messages read elsewhere, e.g. a copy sourced into another
+        server expiry marker; tombstones and markers have an empty value, whatever payload a
+        peer sent with them). For messages read elsewhere, e.g. a copy sourced into another
         stream, with ``subject`` and ``revision`` as they were in this bucket.
 
         Raises:
@@ -827,13 +828,19 @@ class Bucket:
     ) -> Entry:
         """The entry a stored message (get) or a delivered one (watch, history) stands for;
         ``headers_only``: a delivery without its value (a ``meta_only`` watch), not opened.
+        Tombstones and markers have an empty value, whatever payload their message has.
 
         Only the caller knows that it asked for no values: a ``Nats-Msg-Size`` header can be
         stored by any client, and taking it for the sign made a plain value slipped into an
         encrypted bucket read as if it had been decrypted."""
         op = op_from_headers(headers)
         key = self._decode_key(subject[len(self._prefix) :])
-        if self._value_stages and op is Op.PUT and not headers_only:
+        if op is not Op.PUT:
+            # A tombstone or marker has no value. A peer may still send one with a payload,
+            # which no stage opens (in an encrypted bucket it is unauthenticated): never
+            # shown as if it were the key's value.
+            value = b""
+        elif self._value_stages and not headers_only:
             try:
                 value = self._open(subject, value, headers, revision)
             except DecryptionError as exc:
