@@ -8,6 +8,7 @@ import asyncio
 import base64
 import json
 from pathlib import Path
+
 import pytest
 from nats.js import JetStreamContext
 
@@ -78,7 +79,6 @@ async def test_a_typed_view_and_decode_entry_show_no_value_either(
             headers=stored.headers,
         )
         assert (entry.op, entry.value) == (NOT_VALUES[key][1], b"")
-
 
 
 @pytest.mark.spark
