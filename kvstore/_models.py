@@ -21,6 +21,7 @@ from jetstream import (
     validate_bucket_name,
 )
 from jetstream import headers as hdr
+from jetstream._hidden_payload import PayloadHidden
 
 __all__ = [
     "MAX_HISTORY",
@@ -80,12 +81,14 @@ def op_from_headers(headers: dict[str, str] | None) -> Op:
     return Op.PUT
 
 
-class Entry(msgspec.Struct, frozen=True):
+class Entry(PayloadHidden, msgspec.Struct, frozen=True):
     """One revision of a key.
 
     ``revision`` is the stream sequence, ``created`` the server's time of the write (UTC),
     ``delta`` how many newer revisions follow when known (watchers), ``ttl`` the revision's
-    ``Nats-TTL`` in seconds (``-1`` = never) when it has one.
+    ``Nats-TTL`` in seconds (``-1`` = never) when it has one. ``value`` is empty for
+    tombstones and markers. The repr shows the value's size, never its bytes (they may be a
+    secret: logging an entry must not copy it into the log).
     """
 
     bucket: str
@@ -96,6 +99,8 @@ class Entry(msgspec.Struct, frozen=True):
     op: Op = Op.PUT
     delta: int | None = None
     ttl: int | None = None
+
+    _payload = "value"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
