@@ -67,6 +67,7 @@ from ._models import (
     stream_name,
     subject_prefix,
 )
+from ._name_codec import NEW_NAME_FORMAT, bind_key_codec
 from ._own_writes import OwnWrites
 from ._rekey import rekey_bucket
 from ._snapshot import Snapshot, read_snapshot
@@ -119,9 +120,13 @@ class Bucket:
         key_codec: KeyCodec | None = None,
         value_stages: Sequence[ValueStage] = (),
         encryption: EncryptionStage | None = None,
+        name_format: str | None = NEW_NAME_FORMAT,
     ) -> None:
         self._js = js
-        self._key_codec = key_codec
+        # An EncryptedKeyCodec seals names for this bucket, in the format its stream records.
+        self._key_codec = (
+            None if key_codec is None else bind_key_codec(key_codec, name, name_format)
+        )
         # The seam for value transforms: see _stages.py. Encryption is the last stage on a
         # write (it seals what every other stage produced) and the first on a read.
         self._encryption = encryption
@@ -158,7 +163,8 @@ class Bucket:
 
     @property
     def key_codec(self) -> KeyCodec | None:
-        """The key codec every key and filter goes through (None: keys are stored as given)."""
+        """The key codec every key and filter goes through (None: keys are stored as given);
+        an :class:`EncryptedKeyCodec` given to the bucket is bound to it here."""
         return self._key_codec
 
     @property
