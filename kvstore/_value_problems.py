@@ -6,7 +6,8 @@ check (``__post_init__``) or Python's UTF-8 decoder; over an encrypted bucket th
 decrypted secret. So no such text is passed on: only the parts of msgspec's messages that
 come from the *type* are kept, each matched by a pattern below (``Expected `int`, got `str```,
 a missing field's name, the path ``$.field[0]``, in which msgspec writes a mapping key as
-``[...]``), and every other failure is named by its kind.
+``[...]``), and every other failure is named by its kind. The text of an error raised by the
+type's own code (which msgspec passes on as a ``ValidationError`` caused by it) is never used.
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ def value_problem(exc: BaseException, type_name: str, format: str) -> str:
     """What ``exc``, raised while encoding or decoding a value of ``type_name`` in
     ``format``, says is wrong, without any of the value's text."""
     if isinstance(exc, msgspec.ValidationError):
+        own = exc.__cause__ or exc.__context__  # msgspec chains what a __post_init__ raised
+        if own is not None:
+            return f"{type_name}'s own check raised {type(own).__name__}"
         return _validation_problem(str(exc))
     if isinstance(exc, msgspec.DecodeError):
         return f"malformed {_FORMATS.get(format, format)}"

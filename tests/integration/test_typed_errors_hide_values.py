@@ -44,6 +44,8 @@ class Profile(msgspec.Struct, forbid_unknown_fields=True):
     def __post_init__(self) -> None:
         if self.name.startswith("hunter"):
             raise ValueError(f"name {self.name!r} is reserved")  # a check quoting the value
+        if self.name.startswith("y"):  # ... in the words msgspec uses for its own errors
+            raise TypeError(f"Expected `{self.name}`")
         assert not self.name.startswith("x"), f"{self.name!r} starts with x"
 
 
@@ -55,8 +57,9 @@ UNREADABLE = {
     "literal": (b'{"level": "hunter2"}', "a value the type does not allow at `$.level`"),
     "union tag": (b'{"shape": {"type": "hunter2"}}', "at `$.shape.type`"),
     "unknown field": (b'{"hunter2": 1}', "an unknown field"),
-    "type's check": (b'{"name": "hunter2"}', "a value the type does not allow"),
+    "type's check": (b'{"name": "hunter2"}', "Profile's own check raised ValueError"),
     "type's assert": (b'{"name": "xhunter2"}', "Profile's own check raised AssertionError"),
+    "type's check in msgspec's words": (b'{"name": "yhunter2"}', "own check raised TypeError"),
     "not UTF-8": (b'{"name": "\xff\xfehunter2"}', "not UTF-8"),
     "malformed": (b'hunter2{"name"', "malformed JSON"),
     "wrong type in a dict": (b'{"scores": {"hunter2": "x"}}', "got `str` at `$.scores[...]`"),
