@@ -12,7 +12,7 @@ __all__ = ["PayloadHidden", "PayloadSize"]
 
 
 class PayloadSize:
-    """What a repr shows in place of a payload: ``<N bytes>``."""
+    """What a repr shows in place of a payload: ``<N bytes>`` (``<1 byte>``)."""
 
     __slots__ = ("size",)
 
@@ -20,7 +20,7 @@ class PayloadSize:
         self.size = len(payload)
 
     def __repr__(self) -> str:
-        return f"<{self.size} bytes>"
+        return f"<{self.size} byte{'' if self.size == 1 else 's'}>"
 
 
 class PayloadHidden:

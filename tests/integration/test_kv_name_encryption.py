@@ -73,19 +73,30 @@ async def _stored_keys(js: jetstream.JetStream, bucket: kvstore.Bucket) -> list[
     return [subject.removeprefix(prefix) for subject in subjects]
 
 
+@pytest.mark.parametrize(
+    ("codec", "key"),
+    [
+        (kvstore.EncryptedKeyCodec(RING), "customers.alice"),
+        (kvstore.ChainKeyCodec(kvstore.PathKeyCodec(), kvstore.EncryptedKeyCodec(RING)), "/c/a"),
+    ],
+    ids=["alone", "chained"],
+)
 async def test_buckets_sharing_a_ring_store_a_key_under_unrelated_names(
-    js: jetstream.JetStream, make_bucket: BucketFactory, peer: JetStreamContext
+    js: jetstream.JetStream,
+    make_bucket: BucketFactory,
+    peer: JetStreamContext,
+    codec: kvstore.KeyCodec,
+    key: str,
 ) -> None:
-    codec = kvstore.EncryptedKeyCodec(RING)
     first, second = await make_bucket(key_codec=codec), await make_bucket(key_codec=codec)
-    await first.put("customers.alice", b"1")
-    await second.put("customers.alice", b"2")
+    await first.put(key, b"1")
+    await second.put(key, b"2")
     (in_first,), (in_second,) = await _stored_keys(js, first), await _stored_keys(js, second)
     assert not set(in_first.split(".")) & set(in_second.split("."))
     # A name copied into the other bucket is no key there (skipped, as a peer's plain key).
     await peer.publish(f"$KV.{second.name}.{in_first}", b"copied")
-    assert [k async for k in second.keys()] == ["customers.alice"]
-    assert (await second.get("customers.alice")).value == b"2"
+    assert [k async for k in second.keys()] == [key]
+    assert (await second.get(key)).value == b"2"
 
 
 # Bucket "legacy" of docs/CODECS.md: a bucket made before names were bound to their bucket,
