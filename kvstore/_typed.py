@@ -22,7 +22,7 @@ from jetstream._resource import aclose_iterator
 from ._errors import ValueDecodeError, ValueEncodeError
 from ._keys import checked_pairs
 from ._models import Entry, Op
-from ._value_problems import value_problem
+from ._value_problems import decode_problem, encode_problem
 
 if TYPE_CHECKING:
     from ._batch import KeyBatch
@@ -346,36 +346,41 @@ class TypedBucket(Generic[T]):
         # field) is the value's fault, so it names the key; only a MemoryError is the
         # process's and stays as it is. The original's text may quote the value (a secret,
         # in an encrypted bucket): the error says what is wrong without it, and is raised
-        # outside the handler so that nothing chains the original. Decoding below, likewise.
+        # outside the handler so that nothing chains the original. Decoding, likewise.
         try:
             data = self._encoder.encode(value)
-            self._decoder.decode(data)
         except MemoryError:
             raise
         except Exception as exc:
-            problem = self._problem(exc)
+            problem = encode_problem(exc, self._format)
         else:
-            return data
-        raise ValueEncodeError(f"value for key {key!r} is {problem}")
+            unreadable = self._decoded(data)[1]
+            if unreadable is None:
+                return data
+            problem = unreadable
+        raise ValueEncodeError(f"value for key {key!r} is {self._not_a(problem)}")
 
     def _typed(self, entry: Entry, *, decode: bool = True) -> TypedEntry[T]:
         if entry.op is not Op.PUT or not decode:
             return TypedEntry(entry, None, None)
-        try:
-            value = self._decoder.decode(entry.value)
-        except MemoryError:
-            raise
-        except Exception as exc:  # reported on the entry: a watch goes on (see _encode)
-            problem = self._problem(exc)
-        else:
+        value, problem = self._decoded(entry.value)
+        if problem is None:
             return TypedEntry(entry, value, None)
-        error = ValueDecodeError(entry.key, entry.revision, problem, entry.value)
+        # reported on the entry: a watch goes on
+        error = ValueDecodeError(entry.key, entry.revision, self._not_a(problem), entry.value)
         return TypedEntry(entry, None, error)
 
-    def _problem(self, exc: Exception) -> str:
-        """``not a T (format): <what is wrong>``, never quoting the value."""
-        name = _name(self._type)
-        return f"not a {name} ({self._format}): {value_problem(exc, name, self._format)}"
+    def _decoded(self, data: bytes) -> tuple[T | None, str | None]:
+        """The value ``data`` holds, or None and what is wrong with it (never quoting it)."""
+        try:
+            return self._decoder.decode(data), None
+        except MemoryError:
+            raise
+        except Exception as exc:
+            return None, decode_problem(exc, _name(self._type), self._format)
+
+    def _not_a(self, problem: str) -> str:
+        return f"not a {_name(self._type)} ({self._format}): {problem}"
 
     @staticmethod
     def _checked(entry: TypedEntry[T]) -> TypedEntry[T]:

@@ -17,7 +17,7 @@ from typing import Final
 
 import msgspec
 
-__all__ = ["value_problem"]
+__all__ = ["decode_problem", "encode_problem"]
 
 _AT: Final = re.compile(r"(?P<what>.*?)(?: - at `(?P<key>key` in `)?(?P<path>[^`]*)`)?", re.S)
 _SAFE_PATH: Final = re.compile(r"\$(?:\.[A-Za-z_][A-Za-z0-9_]*|\[\d+\]|\[\.\.\.\])*")
@@ -31,9 +31,10 @@ _UNENCODABLE: Final = re.compile(r"Encoding objects of type [A-Za-z0-9_.]+ is un
 _FORMATS: Final = {"json": "JSON", "msgpack": "MessagePack"}
 
 
-def value_problem(exc: BaseException, type_name: str, format: str) -> str:
-    """What ``exc``, raised while encoding or decoding a value of ``type_name`` in
-    ``format``, says is wrong, without any of the value's text."""
+def decode_problem(exc: Exception, type_name: str, format: str) -> str:
+    """What ``exc``, raised while decoding ``format`` bytes as ``type_name``, says is wrong,
+    without any of the value's text. msgspec raises its own errors; anything else came from
+    the type's own code (a ``__post_init__``), which msgspec lets through."""
     if isinstance(exc, msgspec.ValidationError):
         own = exc.__cause__ or exc.__context__  # msgspec chains what a __post_init__ raised
         if own is not None:
@@ -45,11 +46,15 @@ def value_problem(exc: BaseException, type_name: str, format: str) -> str:
         return "not UTF-8 text"
     if isinstance(exc, RecursionError):
         return "nested too deeply"
-    if isinstance(exc, TypeError | msgspec.EncodeError) and _UNENCODABLE.fullmatch(str(exc)):
-        return str(exc)  # names a Python type, which the value has
-    if isinstance(exc, msgspec.EncodeError):
-        return f"msgspec cannot encode it as {_FORMATS.get(format, format)}"
     return f"{type_name}'s own check raised {type(exc).__name__}"
+
+
+def encode_problem(exc: Exception, format: str) -> str:
+    """What ``exc``, raised by msgspec while encoding a value as ``format``, says is wrong,
+    without any of the value's text (only an unsupported type's name is kept)."""
+    if isinstance(exc, TypeError) and _UNENCODABLE.fullmatch(str(exc)):
+        return str(exc)
+    return f"msgspec cannot encode it as {_FORMATS.get(format, format)} ({type(exc).__name__})"
 
 
 def _validation_problem(message: str) -> str:

@@ -133,3 +133,13 @@ async def test_a_value_that_does_not_encode_is_not_quoted(
     _assert_hides_the_value(refused.value)
     assert "'k'" in str(refused.value) and "Profile" in str(refused.value)
     assert [k async for k in bucket.keys()] == []
+
+
+async def test_what_msgspec_cannot_encode_is_said_so(bucket: kvstore.Bucket) -> None:
+    with pytest.raises(kvstore.ValueEncodeError) as refused:
+        await bucket.typed(dict[str, int], format="msgpack").put("k", {"n": 2**70})
+    assert "msgspec cannot encode it as MessagePack (OverflowError)" in str(refused.value)
+    with pytest.raises(kvstore.ValueEncodeError) as refused:
+        await bucket.typed(dict[str, object]).put("k", {"n": object()})
+    assert "Encoding objects of type object is unsupported" in str(refused.value)
+    _assert_hides_the_value(refused.value)
