@@ -9,6 +9,7 @@ import msgspec
 
 from . import headers as hdr
 from ._errors import JetStreamError, UndecodableMessageError
+from ._hidden_payload import PayloadHidden
 from ._wire_text import shown_bytes, utf8_or_none
 
 __all__ = [
@@ -28,8 +29,9 @@ _DIRECT_GET_HEADERS = frozenset(
 )
 
 
-class StoredMessage(msgspec.Struct, frozen=True):
+class StoredMessage(PayloadHidden, msgspec.Struct, frozen=True):
     """A message as stored in a stream: subject, stream sequence, server time, headers, data.
+    Its repr shows the data's size, not the data.
 
     ``headers`` holds only the headers the message was published with (plus any the server
     stored with it, such as ``Nats-Marker-Reason`` on markers), not the direct-get bookkeeping.
@@ -40,6 +42,8 @@ class StoredMessage(msgspec.Struct, frozen=True):
     time: datetime
     headers: dict[str, str]
     data: bytes
+
+    _payload = "data"
 
     @classmethod
     def from_direct_get(cls, headers: dict[str, str], data: bytes) -> StoredMessage:

@@ -68,6 +68,7 @@ from ._models import (
     stream_name,
     subject_prefix,
 )
+from ._name_codec import NEW_NAME_FORMAT, bind_key_codec
 from ._own_writes import OwnWrites
 from ._rekey import rekey_bucket
 from ._snapshot import Snapshot, read_snapshot
@@ -120,9 +121,13 @@ class Bucket:
         key_codec: KeyCodec | None = None,
         value_stages: Sequence[ValueStage] = (),
         encryption: EncryptionStage | None = None,
+        name_format: str | None = NEW_NAME_FORMAT,
     ) -> None:
         self._js = js
-        self._key_codec = key_codec
+        # An EncryptedKeyCodec seals names for this bucket, in the format its stream records.
+        self._key_codec = (
+            None if key_codec is None else bind_key_codec(key_codec, name, name_format)
+        )
         # The seam for value transforms: see _stages.py. Encryption is the last stage on a
         # write (it seals what every other stage produced) and the first on a read.
         self._encryption = encryption
@@ -159,7 +164,8 @@ class Bucket:
 
     @property
     def key_codec(self) -> KeyCodec | None:
-        """The key codec every key and filter goes through (None: keys are stored as given)."""
+        """The key codec every key and filter goes through (None: keys are stored as given);
+        an :class:`EncryptedKeyCodec` given to the bucket is bound to it here."""
         return self._key_codec
 
     @property
@@ -789,7 +795,8 @@ class Bucket:
         """The entry a message of this bucket's stream stands for, decoded exactly as
         :meth:`get` and :meth:`watch` decode it: the key through the key codec, the value
         through the value stages (decrypted), ``op`` from the headers (``Op.EXPIRED`` for a
-        server expiry marker). For messages read elsewhere, e.g. a copy sourced into another
+        server expiry marker; tombstones and markers have an empty value, whatever payload a
+        peer sent with them). For messages read elsewhere, e.g. a copy sourced into another
         stream, with ``subject`` and ``revision`` as they were in this bucket.
 
         Raises:
@@ -830,13 +837,19 @@ class Bucket:
     ) -> Entry:
         """The entry a stored message (get) or a delivered one (watch, history) stands for;
         ``headers_only``: a delivery without its value (a ``meta_only`` watch), not opened.
+        Tombstones and markers have an empty value, whatever payload their message has.
 
         Only the caller knows that it asked for no values: a ``Nats-Msg-Size`` header can be
         stored by any client, and taking it for the sign made a plain value slipped into an
         encrypted bucket read as if it had been decrypted."""
         op = op_from_headers(headers)
         key = self._decode_key(subject[len(self._prefix) :])
-        if self._value_stages and op is Op.PUT and not headers_only:
+        if op is not Op.PUT:
+            # A tombstone or marker has no value. A peer may still send one with a payload,
+            # which no stage opens (in an encrypted bucket it is unauthenticated): never
+            # shown as if it were the key's value.
+            value = b""
+        elif self._value_stages and not headers_only:
             try:
                 value = self._open(subject, value, headers, revision)
             except DecryptionError as exc:

@@ -105,12 +105,13 @@ class KeyDecodeError(JetStreamError):
 
 
 class ValueEncodeError(ClientValidationError):
-    """A typed view was given a value it cannot encode as its type (nothing was sent)."""
+    """A typed view was given a value it cannot encode as its type (nothing was sent). The
+    message names the key and what is wrong, never the value."""
 
 
 class ValueDecodeError(JetStreamError):
     """A stored value that a typed view cannot decode as its type: names the ``key`` and the
-    ``revision`` (the stored bytes are in ``value``)."""
+    ``revision`` (the stored bytes are in ``value``; the message never quotes them)."""
 
     def __init__(self, key: str, revision: int, reason: str, value: bytes = b"") -> None:
         super().__init__(f"value of key {key!r} at revision {revision} does not decode: {reason}")

@@ -28,6 +28,7 @@ from ._errors import BucketExistsError, BucketNotFoundError
 from ._models import (
     BucketConfig,
     bucket_config_from_stream,
+    name_format_of,
     stream_config_for_bucket,
     stream_name,
     subject_prefix,
@@ -75,9 +76,11 @@ async def create_bucket(
     Give a :class:`BucketConfig` or its fields as keywords (``history=5,
     marker_ttl=timedelta(seconds=30)``). The stream gets per-message TTL, and atomic batches
     when the server supports them (API level >= 2). Creating a bucket again with the same
-    configuration returns it. ``key_codec`` (e.g. :class:`Base64KeyCodec`) maps the keys you
+    configuration returns it (also one made before key-name formats were recorded, which
+    keeps its format). ``key_codec`` (e.g. :class:`Base64KeyCodec`) maps the keys you
     use to the keys stored (see :func:`open_bucket`); ``encryption`` and
-    ``allow_plaintext`` as in :func:`open_bucket`.
+    ``allow_plaintext`` as in :func:`open_bucket`. The stream's metadata records the format
+    :class:`EncryptedKeyCodec` stores names in here (v2: bound to this bucket).
 
     Raises:
         InvalidBucketNameError, InvalidBucketConfigError: bad input; nothing is sent.
@@ -85,6 +88,8 @@ async def create_bucket(
             not a :class:`jetstream.Keyring`; nothing is sent.
         UnsupportedServerFeatureError: the server lacks per-message TTL (API level < 1).
         BucketExistsError: a bucket of that name exists with another configuration.
+        JetStreamError: (``EncryptedKeyCodec``) the bucket records a key-name format this
+            version does not know.
     """
     validate_bucket_name(bucket)
     _check_codec(key_codec)
@@ -96,11 +101,17 @@ async def create_bucket(
     try:
         info = await js.add_stream(stream_config)
     except StreamExistsError as exc:
-        raise BucketExistsError(
-            f"bucket {bucket!r} exists with another configuration",
-            code=exc.code,
-            err_code=exc.err_code,
-        ) from exc
+        # The same bucket made before the key-name format was recorded differs by that
+        # record alone: the server, which compares configurations, tells if it is that one.
+        unrecorded = stream_config_for_bucket(bucket, config, allow_atomic=atomic, name_format=None)
+        try:
+            info = await js.add_stream(unrecorded)
+        except StreamExistsError:
+            raise BucketExistsError(
+                f"bucket {bucket!r} exists with another configuration",
+                code=exc.code,
+                err_code=exc.err_code,
+            ) from exc
     return _bound(js, bucket, info, key_codec, stage)
 
 
@@ -119,6 +130,8 @@ async def open_bucket(
     entries, snapshots and ``keys()`` give the keys back decoded; the stored keys are the ones
     orbit.go ``kvcodec`` stores for the same codec. Keys in the bucket the codec cannot decode
     (written without it) are left out of ``keys()`` and watches, with a warning in the log.
+    An :class:`EncryptedKeyCodec` is bound to this bucket in the key-name format its stream
+    records (v1 when it records none: a bucket made earlier or by another client).
 
     With ``encryption`` (a :class:`jetstream.Keyring`) every value is encrypted on the client
     with the ring's primary key (AES-256-GCM, bound to the bucket and key) and values sealed
@@ -132,7 +145,8 @@ async def open_bucket(
         ClientValidationError: ``key_codec`` is not a :class:`KeyCodec`, or ``encryption``
             not a :class:`jetstream.Keyring`; nothing is sent.
         BucketNotFoundError: no such bucket.
-        JetStreamError: the stream exists but is not a KV bucket.
+        JetStreamError: the stream exists but is not a KV bucket, or (``EncryptedKeyCodec``)
+            it records a key-name format this version does not know.
     """
     _check_codec(key_codec)
     stage = _stage(encryption, allow_plaintext)
@@ -158,7 +172,9 @@ async def update_bucket(
     current = await bucket_info(js, bucket)
     merged = _merge(config or bucket_config_from_stream(current.config), options)
     atomic = current.config.allow_atomic or await js.supports(Feature.ATOMIC_BATCH)
-    ours = stream_config_for_bucket(bucket, merged, allow_atomic=atomic)
+    ours = stream_config_for_bucket(
+        bucket, merged, allow_atomic=atomic, name_format=name_format_of(current.config)
+    )
     ours_fields = {f: getattr(ours, f) for f in _BUCKET_STREAM_FIELDS}
     updated = msgspec.structs.replace(current.config, **ours_fields)
     updated = msgspec.structs.replace(updated, metadata=ours.metadata)
@@ -242,6 +258,7 @@ def _bound(
         direct=info.config.allow_direct,
         key_codec=key_codec,
         encryption=encryption,
+        name_format=name_format_of(info.config),
     )
 
 

@@ -21,6 +21,9 @@ from jetstream import (
     validate_bucket_name,
 )
 from jetstream import headers as hdr
+from jetstream._hidden_payload import PayloadHidden
+
+from ._name_codec import NEW_NAME_FORMAT
 
 __all__ = [
     "MAX_HISTORY",
@@ -29,6 +32,7 @@ __all__ = [
     "Entry",
     "Op",
     "bucket_config_from_stream",
+    "name_format_of",
     "op_from_headers",
     "stream_config_for_bucket",
     "stream_name",
@@ -40,6 +44,8 @@ _NS = 1_000_000_000
 _DEFAULT_DUPLICATE_WINDOW = timedelta(minutes=2)
 _SERVER_METADATA_PREFIX = "_nats."  # keys the server sets in stream metadata
 _MAX_VALUE_KEY = "jetstore.max_value_size"
+_NAME_FORMAT_KEY = "jetstore.key_name_format"  # see _name_codec.py
+_RESERVED_KEYS = (_MAX_VALUE_KEY, _NAME_FORMAT_KEY)
 HEADER_ROOM = 1024
 """Bytes the stream's ``max_msg_size`` allows beyond ``max_value_size``: the server counts
 headers (TTL, CAS, message id, batch headers) in that limit; the client checks the value."""
@@ -80,12 +86,14 @@ def op_from_headers(headers: dict[str, str] | None) -> Op:
     return Op.PUT
 
 
-class Entry(msgspec.Struct, frozen=True):
+class Entry(PayloadHidden, msgspec.Struct, frozen=True):
     """One revision of a key.
 
     ``revision`` is the stream sequence, ``created`` the server's time of the write (UTC),
     ``delta`` how many newer revisions follow when known (watchers), ``ttl`` the revision's
-    ``Nats-TTL`` in seconds (``-1`` = never) when it has one.
+    ``Nats-TTL`` in seconds (``-1`` = never) when it has one. ``value`` is empty for
+    tombstones and markers. The repr shows the value's size, never its bytes (they may be a
+    secret: logging an entry must not copy it into the log).
     """
 
     bucket: str
@@ -96,6 +104,8 @@ class Entry(msgspec.Struct, frozen=True):
     op: Op = Op.PUT
     delta: int | None = None
     ttl: int | None = None
+
+    _payload = "value"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -136,8 +146,9 @@ class BucketConfig:
             raise InvalidBucketConfigError(f"history must be 1..{MAX_HISTORY}: {self.history}")
         check_size("max_value_size", self.max_value_size)
         check_stream_limits(self)
-        if _MAX_VALUE_KEY in self.metadata:
-            raise InvalidBucketConfigError(f"metadata key {_MAX_VALUE_KEY!r} is reserved")
+        for reserved in _RESERVED_KEYS:
+            if reserved in self.metadata:
+                raise InvalidBucketConfigError(f"metadata key {reserved!r} is reserved")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -180,10 +191,15 @@ def _plain(value: timedelta | None) -> timedelta | None:
 
 
 def stream_config_for_bucket(
-    bucket: str, config: BucketConfig, *, allow_atomic: bool
+    bucket: str,
+    config: BucketConfig,
+    *,
+    allow_atomic: bool,
+    name_format: str | None = NEW_NAME_FORMAT,
 ) -> StreamConfig:
     """The stream behind a bucket: the usual NATS KV shape plus per-message TTL and atomic
-    batches.
+    batches; ``name_format`` is recorded in its metadata (None: no record, as a bucket made
+    before names were bound to their bucket).
 
     Raises:
         InvalidBucketNameError: the bucket name breaks the naming rules.
@@ -208,18 +224,26 @@ def stream_config_for_bucket(
         deny_delete=True,
         allow_direct=True,
         compression="s2" if config.compression else "none",
-        metadata=_with_max_value(config) or None,
+        metadata=_with_records(config, name_format) or None,
         allow_msg_ttl=True,
         subject_delete_marker_ttl=Duration.of(config.marker_ttl),
         allow_atomic=allow_atomic,
     )
 
 
-def _with_max_value(config: BucketConfig) -> dict[str, str]:
+def _with_records(config: BucketConfig, name_format: str | None) -> dict[str, str]:
+    """The user's metadata and ours: the exact ``max_value_size``, the key-name format."""
     metadata = dict(config.metadata)
     if config.max_value_size > 0:
         metadata[_MAX_VALUE_KEY] = str(config.max_value_size)
+    if name_format is not None:
+        metadata[_NAME_FORMAT_KEY] = name_format
     return metadata
+
+
+def name_format_of(config: StreamConfig) -> str | None:
+    """The key-name format recorded in a bucket's stream (None: no record)."""
+    return (config.metadata or {}).get(_NAME_FORMAT_KEY)
 
 
 def bucket_config_from_stream(config: StreamConfig) -> BucketConfig:
@@ -227,7 +251,7 @@ def bucket_config_from_stream(config: StreamConfig) -> BucketConfig:
     metadata = {
         k: v
         for k, v in (config.metadata or {}).items()
-        if not k.startswith(_SERVER_METADATA_PREFIX) and k != _MAX_VALUE_KEY
+        if not k.startswith(_SERVER_METADATA_PREFIX) and k not in _RESERVED_KEYS
     }
     ours = (config.metadata or {}).get(_MAX_VALUE_KEY, "")
     max_value = int(ours) if ours.isdigit() else config.max_msg_size  # a peer's bucket: 1:1

@@ -22,6 +22,7 @@ from jetstream._resource import aclose_iterator
 from ._errors import ValueDecodeError, ValueEncodeError
 from ._keys import checked_pairs
 from ._models import Entry, Op
+from ._value_problems import decode_problem, encode_problem
 
 if TYPE_CHECKING:
     from ._batch import KeyBatch
@@ -42,7 +43,8 @@ class TypedEntry(Generic[T]):
     ``value`` is None for tombstones, expiry markers and ``meta_only`` watches. A stored value
     that does not decode (only in :meth:`TypedBucket.watch` and :meth:`TypedBucket.history`,
     which keep going) has :attr:`error` set, and reading ``value`` raises that
-    :class:`ValueDecodeError`; ``raw`` always holds the stored bytes.
+    :class:`ValueDecodeError`; ``raw`` always holds the stored bytes (empty for tombstones
+    and markers). The repr names the value's type, never the value.
     """
 
     __slots__ = (
@@ -82,7 +84,12 @@ class TypedEntry(Generic[T]):
         return self._value
 
     def __repr__(self) -> str:
-        shown = f"error={self.error}" if self.error is not None else f"value={self._value!r}"
+        if self.error is not None:
+            shown = f"error={self.error}"  # names key, revision and what is wrong, not the value
+        elif self._value is None:
+            shown = "value=None"
+        else:
+            shown = f"value=<{_name(type(self._value))}>"
         return f"TypedEntry(key={self.key!r}, revision={self.revision}, op={self.op.name}, {shown})"
 
 
@@ -336,31 +343,44 @@ class TypedBucket(Generic[T]):
         """``value`` as stored bytes, checked to decode back as the type (a Struct built with a
         field of the wrong type encodes fine but would never read back)."""
         # Any exception of msgspec's or of the type's own code (a __post_init__ asserting on a
-        # field) is the value's fault, so it names the key (and quotes the original, which is
-        # not chained: no msgspec error reaches a caller); only a MemoryError is the
-        # process's and stays as it is. Decoding below, likewise.
+        # field) is the value's fault, so it names the key; only a MemoryError is the
+        # process's and stays as it is. The original's text may quote the value (a secret,
+        # in an encrypted bucket): the error says what is wrong without it, and is raised
+        # outside the handler so that nothing chains the original. Decoding, likewise.
         try:
             data = self._encoder.encode(value)
-            self._decoder.decode(data)
         except MemoryError:
             raise
         except Exception as exc:
-            raise ValueEncodeError(
-                f"value for key {key!r} is not a {_name(self._type)} ({self._format}): {exc}"
-            ) from None
-        return data
+            problem = encode_problem(exc, self._format)
+        else:
+            unreadable = self._decoded(data)[1]
+            if unreadable is None:
+                return data
+            problem = unreadable
+        raise ValueEncodeError(f"value for key {key!r} is {self._not_a(problem)}")
 
     def _typed(self, entry: Entry, *, decode: bool = True) -> TypedEntry[T]:
         if entry.op is not Op.PUT or not decode:
             return TypedEntry(entry, None, None)
+        value, problem = self._decoded(entry.value)
+        if problem is None:
+            return TypedEntry(entry, value, None)
+        # reported on the entry: a watch goes on
+        error = ValueDecodeError(entry.key, entry.revision, self._not_a(problem), entry.value)
+        return TypedEntry(entry, None, error)
+
+    def _decoded(self, data: bytes) -> tuple[T | None, str | None]:
+        """The value ``data`` holds, or None and what is wrong with it (never quoting it)."""
         try:
-            return TypedEntry(entry, self._decoder.decode(entry.value), None)
+            return self._decoder.decode(data), None
         except MemoryError:
             raise
-        except Exception as exc:  # reported on the entry: a watch goes on (see _encode)
-            reason = f"not a {_name(self._type)} ({self._format}): {exc}"
-            error = ValueDecodeError(entry.key, entry.revision, reason, entry.value)
-            return TypedEntry(entry, None, error)
+        except Exception as exc:
+            return None, decode_problem(exc, _name(self._type), self._format)
+
+    def _not_a(self, problem: str) -> str:
+        return f"not a {_name(self._type)} ({self._format}): {problem}"
 
     @staticmethod
     def _checked(entry: TypedEntry[T]) -> TypedEntry[T]:

@@ -403,7 +403,7 @@ def _row(
 ) -> tuple[Any, ...]:
     key = message.subject[len(prefix) :]
     op = op_from_headers(message.headers)
-    value = message.data
+    value = message.data if op is Op.PUT else b""  # as Entry: tombstones have no value
     if stage is not None and op is Op.PUT and any(name == "value" for name, _ in projection):
         context = ValueContext(bucket, key, message.headers, message.seq)
         value = stage.open(value, context)  # DecryptionError fails the task

@@ -15,6 +15,7 @@ from jetstream import (
     Keyring,
 )
 from jetstream._errors import check_count
+from jetstream._hidden_payload import PayloadHidden
 
 from ._encryption import cipher_for
 from ._errors import DuplicateObjectNameError, StoreNotFoundError
@@ -26,13 +27,16 @@ from ._store import ObjectStore, check_chunk_size
 __all__ = ["UploadItem", "UploadOutcome", "upload_many"]
 
 
-@dataclasses.dataclass(frozen=True)
-class UploadItem:
-    """One object to store: from ``path`` (streamed from disk) or ``data`` (in memory)."""
+@dataclasses.dataclass(frozen=True, repr=False)
+class UploadItem(PayloadHidden):
+    """One object to store: from ``path`` (streamed from disk) or ``data`` (in memory; the
+    repr shows its size only)."""
 
     name: str
     path: str | None = None
     data: bytes | None = None
+
+    _payload = "data"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,5 +1,6 @@
-"""The README's code, as blocks a test can run: every ```python block, with the heading it sits
-under. Fragments (not whole programs) are run in order in one namespace, like a notebook."""
+"""The README's code (or another document's), as blocks a test can run: every ```python block,
+with the heading it sits under. Fragments (not whole programs) are run in order in one
+namespace, like a notebook."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ class Block:
     heading: str
     line: int
     code: str
+    document: str = "README.md"
 
     @property
     def is_program(self) -> bool:
@@ -30,21 +32,22 @@ class Block:
         return "spark" in self.heading.lower()
 
 
-def python_blocks() -> list[Block]:
-    text = README.read_text()
+def python_blocks(document: Path = README) -> list[Block]:
+    text = document.read_text()
     blocks = []
     for match in _BLOCK.finditer(text):
         before = text[: match.start()]
         headings = re.findall(r"^#+ (.*)$", before, re.M)
-        blocks.append(Block(headings[-1], before.count("\n") + 2, match.group(1)))
+        line = before.count("\n") + 2
+        blocks.append(Block(headings[-1], line, match.group(1), document.name))
     return blocks
 
 
 async def run_fragment(block: Block, namespace: dict[str, Any]) -> None:
     """Run a fragment with top-level ``await``s in ``namespace`` (which it may extend)."""
     code = compile(
-        block.code, f"README.md:{block.line}", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+        block.code, f"{block.document}:{block.line}", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
     )
-    result = eval(code, namespace)  # the README's own code, nothing else
+    result = eval(code, namespace)  # the document's own code, nothing else
     if inspect.isawaitable(result):
         await result

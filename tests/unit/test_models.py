@@ -88,6 +88,7 @@ def test_bucket_stream_has_the_nats_kv_shape_plus_ttl_and_atomic() -> None:
         "allow_msg_ttl": True,
         "subject_delete_marker_ttl": 30_000_000_000,
         "allow_atomic": True,
+        "metadata": {"jetstore.key_name_format": "v2"},  # how EncryptedKeyCodec seals names
     }
 
 
