@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import AsyncIterator
 from typing import Literal, TypedDict, Unpack
 
@@ -13,13 +14,13 @@ from jetstream import (
     DurationValue,
     Feature,
     JetStream,
-    JetStreamError,
     Keyring,
     StreamExistsError,
     StreamInfo,
     StreamNotFoundError,
     validate_bucket_name,
 )
+from jetstream._shared_config import valid_bucket_names
 
 from ._bucket import Bucket
 from ._codecs import KeyCodec
@@ -32,6 +33,8 @@ from ._models import (
     stream_name,
     subject_prefix,
 )
+
+_log = logging.getLogger("kvstore")
 
 __all__ = [
     "BucketOptions",
@@ -131,8 +134,8 @@ async def open_bucket(
         InvalidBucketNameError: bad name; nothing is sent.
         ClientValidationError: ``key_codec`` is not a :class:`KeyCodec`, or ``encryption``
             not a :class:`jetstream.Keyring`; nothing is sent.
-        BucketNotFoundError: no such bucket.
-        JetStreamError: the stream exists but is not a KV bucket.
+        BucketNotFoundError: no such bucket (also a stream ``KV_<bucket>`` that is not one:
+            it does not take the bucket's subjects).
     """
     _check_codec(key_codec)
     stage = _stage(encryption, allow_plaintext)
@@ -198,14 +201,14 @@ async def delete_bucket(js: JetStream, bucket: str) -> None:
 
 
 async def list_buckets(js: JetStream) -> AsyncIterator[str]:
-    """Iterate over the names of all KV buckets of the account.
+    """Iterate over the names of all KV buckets of the account. A stream ``KV_<name>`` whose
+    name is no valid bucket name (anyone may create one) is skipped with a warning in the log.
 
     Raises:
         JetStreamError: the listing failed.
     """
-    async for name in js.stream_names(subject="$KV.*.>"):
-        if name.startswith("KV_"):
-            yield name[3:]
+    async for name in valid_bucket_names(js.stream_names(subject="$KV.*.>"), "KV_", _log):
+        yield name
 
 
 async def bucket_info(js: JetStream, bucket: str) -> StreamInfo:
@@ -213,8 +216,8 @@ async def bucket_info(js: JetStream, bucket: str) -> StreamInfo:
 
     Raises:
         InvalidBucketNameError: bad name.
-        BucketNotFoundError: no such stream.
-        JetStreamError: the stream is not a KV bucket.
+        BucketNotFoundError: no such stream, or a stream that is not a KV bucket (as nats.go
+            says of it).
     """
     validate_bucket_name(bucket)
     try:
@@ -223,7 +226,7 @@ async def bucket_info(js: JetStream, bucket: str) -> StreamInfo:
         raise BucketNotFoundError(f"bucket {bucket!r} not found", code=exc.code) from exc
     expected_subject = f"{subject_prefix(bucket)}>"
     if expected_subject not in info.config.subjects and info.config.mirror is None:
-        raise JetStreamError(f"stream {info.config.name!r} is not a KV bucket")
+        raise BucketNotFoundError(f"stream {info.config.name!r} is not a KV bucket")
     return info
 
 
