@@ -96,8 +96,8 @@ def error_line(error: BaseException) -> str:
 def report_error(error: BaseException, *, debug: bool, code: int | None = None) -> int:
     """Print the error (its traceback first with ``--debug``) and return its exit code
     (``code`` when the verb knows better than the error's class)."""
-    if debug:
-        traceback.print_exception(error, file=sys.stderr)
+    if debug:  # its messages may quote server text too
+        sys.stderr.write(shown("".join(traceback.format_exception(error)), lines=True))
     click.echo(error_line(error), err=True)
     return exit_code_for(error) if code is None else code
 
@@ -155,11 +155,17 @@ class _QuietTlsEof(logging.Filter):
 
 
 class _ShownFormatter(logging.Formatter):
-    """A log line's text escaped (it may quote server text: a skipped stream's name); a
-    ``--debug`` traceback after it keeps its lines."""
+    """Log lines escaped (they may quote server text: a skipped stream's name); a traceback
+    after one (``--debug``) keeps its lines."""
 
     def formatMessage(self, record: logging.LogRecord) -> str:
         return shown(super().formatMessage(record))
+
+    def formatException(self, ei: Any) -> str:
+        return shown(super().formatException(ei), lines=True)
+
+    def formatStack(self, stack_info: str) -> str:
+        return shown(super().formatStack(stack_info), lines=True)
 
 
 def setup_logging(*, debug: bool) -> None:

@@ -215,7 +215,7 @@ async def test_streams_named_like_buckets_that_are_none_are_skipped_with_a_warni
     assert len(obj_ls.err.splitlines()) == 1 and "OBJ_y\\x1b]0;pwned" in obj_ls.err
 
 
-async def test_group_names_and_subjects_are_shown_escaped(
+async def test_group_listings_and_subjects_never_show_stored_text_raw(
     js: jetstream.JetStream, server: jetstream.EmbeddedServer
 ) -> None:
     url = ("-s", server.url)
@@ -229,5 +229,29 @@ async def test_group_names_and_subjects_are_shown_escaped(
     for run in (ls, consumed):
         assert run.code == 0, run.err
         _safe(run)
-    assert ls.text == f"g\npeer{IN_SUBJECT_ESCAPED}\n"
+    assert ls.text == "g\n"  # a group name no verb would take: skipped, with a warning
+    assert ls.err.startswith("jetstore: warning: ") and f"peer{IN_SUBJECT_ESCAPED}" in ls.err
     assert consumed.text == f"0 ORDERS.{IN_SUBJECT_ESCAPED}: data{ESCAPED}\n"
+
+
+async def test_progress_bars_and_result_lines_show_names_as_they_are(
+    js: jetstream.JetStream, server: jetstream.EmbeddedServer, tmp_path: Path
+) -> None:
+    """On a terminal rich draws the bars and prints the result lines: a name is neither
+    markup nor emoji codes (":warning:" became a sign), nor escape sequences."""
+    store = await objstore.create_store(js, "bars")
+    name = ":warning: [bold]x[/bold]" + HOSTILE
+    await store.put(name, b"x" * 100_000)
+    command = cli_command("obj", "get", "bars", name, "-o", str(tmp_path / "f"), "-s", server.url)
+    env = cli_env(TERM="xterm-256color", COLUMNS="200", LINES="30")
+    child = pexpect.spawn(command[0], command[1:], env=env, cwd=str(ROOT), dimensions=(30, 200))
+    try:
+        child.expect(pexpect.EOF, timeout=60)
+    finally:
+        child.close()
+    screen = child.before.decode(errors="replace")
+    assert child.exitstatus == 0, screen
+    assert f"saved :warning: [bold]x[/bold]{ESCAPED} -> " in screen
+    assert "\u26a0" not in screen and "\x1b]" not in screen and "\x07" not in screen
+    assert "\u202e" not in screen and "\x9b" not in screen
+    assert (tmp_path / "f").read_bytes() == b"x" * 100_000
