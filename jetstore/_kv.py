@@ -22,6 +22,8 @@ from ._values import duration_option, pairs, size_option
 
 __all__ = ["kv"]
 
+_log = logging.getLogger("jetstore")
+
 
 @click.group()
 def kv() -> None:
@@ -106,7 +108,7 @@ def ls(settings: Settings) -> None:
                 opened = await kvstore.open_bucket(js, name)
                 statuses.append(bucket_fields(await opened.status()))
             except kvstore.BucketNotFoundError as exc:  # deleted meanwhile, or no KV bucket
-                logging.getLogger("jetstore").warning("skipped %r: %s", name, exc)
+                _log.warning("skipped %r: %s", name, exc)
         emit_json(statuses)
 
     run(settings, work)

@@ -54,7 +54,7 @@ async def valid_bucket_names(
         try:
             validate_bucket_name(name)
         except InvalidBucketNameError:
-            log.warning("skipped stream %r: not a valid name for what it looks like", stream)
+            log.warning("skipped stream %r: no bucket or store may be named %r", stream, name)
             continue
         yield name
 

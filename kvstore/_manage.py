@@ -34,8 +34,6 @@ from ._models import (
     subject_prefix,
 )
 
-_log = logging.getLogger("kvstore")
-
 __all__ = [
     "BucketOptions",
     "bucket_info",
@@ -45,6 +43,8 @@ __all__ = [
     "open_bucket",
     "update_bucket",
 ]
+
+_log = logging.getLogger("kvstore")
 
 
 class BucketOptions(TypedDict, total=False):

@@ -22,9 +22,9 @@ from ._errors import StoreExistsError, StoreNotFoundError
 from ._models import StoreConfig, stream_config_for_store, stream_name
 from ._store import ObjectStore, open_store, store_info
 
-_log = logging.getLogger("objstore")
-
 __all__ = ["create_store", "delete_store", "list_stores", "open_store", "store_info"]
+
+_log = logging.getLogger("objstore")
 
 
 async def create_store(
