@@ -74,7 +74,7 @@ def _problem(url: str) -> str:
     if _CUTS_A_PASSWORD.intersection(userinfo):
         return (
             "has user info holding '/', '?' or '#', which a URL cannot carry here: give the "
-            "password on its own (the password option, --password)"
+            "password or token on its own (the password or token option; --password, --token)"
         )
     try:
         _ = urllib.parse.urlsplit(f"{scheme[0] if scheme else 'nats://'}{host}").port
