@@ -12,7 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import jetstream
-from jetstore._output import _ShownFormatter, error_line, report_error
+from jetstore._cg_fields import group_lines
+from jetstore._output import _ShownFormatter, error_line, report_error, show_fields
 from jetstore._shown import json_text, shown, shown_value
 
 ANY_TEXT = st.text(st.characters(codec=None, exclude_categories=()), max_size=40)
@@ -117,3 +118,18 @@ def test_log_lines_show_server_text_escaped() -> None:
     assert text.startswith("jetstore: ERROR: failed: \\u202e\nTraceback")
     assert text.endswith("ValueError: \\x9b2J")
     assert all(ch.isprintable() or ch == "\n" for ch in text)
+
+
+def test_info_and_group_lines_show_server_text_escaped(capsys: pytest.CaptureFixture[str]) -> None:
+    """`kv info`, `obj info` and the `cg` documents: descriptions, metadata, member names and
+    filters a peer wrote."""
+    show_fields(
+        {"description": "a\nforged: row", "metadata": {"k\x1b": "v\u202e"}, "sealed": False},
+        json=False,
+        quiet=False,
+    )
+    assert capsys.readouterr().out == (
+        "description: a\\nforged: row\nmetadata: k\\x1b=v\\u202e\nsealed: false\n"
+    )
+    fields = {"members": ["m\x1b]0;x\x07", "n"], "partitions": {"m\n": [0, 1]}}
+    assert group_lines(fields) == ["members: m\\x1b]0;x\\x07, n", "partitions: m\\n:0,1"]
