@@ -20,6 +20,7 @@ from rich.progress import (
 )
 
 from ._progress import Callback, Reporter
+from ._shown import shown
 
 __all__ = ["BarReporter"]
 
@@ -64,7 +65,7 @@ class BarReporter(Reporter):
         self._progress.stop()
 
     def transfer(self, name: str, size: int | None) -> Callback:
-        task = self._progress.add_task(_short(name), total=size)
+        task = self._progress.add_task(_short(shown(name)), total=size)
         self._tasks[name] = task
         last = [0]
 
@@ -87,13 +88,19 @@ class BarReporter(Reporter):
     def done(self, name: str, line: str) -> None:
         self._close(name)
         if sys.stdout.isatty():
-            self._progress.console.print(line, markup=False, highlight=False)
+            self._print(line)
         else:  # results stay parseable on stdout; the bars live on stderr
-            click.echo(line)
+            click.echo(shown(line))
 
     def failed(self, name: str, line: str) -> None:
         self._close(name)
-        self._progress.console.print(line, markup=False, highlight=False, style="red")
+        self._print(line, style="red")
+
+    def _print(self, line: str, style: str | None = None) -> None:
+        # Lines hold anyone's names: escaped, and no markup ("weird[/x].txt" made rich raise),
+        # no ":smile:" emoji codes, no highlighting.
+        console = self._progress.console
+        console.print(shown(line), style=style, markup=False, emoji=False, highlight=False)
 
 
 def _short(name: str, width: int = 32) -> str:

@@ -12,6 +12,7 @@ from ._cg_kinds import Kind
 from ._confirm import confirm
 from ._connect import Settings, run, verb
 from ._output import emit_json, note
+from ._shown import shown
 
 __all__ = ["admin_verbs", "show_group"]
 
@@ -30,7 +31,7 @@ def _names(names: list[str], settings: Settings) -> None:
         emit_json(names)
     else:
         for name in names:
-            click.echo(name)
+            click.echo(shown(name))
 
 
 def _ls(kind: Kind) -> click.Command:

@@ -11,10 +11,11 @@ import click
 import jetstream
 import pcgroups
 
-from ._cg_fields import message_fields, shown
+from ._cg_fields import message_fields
 from ._cg_kinds import Kind
 from ._connect import Settings, run, verb
 from ._output import emit_json_line
+from ._shown import shown, shown_value
 from ._values import duration_option
 
 __all__ = ["ack_options", "consume_verb", "consumer_template", "waiting_note"]
@@ -114,7 +115,7 @@ def _print(message: pcgroups.GroupMessage, settings: Settings) -> None:
     if settings.json:
         emit_json_line(message_fields(message))
     elif not settings.quiet:
-        click.echo(f"{message.partition} {message.subject}: {shown(message.data)}")
+        click.echo(f"{message.partition} {shown(message.subject)}: {shown_value(message.data)}")
 
 
 async def _give_back(messages: list[pcgroups.GroupMessage]) -> None:

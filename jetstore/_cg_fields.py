@@ -11,7 +11,7 @@ import click
 
 import pcgroups
 
-from ._fields import text_of
+from ._shown import shown, text_of
 
 __all__ = [
     "group_fields",
@@ -19,7 +19,6 @@ __all__ = [
     "mapping_option",
     "message_fields",
     "partitioning_option",
-    "shown",
 ]
 
 _NUMBERS = re.compile(r"^\d+(,\d+)*$")
@@ -100,11 +99,9 @@ def _filter(pf: pcgroups.PartitioningFilter) -> dict[str, Any]:
 
 
 def group_lines(fields: dict[str, Any]) -> list[str]:
-    """The fields as ``name: value`` lines, lists joined (``-`` for none)."""
-    lines = []
-    for name, value in fields.items():
-        lines.append(f"{name}: {_plain(name, value)}")
-    return lines
+    """The fields as ``name: value`` lines, lists joined (``-`` for none), server text
+    (member names, filters) escaped."""
+    return [f"{name}: {shown(_plain(name, value))}" for name, value in fields.items()]
 
 
 def _plain(name: str, value: Any) -> str:
@@ -125,14 +122,6 @@ def _filter_text(f: dict[str, Any]) -> str:
 
 def _ints(values: list[int]) -> str:
     return ",".join(str(v) for v in values) or "-"
-
-
-def shown(value: bytes) -> str:
-    """A payload on a text line: its text (non-printables escaped), or its size if binary."""
-    text = text_of(value)
-    if text is None:
-        return f"<{len(value)} bytes>"
-    return text.encode("unicode_escape").decode() if not text.isprintable() else text
 
 
 def message_fields(message: pcgroups.GroupMessage) -> dict[str, Any]:

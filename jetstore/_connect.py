@@ -53,8 +53,8 @@ class Settings:
     quiet: bool = False
     debug: bool = False
 
-    def __repr__(self) -> str:  # secrets never shown, even with --debug
-        return f"Settings(server={self.server!r}, json={self.json}, quiet={self.quiet})"
+    def __repr__(self) -> str:  # secrets never shown (the server URLs may hold some)
+        return f"Settings(json={self.json}, quiet={self.quiet}, debug={self.debug})"
 
     def connect_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for :func:`jetstream.connect` (they go on to nats-py).
@@ -104,11 +104,12 @@ class Settings:
 
         Raises:
             click.UsageError: see :meth:`connect_kwargs`.
-            ConnectionFailedError, AuthenticationError: as :func:`jetstream.connect`.
+            ClientValidationError, ConnectionFailedError, AuthenticationError: as
+                :func:`jetstream.connect` (a URL it cannot parse whole; unreachable; refused).
         """
-        servers = [url.strip() for url in (self.server or "").split(",") if url.strip()]
         kwargs = self.connect_kwargs()
-        return await jetstream.connect(servers, **kwargs)
+        # Split by the library, which never cuts a URL's user info (a password with a ',').
+        return await jetstream.connect(self.server or "", **kwargs)
 
 
 def _connection_options(function: Callable[..., Any]) -> Callable[..., Any]:

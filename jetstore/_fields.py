@@ -14,13 +14,14 @@ from typing import Any
 import kvstore
 import objstore
 
+from ._shown import text_of
+
 __all__ = [
     "bucket_fields",
     "entry_fields",
     "object_fields",
     "seconds",
     "store_fields",
-    "text_of",
     "timestamp",
 ]
 
@@ -38,14 +39,6 @@ def timestamp(value: datetime | None) -> str | None:
     if value is None:
         return None
     return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
-
-
-def text_of(value: bytes) -> str | None:
-    """The value as text when it is UTF-8, else None."""
-    try:
-        return value.decode()
-    except UnicodeDecodeError:
-        return None
 
 
 def entry_fields(entry: kvstore.Entry) -> dict[str, Any]:

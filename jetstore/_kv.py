@@ -3,6 +3,7 @@ here; the key verbs in :mod:`jetstore._kv_write` and :mod:`jetstore._kv_read`.""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import click
@@ -16,9 +17,12 @@ from ._fields import bucket_fields
 from ._kv_read import get, get_many, history, keys, watch
 from ._kv_write import create, delete, purge, put, put_many, update
 from ._output import emit_json, note, show_fields
+from ._shown import shown
 from ._values import duration_option, pairs, size_option
 
 __all__ = ["kv"]
+
+_log = logging.getLogger("jetstore")
 
 
 @click.group()
@@ -96,11 +100,15 @@ def ls(settings: Settings) -> None:
         names = sorted([name async for name in kvstore.list_buckets(js)])
         if not settings.json:
             for name in names:
-                click.echo(name)
+                click.echo(shown(name))
             return
         statuses = []
         for name in names:
-            statuses.append(bucket_fields(await (await kvstore.open_bucket(js, name)).status()))
+            try:
+                opened = await kvstore.open_bucket(js, name)
+                statuses.append(bucket_fields(await opened.status()))
+            except kvstore.BucketNotFoundError as exc:  # deleted meanwhile, or no KV bucket
+                _log.warning("skipped %r: %s", name, exc)
         emit_json(statuses)
 
     run(settings, work)

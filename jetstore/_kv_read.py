@@ -10,8 +10,9 @@ import jetstream
 import kvstore
 
 from ._connect import Settings, run, verb
-from ._fields import entry_fields, text_of
+from ._fields import entry_fields
 from ._output import emit_json, emit_json_line
+from ._shown import shown, shown_value
 from ._values import checked
 
 __all__ = ["get", "get_many", "history", "keys", "watch"]
@@ -33,6 +34,8 @@ def get(settings: Settings, bucket: str, key: str, revision: int | None) -> None
         entry = await opened.get(key, revision=revision)
         if settings.json:
             emit_json(entry_fields(entry))
+        elif sys.stdout.isatty():
+            click.echo(_on_terminal(entry.value))
         else:
             sys.stdout.buffer.write(entry.value)
             sys.stdout.buffer.flush()
@@ -64,20 +67,17 @@ def get_many(settings: Settings, bucket: str, keys: tuple[str, ...]) -> None:
             )
             return
         for key, entry in snapshot.items():
-            click.echo(f"{key} {_shown(entry.value)}")
+            click.echo(f"{shown(key)} {shown_value(entry.value)}")
         for key in snapshot.missing:
-            click.echo(f"jetstore: {key}: no value", err=True)
+            click.echo(f"jetstore: {shown(key)}: no value", err=True)
 
     run(settings, work)
 
 
-def _shown(value: bytes, limit: int | None = None) -> str:
-    """A value for a text line: its text (non-printables escaped), or its size if binary."""
-    text = text_of(value)
-    if text is None:
-        return f"<{len(value)} bytes>"
-    text = text.encode("unicode_escape").decode() if not text.isprintable() else text
-    return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"
+def _on_terminal(value: bytes) -> str:
+    """A value shown on a terminal: its lines, with whatever would drive the terminal
+    escaped (bytes that are not UTF-8 as ``\\xNN``). Piped, the bytes go out as they are."""
+    return shown(value.decode("utf-8", "surrogateescape"), lines=True).removesuffix("\n")
 
 
 @click.command("history")
@@ -103,10 +103,10 @@ def history(settings: Settings, bucket: str, key: str) -> None:
 def _line(entry: kvstore.Entry, *, limit: int | None = None, colour: bool = False) -> str:
     created = entry.created.astimezone().strftime("%Y-%m-%d %H:%M:%S")
     op = entry.op.value
-    shown = click.style(f"{op:<7}", fg=_OP_COLOURS.get(op)) if colour else f"{op:<7}"
+    op_text = click.style(f"{op:<7}", fg=_OP_COLOURS.get(op)) if colour else f"{op:<7}"
     ttl = "" if entry.ttl is None else f" ttl={'never' if entry.ttl < 0 else entry.ttl}"
-    value = f": {_shown(entry.value, limit)}" if entry.op is kvstore.Op.PUT else ""
-    return f"[{created}] {shown} {entry.key} rev={entry.revision}{ttl}{value}"
+    value = f": {shown_value(entry.value, limit)}" if entry.op is kvstore.Op.PUT else ""
+    return f"[{created}] {op_text} {shown(entry.key)} rev={entry.revision}{ttl}{value}"
 
 
 @click.command("keys")
@@ -124,7 +124,7 @@ def keys(settings: Settings, bucket: str, filters: tuple[str, ...]) -> None:
             emit_json(found)
         else:
             for key in found:
-                click.echo(key)
+                click.echo(shown(key))
 
     run(settings, work)
 

@@ -18,6 +18,7 @@ from ._confirm import confirm
 from ._connect import Settings, run, verb
 from ._fields import object_fields, store_fields
 from ._output import emit_json, emit_json_line, note, show_fields
+from ._shown import shown
 from ._transfer import download, plan_uploads, upload
 from ._values import duration_option, pairs, size_option
 
@@ -104,9 +105,10 @@ def ls(settings: Settings, store: str | None, include_deleted: bool) -> None:
             emit_json([object_fields(i) for i in infos])
             return
         for i in infos:
-            link = f"\t-> {i.link.bucket}/{i.link.name}" if i.link is not None else ""
+            link = f"\t-> {shown(i.link.bucket)}/{shown(i.link.name)}" if i.link else ""
             fields = object_fields(i)
-            click.echo(f"{i.name}\t{i.size}\t{fields['modified']}\t{i.digest}{link}")
+            columns = (shown(i.name), i.size, fields["modified"], shown(i.digest))
+            click.echo("\t".join(str(column) for column in columns) + link)
 
     run(settings, work)
 
@@ -116,7 +118,7 @@ def _list(names: list[str], *, json: bool) -> None:
         emit_json(names)
     else:
         for name in names:
-            click.echo(name)
+            click.echo(shown(name))
 
 
 @obj.command("rm")
@@ -294,10 +296,10 @@ def _change_line(change: objstore.ObjectInfo, colour: bool) -> str:
         if change.is_link
         else "PUT"
     )
-    shown = click.style(f"{op:<7}", fg=_COLOURS[op]) if colour else f"{op:<7}"
+    op_text = click.style(f"{op:<7}", fg=_COLOURS[op]) if colour else f"{op:<7}"
     when = change.modified.astimezone().strftime("%Y-%m-%d %H:%M:%S") if change.modified else "-"
     size = f" {change.size} bytes" if op == "PUT" else ""
-    return f"[{when}] {shown} {change.name}{size}"
+    return f"[{when}] {op_text} {shown(change.name)}{size}"
 
 
 @obj.command("seal")

@@ -15,7 +15,6 @@ Exit codes (documented in docs/CLI.md, relied on by scripts):
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 import traceback
@@ -24,6 +23,8 @@ from typing import Any, Final
 import click
 
 import jetstream
+
+from ._shown import json_text, shown
 
 __all__ = [
     "EXIT_CONNECTION",
@@ -78,14 +79,15 @@ def exit_code_for(error: BaseException) -> int:
 
 
 def error_line(error: BaseException) -> str:
-    """One line for stderr: the error's class (for library errors) and its message."""
+    """One line for stderr: the error's class (for library errors) and its message (which
+    may quote server text: shown escaped)."""
     if isinstance(error, KeyboardInterrupt):
         return "jetstore: interrupted"
-    text = " ".join(str(error).split()) or type(error).__name__
+    text = shown(" ".join(str(error).split())) or type(error).__name__
     if isinstance(error, jetstream.JetStreamError):
         return f"jetstore: error: {type(error).__name__}: {text}"
     if isinstance(error, OSError) and error.filename is not None:
-        return f"jetstore: error: {error.strerror or text}: {error.filename}"
+        return f"jetstore: error: {error.strerror or text}: {shown(str(error.filename))}"
     if isinstance(error, OSError | ValueError):
         return f"jetstore: error: {text}"
     return f"jetstore: error: {type(error).__name__}: {text} (a bug? --debug shows where)"
@@ -94,24 +96,25 @@ def error_line(error: BaseException) -> str:
 def report_error(error: BaseException, *, debug: bool, code: int | None = None) -> int:
     """Print the error (its traceback first with ``--debug``) and return its exit code
     (``code`` when the verb knows better than the error's class)."""
-    if debug:
-        traceback.print_exception(error, file=sys.stderr)
+    if debug:  # its messages may quote server text too
+        sys.stderr.write(shown("".join(traceback.format_exception(error)), lines=True))
     click.echo(error_line(error), err=True)
     return exit_code_for(error) if code is None else code
 
 
 def emit_json(document: Any) -> None:
     """One JSON document on stdout (indented: read by people and by ``jq`` alike)."""
-    click.echo(json.dumps(document, indent=2, ensure_ascii=False))
+    click.echo(json_text(document, indent=2))
 
 
 def emit_json_line(document: Any) -> None:
     """One compact JSON document per line (streams: watch, uploads), flushed at once."""
-    click.echo(json.dumps(document, ensure_ascii=False, separators=(",", ":")))
+    click.echo(json_text(document))
 
 
 def show_fields(fields: dict[str, Any], *, json: bool, quiet: bool) -> None:
-    """An info document: indented JSON, or ``name: value`` lines (``-`` for none)."""
+    """An info document: indented JSON, or ``name: value`` lines (``-`` for none; server
+    text escaped)."""
     if json:
         emit_json(fields)
     elif not quiet:
@@ -123,8 +126,8 @@ def _plain(value: object) -> str:
     if value is None:
         return "-"
     if isinstance(value, dict):
-        return ", ".join(f"{k}={v}" for k, v in value.items()) or "-"
-    return str(value).lower() if isinstance(value, bool) else str(value)
+        return ", ".join(f"{shown(str(k))}={shown(str(v))}" for k, v in value.items()) or "-"
+    return str(value).lower() if isinstance(value, bool) else shown(str(value))
 
 
 def note(line: str, *, json: bool, quiet: bool) -> None:
@@ -151,11 +154,25 @@ class _QuietTlsEof(logging.Filter):
         return not (record.name == "asyncio" and "eof_received()" in record.getMessage())
 
 
+class _ShownFormatter(logging.Formatter):
+    """Log lines escaped (they may quote server text: a skipped stream's name); a traceback
+    after one (``--debug``) keeps its lines."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        return shown(super().formatMessage(record))
+
+    def formatException(self, ei: Any) -> str:
+        return shown(super().formatException(ei), lines=True)
+
+    def formatStack(self, stack_info: str) -> str:
+        return shown(super().formatStack(stack_info), lines=True)
+
+
 def setup_logging(*, debug: bool) -> None:
     """Library warnings (a reconnect, a skipped record) as ``jetstore: warning: ...`` lines on
     stderr; everything, down to debug, with ``--debug``."""
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("jetstore: %(levelname)s: %(message)s"))
+    handler.setFormatter(_ShownFormatter("jetstore: %(levelname)s: %(message)s"))
     handler.addFilter(_QuietTlsEof())
     if not debug:
         handler.addFilter(_QuietFirstConnect())

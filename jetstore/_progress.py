@@ -14,6 +14,8 @@ from typing import Self
 
 import click
 
+from ._shown import shown
+
 __all__ = ["Callback", "Reporter", "reporter"]
 
 Callback = Callable[[int, int | None], None]
@@ -42,13 +44,13 @@ class Reporter:
         return _ignore
 
     def done(self, name: str, line: str) -> None:
-        """One file finished: its result line (none with ``--quiet``)."""
+        """One file finished: its result line (none with ``--quiet``), names escaped."""
         if not self._quiet:
-            click.echo(line)
+            click.echo(shown(line))
 
     def failed(self, name: str, line: str) -> None:
         """One file failed: its error line, on stderr (also with ``--quiet``)."""
-        click.echo(line, err=True)
+        click.echo(shown(line), err=True)
 
 
 def _ignore(done: int, total: int | None) -> None:

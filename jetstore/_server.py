@@ -13,6 +13,7 @@ import jetstream
 
 from ._connect import Settings, guarded, local_verb
 from ._output import EXIT_FAILED, emit_json_line
+from ._shown import shown
 
 __all__ = ["server"]
 
@@ -54,7 +55,7 @@ def _serve(settings: Settings, port: int | None, store: Path | None) -> int:
         while not stop.wait(0.2):
             if not embedded.running and not stop.wait(1.0):
                 line = _last_log_line(embedded)
-                click.echo(f"jetstore: error: nats-server exited: {line}", err=True)
+                click.echo(f"jetstore: error: nats-server exited: {shown(line)}", err=True)
                 return EXIT_FAILED
     finally:
         embedded.close()  # a temporary store goes with it; a --store stays

@@ -21,10 +21,10 @@ import objstore
 from ._connect import Settings
 from ._endings import stdin_binary
 from ._fields import object_fields
-from ._output import emit_json_line, error_line, exit_code_for
+from ._output import EXIT_FAILED, emit_json_line, error_line, exit_code_for
 from ._progress import Reporter, reporter
 
-__all__ = ["Upload", "download", "plan_uploads", "safe_target", "upload"]
+__all__ = ["Upload", "download", "plan_uploads", "upload"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -160,19 +160,6 @@ def _failed(progress: Reporter, name: str, error: BaseException) -> int:
     return exit_code_for(error)
 
 
-def safe_target(directory: Path, name: str) -> Path:
-    """Where object ``name`` goes under ``directory``: its path, never outside it.
-
-    Raises:
-        ValueError: the name is absolute, climbs out (``..``), has empty or ``.`` parts (two
-            names would share a file) or a backslash, as a hostile peer could write.
-    """
-    parts = name.split("/")
-    if any(part in ("", ".", "..") for part in parts) or "\\" in name or "\0" in name:
-        raise ValueError(f"object name {name!r} is not a safe relative path; fetch it with -o FILE")
-    return directory.joinpath(*parts)
-
-
 async def download(
     settings: Settings,
     js: jetstream.JetStream,
@@ -198,10 +185,11 @@ async def download(
         total_bytes=_total([None if i.is_link else i.size for i in infos]),
     )
 
-    async def one(pair: tuple[objstore.ObjectInfo, Path | ValueError]) -> int:
+    async def one(pair: tuple[objstore.ObjectInfo, Path | objstore.PathNotAllowedError]) -> int:
         info, target = pair
-        if isinstance(target, ValueError):
-            return _failed(progress, info.name, target)
+        if isinstance(target, objstore.PathNotAllowedError):  # this object only: exit 1
+            progress.failed(info.name, f"{error_line(target)}; fetch it with -o FILE")
+            return EXIT_FAILED
         callback = progress.transfer(info.name, None if info.is_link else info.size)
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -218,24 +206,28 @@ async def download(
 
 def _targets(
     infos: list[objstore.ObjectInfo], output: str | None, *, several: bool
-) -> list[Path | ValueError]:
+) -> list[Path | objstore.PathNotAllowedError]:
     """Each object's file: ``output`` itself for one object (unless it is a directory, or
-    ends with ``/`` as ``cp x dir/`` does), else its name under the directory (``output`` or
-    the current one)."""
+    ends with ``/`` as ``cp x dir/`` does), else its base name here, or its name under the
+    directory (``output`` or the current one); a name :func:`objstore.local_path` refuses
+    is that object's error."""
     into = output is not None and (output.endswith(("/", os.sep)) or Path(output).is_dir())
     if not several and not into:
+        if output is not None:
+            return [Path(output)]
         name = infos[0].name
-        return [Path(output) if output is not None else Path(PurePosixPath(name).name or name)]
+        return [_local(Path("."), PurePosixPath(name).name or name)]
     directory = Path(output or ".")
     if directory.exists() and not directory.is_dir():
         raise click.UsageError(f"{output!r} is not a directory (needed for several objects)")
-    targets: list[Path | ValueError] = []
-    for info in infos:
-        try:
-            targets.append(safe_target(directory, info.name))
-        except ValueError as exc:
-            targets.append(exc)
-    return targets
+    return [_local(directory, info.name) for info in infos]
+
+
+def _local(directory: Path, name: str) -> Path | objstore.PathNotAllowedError:
+    try:
+        return objstore.local_path(directory, name)
+    except objstore.PathNotAllowedError as exc:
+        return exc
 
 
 async def _to_stdout(

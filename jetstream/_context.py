@@ -61,6 +61,7 @@ from ._priority import validate_priority_group
 from ._redact import redact_text
 from ._resource import AsyncResource
 from ._scan import find_by_msg_id
+from ._servers import server_list
 from ._wire_text import encode_json
 
 __all__ = ["DEFAULT_RETRY_DEADLINE", "DEFAULT_TIMEOUT", "Feature", "JetStream", "connect"]
@@ -1028,8 +1029,12 @@ async def connect(
     nkeys_seed, user_credentials, inbox_prefix, reconnect settings, callbacks, ...). Unless an
     ``error_cb`` is given, connection errors after the first connect (each failed reconnect
     attempt, for instance) are logged as one warning line on the ``jetstream`` logger instead of
-    nats-py's tracebacks; a failed first connect is logged once. Server URLs may carry
-    ``user:password@`` or ``token@``: errors and log lines show them without it.
+    nats-py's tracebacks; a failed first connect is logged once. ``servers``: a URL, a list,
+    or URLs in one string separated by commas (as ``$NATS_URL`` holds them). URLs may carry
+    ``user:password@`` or ``token@`` (as written: nats-py does not %-decode them), which
+    errors and log lines never show; the user info runs to the URL's last ``@``, so a
+    password may hold ``,`` ``:`` ``@`` ``%`` (in a list, give each URL its scheme), and one
+    holding ``/``, ``?`` or ``#`` goes in the ``password`` option.
     ``disconnected_cb``, ``reconnected_cb`` and ``closed_cb`` are called after the context's
     own consumers have been told of the change. ``flush_timeout`` (how long a publish waits
     for nats-py's full outgoing buffer to drain) defaults to ``timeout``, not nats-py's
@@ -1037,11 +1042,14 @@ async def connect(
 
     Raises:
         ClientValidationError: ``connect_attempts`` below 1, ``connect_timeout`` not positive,
-            a connection callback that is not an async function.
+            a connection callback that is not an async function, a server URL nats-py cannot
+            parse whole (user info holding ``/``, ``?`` or ``#``, a port that is no number;
+            the message quotes nothing of it).
         AuthenticationError: the server refused the credentials.
         ConnectionFailedError: no server could be reached; the message names the cause
             (connection refused, DNS lookup failed, timed out, TLS handshake failed).
     """
+    urls = server_list(servers)  # before anything is tried
     contexts: list[JetStream] = []
     user_error_cb = nats_options.pop("error_cb", None)
 
@@ -1059,7 +1067,6 @@ async def connect(
     # nobody to end it (the flusher stops, the reconnect never succeeds) and an upload hung
     # for minutes. Bounded, the publish returns and the caller's own timeouts take over.
     nats_options.setdefault("flush_timeout", timeout)
-    urls = [servers] if isinstance(servers, str) else list(servers)
     try:
         nc = await open_client(
             urls,

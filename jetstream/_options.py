@@ -12,13 +12,13 @@ import dataclasses
 import os
 import ssl
 import threading
-import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
 from typing import Any, TypeVar
 
 from ._context import JetStream, connect
 from ._errors import ClientValidationError, ColumnError
 from ._redact import redact_url
+from ._servers import server_list
 
 __all__ = [
     "CONNECTION_OPTIONS",
@@ -198,7 +198,7 @@ class ConnectionOptions:
                 f"option 'connectTimeout' must be a positive number of seconds: {timeout!r}"
             )
         return cls(
-            servers=_server_list(servers),
+            servers=tuple(server_list(servers)),
             user=str_option(options, "user"),
             password=str_option(options, "password"),
             token=str_option(options, "token"),
@@ -274,37 +274,6 @@ def _tls_context(path: str) -> ssl.SSLContext:
         raise ClientValidationError(
             f"option 'tlsCa': no CA certificates loaded from {path!r} ({reason})"
         ) from None
-
-
-def _server_list(servers: str) -> tuple[str, ...]:
-    """The comma-separated ``servers`` option as URLs, each with a valid port (or none).
-
-    A comma inside a URL's password splits it in two, and the first half
-    (``nats://alice:pa``) has no ``@`` left to mark the password as one: shown anywhere, it
-    would show the password's start. Such a half has a port that is no number, so it is
-    refused here, with a message that quotes nothing of it.
-
-    Raises:
-        ClientValidationError: an entry's port is not a number.
-    """
-    urls = tuple(s.strip() for s in servers.split(",") if s.strip())
-    for index, url in enumerate(urls, 1):
-        if not _has_valid_port(url):
-            raise ClientValidationError(
-                f"option 'servers': entry {index} of {len(urls)} has no valid port; a ',' in a "
-                "password must be written %2C (URLs are split at commas)"
-            )
-    return urls
-
-
-def _has_valid_port(url: str) -> bool:
-    """Whether ``url``'s port is a number or absent (its parser's error, which would quote
-    the "port", is dropped here: it must not be chained to the refusal)."""
-    try:
-        _ = urllib.parse.urlsplit(url if "://" in url else f"nats://{url}").port
-    except ValueError:
-        return False
-    return True
 
 
 def read_columns(

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import logging
 import re
+from collections.abc import AsyncIterable, AsyncIterator
 from datetime import timedelta
 from typing import Final, Protocol
 
@@ -15,6 +17,7 @@ __all__ = [
     "StreamLimits",
     "check_size",
     "check_stream_limits",
+    "valid_bucket_names",
     "validate_bucket_name",
 ]
 
@@ -35,6 +38,25 @@ def validate_bucket_name(name: str) -> None:
         )
     if len(name) > MAX_BUCKET_NAME:
         raise InvalidBucketNameError(f"bucket name longer than {MAX_BUCKET_NAME} characters")
+
+
+async def valid_bucket_names(
+    streams: AsyncIterable[str], prefix: str, log: logging.Logger
+) -> AsyncIterator[str]:
+    """The names of the ``<prefix><name>`` streams among ``streams`` whose name passes
+    :func:`validate_bucket_name`. Anyone may create a stream ``KV_x+y`` or one whose name
+    holds control characters: it is skipped, with a warning on ``log`` (the name escaped),
+    rather than listed as a bucket no call can open."""
+    async for stream in streams:
+        if not stream.startswith(prefix):
+            continue
+        name = stream[len(prefix) :]
+        try:
+            validate_bucket_name(name)
+        except InvalidBucketNameError:
+            log.warning("skipped stream %r: no bucket or store may be named %r", stream, name)
+            continue
+        yield name
 
 
 class StreamLimits(Protocol):

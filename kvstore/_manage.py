@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import AsyncIterator
 from typing import Literal, TypedDict, Unpack
 
@@ -13,13 +14,13 @@ from jetstream import (
     DurationValue,
     Feature,
     JetStream,
-    JetStreamError,
     Keyring,
     StreamExistsError,
     StreamInfo,
     StreamNotFoundError,
     validate_bucket_name,
 )
+from jetstream._shared_config import valid_bucket_names
 
 from ._bucket import Bucket
 from ._codecs import KeyCodec
@@ -43,6 +44,8 @@ __all__ = [
     "open_bucket",
     "update_bucket",
 ]
+
+_log = logging.getLogger("kvstore")
 
 
 class BucketOptions(TypedDict, total=False):
@@ -144,9 +147,10 @@ async def open_bucket(
         InvalidBucketNameError: bad name; nothing is sent.
         ClientValidationError: ``key_codec`` is not a :class:`KeyCodec`, or ``encryption``
             not a :class:`jetstream.Keyring`; nothing is sent.
-        BucketNotFoundError: no such bucket.
-        JetStreamError: the stream exists but is not a KV bucket, or (``EncryptedKeyCodec``)
-            it records a key-name format this version does not know.
+        BucketNotFoundError: no such bucket (also a stream ``KV_<bucket>`` that is not one:
+            it does not take the bucket's subjects).
+        JetStreamError: (``EncryptedKeyCodec``) the bucket records a key-name format this
+            version does not know.
     """
     _check_codec(key_codec)
     stage = _stage(encryption, allow_plaintext)
@@ -214,14 +218,14 @@ async def delete_bucket(js: JetStream, bucket: str) -> None:
 
 
 async def list_buckets(js: JetStream) -> AsyncIterator[str]:
-    """Iterate over the names of all KV buckets of the account.
+    """Iterate over the names of all KV buckets of the account. A stream ``KV_<name>`` whose
+    name is no valid bucket name (anyone may create one) is skipped with a warning in the log.
 
     Raises:
         JetStreamError: the listing failed.
     """
-    async for name in js.stream_names(subject="$KV.*.>"):
-        if name.startswith("KV_"):
-            yield name[3:]
+    async for name in valid_bucket_names(js.stream_names(subject="$KV.*.>"), "KV_", _log):
+        yield name
 
 
 async def bucket_info(js: JetStream, bucket: str) -> StreamInfo:
@@ -229,8 +233,8 @@ async def bucket_info(js: JetStream, bucket: str) -> StreamInfo:
 
     Raises:
         InvalidBucketNameError: bad name.
-        BucketNotFoundError: no such stream.
-        JetStreamError: the stream is not a KV bucket.
+        BucketNotFoundError: no such stream, or a stream that is not a KV bucket (as nats.go
+            says of it).
     """
     validate_bucket_name(bucket)
     try:
@@ -239,7 +243,7 @@ async def bucket_info(js: JetStream, bucket: str) -> StreamInfo:
         raise BucketNotFoundError(f"bucket {bucket!r} not found", code=exc.code) from exc
     expected_subject = f"{subject_prefix(bucket)}>"
     if expected_subject not in info.config.subjects and info.config.mirror is None:
-        raise JetStreamError(f"stream {info.config.name!r} is not a KV bucket")
+        raise BucketNotFoundError(f"stream {info.config.name!r} is not a KV bucket")
     return info
 
 

@@ -29,6 +29,7 @@ from ._errors import (
     UnreadableSourceError,
     UploadFailedError,
 )
+from ._files import local_path
 from ._links import MAX_LINK_DEPTH
 from ._manage import create_store, delete_store, list_stores, open_store
 from ._models import (
@@ -70,6 +71,7 @@ __all__ = [
     "create_store",
     "delete_store",
     "list_stores",
+    "local_path",
     "open_store",
     "reader_permissions",
     "uploader_permissions",

@@ -6,7 +6,8 @@ JetStreamError
 │   ├── StreamExistsError    ── StoreExistsError      same name, other configuration
 │   └── MessageNotFoundError ── ObjectNotFoundError   no such object (or deleted, expired)
 ├── ClientValidationError    ── InvalidObjectNameError
-│                            ── PathNotAllowedError   an upload path outside ``allowed_root``
+│                            ── PathNotAllowedError   an upload path outside ``allowed_root``,
+│                                                     an object name unsafe as a file name
 │                            ── UnreadableSourceError an upload path that cannot be opened
 │                               └── SourceNotFoundError   no file there (a str is a path)
 ├── FastBatchError           ── UploadFailedError     the upload stored nothing
@@ -70,7 +71,8 @@ class InvalidObjectNameError(ClientValidationError):
 
 class PathNotAllowedError(ClientValidationError, PermissionError):
     """An upload's source path resolves (after symlinks) outside the ``allowed_root`` it was
-    given, or is not a regular file: nothing of it is read or uploaded."""
+    given, or is not a regular file: nothing of it is read or uploaded. Also an object name
+    that :func:`objstore.local_path` refuses as a file name: nothing is written."""
 
 
 class UnreadableSourceError(ClientValidationError, OSError):

@@ -1,4 +1,5 @@
-"""Downloads into a file that may sit in a directory shared with others.
+"""Downloads into a file that may sit in a directory shared with others, and the file an
+object name may become (:func:`local_path`).
 
 The object is written to a temporary file this call creates itself, exclusively and without
 following links (``O_CREAT | O_EXCL | O_NOFOLLOW``, a random name next to the target), then
@@ -20,8 +21,9 @@ from pathlib import Path
 from jetstream import ClientValidationError
 
 from ._download import ObjectReader
+from ._errors import PathNotAllowedError
 
-__all__ = ["check_target", "save_to_file"]
+__all__ = ["check_target", "local_path", "save_to_file"]
 
 _WRITE_BATCH = 4 * 1024 * 1024
 """Bytes handed to one write: one batch is written while the next arrives."""
@@ -51,6 +53,28 @@ def check_target(path: object) -> Path:
     if target.name in ("", ".", ".."):
         raise ClientValidationError(f"path names no file: {path!r}")
     return target
+
+
+def local_path(directory: str | os.PathLike[str], name: str) -> Path:
+    """Where object ``name`` is saved as a file under ``directory`` (a whole store copied
+    into it, say): its path split at ``/``, ``logs/a.txt`` as ``directory/logs/a.txt``. Any
+    peer may store any name, so only a name that stays inside ``directory`` and that a
+    listing of it shows as it is becomes a file name.
+
+    Raises:
+        PathNotAllowedError: ``name`` is absolute, climbs out (``..``), has empty or ``.``
+            parts (two names would share a file), or holds a backslash or a character that
+            is not printable (``str.isprintable``: a control character such as ESC, a newline
+            or NUL, a bidi override, an invisible space); save it under a name of your own.
+    """
+    parts = name.split("/") if isinstance(name, str) else [""]
+    if any(part in ("", ".", "..") for part in parts):
+        why = "it has an empty, '.' or '..' part, or is absolute"
+    elif "\\" in name or not name.isprintable():
+        why = "it holds a backslash or a character that is not printable"
+    else:
+        return Path(directory).joinpath(*parts)
+    raise PathNotAllowedError(f"object name {name!r} is not a safe relative path: {why}")
 
 
 def _create_temporary(target: Path) -> tuple[int, Path]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -14,6 +15,7 @@ from jetstream import (
     StreamNotFoundError,
     validate_bucket_name,
 )
+from jetstream._shared_config import valid_bucket_names
 
 from ._encryption import cipher_for
 from ._errors import StoreExistsError, StoreNotFoundError
@@ -21,6 +23,8 @@ from ._models import StoreConfig, stream_config_for_store, stream_name
 from ._store import ObjectStore, open_store, store_info
 
 __all__ = ["create_store", "delete_store", "list_stores", "open_store", "store_info"]
+
+_log = logging.getLogger("objstore")
 
 
 async def create_store(
@@ -84,11 +88,11 @@ async def delete_store(js: JetStream, name: str) -> None:
 
 
 async def list_stores(js: JetStream) -> AsyncIterator[str]:
-    """Names of every object store of the account.
+    """Names of every object store of the account. A stream ``OBJ_<name>`` whose name is no
+    valid store name (anyone may create one) is skipped with a warning in the log.
 
     Raises:
         JetStreamError: the listing failed.
     """
-    async for stream in js.stream_names(subject="$O.*.M.>"):
-        if stream.startswith("OBJ_"):
-            yield stream[4:]
+    async for name in valid_bucket_names(js.stream_names(subject="$O.*.M.>"), "OBJ_", _log):
+        yield name

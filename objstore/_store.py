@@ -14,7 +14,6 @@ from nats.nuid import NUID
 from jetstream import (
     ClientValidationError,
     JetStream,
-    JetStreamError,
     Keyring,
     MessageNotFoundError,
     OrderedConsumer,
@@ -847,7 +846,7 @@ async def store_info(js: JetStream, name: str) -> StreamInfo:
     """The stream info of a store.
 
     Raises:
-        StoreNotFoundError: no such store; JetStreamError: the stream is not an object store.
+        StoreNotFoundError: no such store, or a stream that is not an object store.
     """
     validate_bucket_name(name)
     try:
@@ -855,5 +854,5 @@ async def store_info(js: JetStream, name: str) -> StreamInfo:
     except StreamNotFoundError as exc:
         raise StoreNotFoundError(f"object store {name!r} not found", code=exc.code) from exc
     if f"$O.{name}.M.>" not in info.config.subjects:
-        raise JetStreamError(f"stream {info.config.name!r} is not an object store")
+        raise StoreNotFoundError(f"stream {info.config.name!r} is not an object store")
     return info

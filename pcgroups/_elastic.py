@@ -220,7 +220,8 @@ async def elastic_config(js: JetStream, stream: str, group: str) -> ElasticConfi
 
 
 async def list_elastic(js: JetStream, stream: str) -> list[str]:
-    """The names of the elastic groups on ``stream``, sorted.
+    """The names of the elastic groups on ``stream``, sorted; a config key whose group name
+    no call accepts is skipped, warned.
 
     Raises:
         InvalidGroupNameError: bad stream name; nothing is sent.

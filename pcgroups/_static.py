@@ -153,7 +153,7 @@ async def static_config(js: JetStream, stream: str, group: str) -> StaticConfig:
 
 async def list_static(js: JetStream, stream: str) -> list[str]:
     """The names of the static groups on ``stream``, sorted (none when no static group was
-    ever created).
+    ever created); a config key whose group name no call accepts is skipped, warned.
 
     Raises:
         InvalidGroupNameError: bad stream name; nothing is sent.

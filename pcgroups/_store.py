@@ -3,6 +3,8 @@ and read with typed errors."""
 
 from __future__ import annotations
 
+import logging
+
 from jetstream import JetStream
 from kvstore import (
     Bucket,
@@ -13,9 +15,12 @@ from kvstore import (
     open_bucket,
 )
 
-from ._errors import GroupNotFoundError
+from ._assign import validate_group_names
+from ._errors import GroupNotFoundError, InvalidGroupNameError
 
-__all__ = ["ensure_bucket", "existing_bucket", "read_config"]
+__all__ = ["ensure_bucket", "existing_bucket", "group_names", "read_config"]
+
+_log = logging.getLogger("pcgroups")
 
 
 async def existing_bucket(js: JetStream, name: str) -> Bucket | None:
@@ -57,8 +62,19 @@ async def read_config(
 
 async def group_names(js: JetStream, bucket_name: str, stream: str) -> list[str]:
     """The names of the groups on ``stream`` in the config bucket ``bucket_name``, sorted
-    (none when the bucket does not exist yet). ``stream`` must be validated by the caller."""
+    (none when the bucket does not exist yet). ``stream`` must be validated by the caller.
+    A key whose group name no call accepts (another client may write any key) is skipped
+    with a warning in the log."""
     bucket = await existing_bucket(js, bucket_name)
     if bucket is None:
         return []
-    return sorted([key.split(".", 1)[1] async for key in bucket.keys(f"{stream}.*")])
+    names = []
+    async for key in bucket.keys(f"{stream}.*"):
+        group = key.split(".", 1)[1]
+        try:
+            validate_group_names(stream, group)
+        except InvalidGroupNameError:
+            _log.warning("bucket %r: skipped key %r: not a valid group name", bucket_name, key)
+        else:
+            names.append(group)
+    return sorted(names)
