@@ -31,7 +31,7 @@ from nats.aio.msg import Msg
 from . import _status as st
 from . import headers as hdr
 from ._connection_events import ConnectionEvent
-from ._delivery import route_of
+from ._delivery import discard, route_of
 from ._duration import go_duration_ns
 from ._errors import (
     ConnectionClosedError,
@@ -325,7 +325,9 @@ class Puller:
         self._monitor = asyncio.create_task(self._watch())
 
     async def stop(self) -> None:
-        """Stop at once: no more pulls, the subscription goes, buffered messages are dropped."""
+        """Stop at once: no more pulls, the subscription goes, buffered messages are dropped.
+        The server is told within the request timeout (a frozen one must not hold a stop
+        up); the subscription is gone from the client whatever happened to it before."""
         if self._stopped and self._sub is None:
             return
         self._stopped = True
@@ -337,8 +339,10 @@ class Puller:
         sub, self._sub = self._sub, None
         if sub is not None:
             self._unroute(sub)
-            with contextlib.suppress(Exception):
-                await sub.unsubscribe()
+            with contextlib.suppress(Exception):  # closed, reconnecting, drained: gone anyway
+                async with asyncio.timeout(self._js.timeout):
+                    await sub.unsubscribe()
+            await discard(sub)  # a drain cut short left it registered
         self.queue.put_nowait(None)
 
     async def drain(self) -> None:
