@@ -30,6 +30,7 @@ from nats.aio.msg import Msg
 
 from . import _status as st
 from . import headers as hdr
+from ._connection import reader_gone
 from ._connection_events import ConnectionEvent
 from ._delivery import discard, route_of
 from ._duration import go_duration_ns
@@ -339,9 +340,10 @@ class Puller:
         sub, self._sub = self._sub, None
         if sub is not None:
             self._unroute(sub)
-            with contextlib.suppress(Exception):  # closed, reconnecting, drained: gone anyway
-                async with asyncio.timeout(self._js.timeout):
-                    await sub.unsubscribe()
+            if not reader_gone(self._js.nc):  # else the loop is ending: tell nobody
+                with contextlib.suppress(Exception):  # closed, reconnecting, drained: gone
+                    async with asyncio.timeout(self._js.timeout):
+                        await sub.unsubscribe()
             await discard(sub)  # a drain cut short left it registered
         self.queue.put_nowait(None)
 
