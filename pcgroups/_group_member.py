@@ -62,8 +62,7 @@ _JOIN_RETRY: Final = (0.25, 0.5)  # a join refused (10100: the previous owner of
 # has not let it go yet) is retried after this long (orbit: ack_wait + 500 ms)
 _REJOIN_DELAY: Final = 0.2  # after a consume ended (consumer deleted): retry soon
 _BACKOFF: Final = (0.4, 0.5)  # orbit: an unpinned instance waits 400-499 ms on a change
-LEAVE_TIMEOUTS: Final = 2
-"""Leaving takes at most this many request timeouts (``js.timeout``)."""
+_LEAVE_TIMEOUTS: Final = 2  # leaving takes at most this many request timeouts (js.timeout)
 
 
 class GroupMember:
@@ -203,7 +202,7 @@ class GroupMember:
         self._stopping = True
         self._changed.set()
         now = asyncio.get_running_loop().time()
-        self._leave_by = now + LEAVE_TIMEOUTS * self._js.timeout
+        self._leave_by = now + _LEAVE_TIMEOUTS * self._js.timeout
         if self._deadline is not None:
             self._deadline.reschedule(self._leave_by)
         if self._interrupt is not None:
