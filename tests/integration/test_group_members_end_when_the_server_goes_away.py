@@ -24,7 +24,7 @@ from tests.integration.running_group_members import create_groups, start_members
 
 pytestmark = pytest.mark.integration
 TIMEOUT = 1.0  # the request timeout of the members' connection
-BOUND = 2 * TIMEOUT + 2.0  # twice the request timeout, plus slack for a busy machine
+BOUND = 2 * TIMEOUT + 3.0  # twice the request timeout, plus slack for a busy machine
 FAULTS: dict[str, Callable[[jetstream.EmbeddedServer], None]] = {
     "stopped": jetstream.EmbeddedServer.stop,
     "paused": jetstream.EmbeddedServer.pause,
