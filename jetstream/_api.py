@@ -150,7 +150,8 @@ async def send(
         NoRespondersError: nobody is subscribed (no stream, or no leader yet).
         RequestTimeoutError: no reply within ``timeout`` seconds.
         ConnectionClosedError: the connection is closed.
-        DisconnectedError: reconnecting, and the outbound buffer is full.
+        DisconnectedError: reconnecting, and the outbound buffer is full; or writing to the
+            socket failed.
         ClientValidationError: an empty subject, or one with a space, tab, CR or LF.
     """
     if not subject or _NOT_A_SUBJECT.search(subject):
@@ -164,7 +165,7 @@ async def send(
         msg: Msg = await nc._request_new_style(subject, payload, timeout=timeout, headers=headers)
     except nats.errors.TimeoutError as exc:
         raise RequestTimeoutError(f"no reply on {subject} within {timeout:g}s") from exc
-    except nats.errors.Error as exc:
+    except (nats.errors.Error, OSError) as exc:  # OSError: the socket, written inline
         raise from_nats(exc, f"request on {subject}") from exc
     if status_of(msg.headers)[0] == NO_RESPONDERS:
         raise NoRespondersError(f"no responders on {subject}", code=503)

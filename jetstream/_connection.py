@@ -32,7 +32,7 @@ from ._errors import (
     is_auth_refusal,
 )
 
-__all__ = ["close_client", "describe_failure", "open_client"]
+__all__ = ["close_client", "describe_failure", "open_client", "reader_gone"]
 
 _TLS_FAILURES = (
     ssl.SSLError,
@@ -116,6 +116,15 @@ async def open_client(
         raise failed
     nc.options["max_reconnect_attempts"] = reconnect_attempts  # reconnects: nats-py's settings
     return nc
+
+
+def reader_gone(nc: Client) -> bool:
+    """Whether ``nc`` counts as connected while its reading task has ended: an event loop
+    shutting down cancelled it (``asyncio.run`` cancels every task still running when the
+    main coroutine returns). No reply can come any more, and nothing will tell nats-py that
+    its server went away (writes then fail on the socket, or go nowhere)."""
+    task = nc._reading_task
+    return nc.is_connected and task is not None and task.done()
 
 
 def _nkeys_errors() -> tuple[type[Exception], ...]:

@@ -20,7 +20,7 @@ from nats.nuid import NUID
 from . import _status as st
 from . import headers as hdr
 from ._api import DEFAULT_API_PREFIX, ApiSubjects, decode_reply, request, send
-from ._connection import close_client, open_client
+from ._connection import close_client, open_client, reader_gone
 from ._connection_events import ConnectionEvent, ConnectionEvents, chain_callbacks
 from ._consumer import Consumer
 from ._delivery import route_of
@@ -167,10 +167,17 @@ class JetStream(AsyncResource):
         """Raise unless the context can still be used.
 
         Raises:
-            ConnectionClosedError: :meth:`close` was called, or the connection is closed.
+            ConnectionClosedError: :meth:`close` was called, or the connection is closed, or
+                it reads nothing any more (its event loop, shutting down, cancelled its
+                tasks): a request then fails at once instead of after its timeout.
         """
         if self._closed or self._nc.is_closed:
             raise ConnectionClosedError("the JetStream context is closed")
+        if reader_gone(self._nc):
+            raise ConnectionClosedError(
+                "the connection reads nothing any more: its tasks were cancelled (the event "
+                "loop is shutting down)"
+            )
 
     async def close(self) -> None:
         """Close the context; close its connection too if it owns it (see :func:`connect`).

@@ -23,14 +23,25 @@ release that changes it fails loudly instead of silently bypassing the route:
 * ``Subscription._id`` is the sid those frames carry;
 * ``client.stats`` counts ``in_msgs`` and ``in_bytes``;
 * ``await client._process_headers(block)`` turns an unrouted frame's header block into the
-  message's header dict (replaced here by :func:`~jetstream._message.parse_headers`).
+  message's header dict (replaced here by :func:`~jetstream._message.parse_headers`);
+* ``Subscription._stop_processing()`` cancels its task ``_wait_for_msgs_task`` (None without
+  a callback), ``client._remove_sub(sid)`` forgets it; both do nothing the second time (for
+  :func:`discard`).
 
 A context opened around a client of the caller's (not a :class:`DeliveryClient`) does not
 route: its pulls take nats-py's path.
+
+One repair rides along: nats-py answers a ``PONG`` by setting the result of the oldest flush's
+future, also when that flush gave up (timed out or cancelled: a drain cut short while the
+server was frozen). ``set_result`` on a cancelled future raises on the reading task, which
+ends; the connection then counts as connected while nothing is read any more. Here such a
+future is skipped (it keeps its place, so later PONGs still answer their own flushes):
+``_process_pong`` and ``_pongs`` are part of the contract above.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from nats.aio.client import Client
@@ -38,7 +49,7 @@ from nats.aio.client import Client
 from ._frames import FrameHandler, FrameParser
 from ._message import parse_headers
 
-__all__ = ["DeliveryClient", "FrameHandler", "route_of"]
+__all__ = ["DeliveryClient", "FrameHandler", "discard", "route_of"]
 
 
 class DeliveryClient(Client):
@@ -64,6 +75,27 @@ class DeliveryClient(Client):
         """Give ``sub``'s frames back to nats-py (frames for a subscription that is gone are
         dropped there)."""
         self._routes.pop(sub._id, None)
+
+    async def _process_pong(self) -> None:
+        """A PONG: the oldest flush waiting for one is done, unless it has given up."""
+        if self._pongs:
+            future = self._pongs.pop(0)
+            if not future.done():
+                future.set_result(True)
+            self._pongs_received += 1
+            self._pings_outstanding = 0
+
+
+async def discard(sub: Any) -> None:
+    """Remove ``sub`` from its client here and now, whatever the server was told, and wait
+    until its task has ended: a drain cut short leaves it registered, closed and refusing
+    ``unsubscribe()``, its task waiting for messages for good (and nats-py's own unsubscribe
+    cancels that task without waiting for it). Nothing more if nats-py removed it already."""
+    sub._stop_processing()
+    sub._conn._remove_sub(sub._id)
+    task = sub._wait_for_msgs_task
+    if task is not None and task is not asyncio.current_task():
+        await asyncio.wait([task])
 
 
 def route_of(nc: Client) -> DeliveryClient | None:

@@ -31,8 +31,9 @@ from nats.aio.msg import Msg
 
 from . import _status as st
 from . import headers as hdr
+from ._connection import reader_gone
 from ._connection_events import ConnectionEvent
-from ._delivery import route_of
+from ._delivery import discard, route_of
 from ._duration import go_duration_ns
 from ._errors import (
     ConnectionClosedError,
@@ -330,12 +331,17 @@ class DeliveryInbox:
         return inbox
 
     async def close(self) -> None:
-        """Unsubscribe (never raises); what arrives afterwards is dropped."""
+        """Unsubscribe (never raises); what arrives afterwards is dropped. The server is told
+        within the request timeout (a frozen one must not hold a stop up); the subscription
+        is gone from the client whatever happened to it before."""
         sub, self._sub = self._sub, None
         if sub is not None:
             self._unroute(sub)
-            with contextlib.suppress(Exception):
-                await sub.unsubscribe()
+            if not reader_gone(self._js.nc):  # else the loop is ending: tell nobody
+                with contextlib.suppress(Exception):  # closed, reconnecting, drained: gone
+                    async with asyncio.timeout(self._js.timeout):
+                        await sub.unsubscribe()
+            await discard(sub)  # a drain cut short left it registered
 
     async def drain(self) -> None:
         """Unsubscribe after what the server already sent has arrived (one round trip, at most
@@ -453,7 +459,9 @@ class Puller:
         self._monitor = asyncio.create_task(self._watch())
 
     async def stop(self) -> None:
-        """Stop at once: no more pulls, the subscription goes, buffered messages are dropped."""
+        """Stop at once: no more pulls, the subscription goes, buffered messages are dropped.
+        The server is told within the request timeout (a frozen one must not hold a stop
+        up); the subscription is gone from the client whatever happened to it before."""
         if self._stopped and not self._subscribed:
             return
         self._stopped = True

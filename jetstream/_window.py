@@ -27,6 +27,7 @@ from ._errors import (
     RequestTimeoutError,
 )
 from ._models import PubAck
+from ._nats_errors import nats_errors
 from ._resource import BatchPublisherResource
 from ._status import status_error, status_of
 from .headers import validate_headers
@@ -85,6 +86,7 @@ class AckedPublisher(BatchPublisherResource):
             NoRespondersError: no stream stores ``subject``; PermissionDeniedError: refused;
                 JetStreamError: the error a message was answered with; RequestTimeoutError:
                 no answer within the timeout.
+            ConnectionClosedError, DisconnectedError: the connection is closed or down.
         """
         self._check_usable()
         if headers:
@@ -95,7 +97,8 @@ class AckedPublisher(BatchPublisherResource):
         seq = self._sent + 1
         self._unanswered.add(seq)
         self._sent = seq
-        await self._js.nc.publish(subject, data, reply=f"{self._inbox}.{seq}", headers=headers)
+        with nats_errors(f"publishing to {subject}"):
+            await self._js.nc.publish(subject, data, reply=f"{self._inbox}.{seq}", headers=headers)
 
     async def commit(
         self,
@@ -144,7 +147,8 @@ class AckedPublisher(BatchPublisherResource):
     async def _open(self, subject: str) -> None:
         nc = self._js.nc
         self._inbox = nc.new_inbox()
-        self._sub = await nc.subscribe(f"{self._inbox}.>", cb=self._on_reply)
+        with nats_errors("subscribing for publish acks"):
+            self._sub = await nc.subscribe(f"{self._inbox}.>", cb=self._on_reply)
         self._js.denials.watch(subject, self._refused)  # fail at once, not after the timeout
         self._denial = subject
 
@@ -206,5 +210,5 @@ class AckedPublisher(BatchPublisherResource):
             self._js.denials.forget(self._denial, self._refused)
         if self._sub is not None:
             sub, self._sub = self._sub, None
-            with contextlib.suppress(nats.errors.Error):
+            with contextlib.suppress(nats.errors.Error, OSError):
                 await sub.unsubscribe()  # type: ignore[attr-defined]

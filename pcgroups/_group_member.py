@@ -8,18 +8,28 @@ supervisor stops pulling, waits until the messages it handed out are settled (bo
 pin, as orbit does). On a work-queue stream the server refuses a consumer whose filters
 overlap another's (10100), so the member taking over a partition cannot receive its
 messages before the previous owner has finished: no two members work on one key at once.
+
+Ending is bounded. Once the member stops (``stop()``, the group deleted, an error), a step of
+following the config that waits for the server or for ``ack_wait`` (joining, settling,
+handing over) is cut short at once, and leaving (the consume's wind-down with its naks, the
+pin's release, the config watch's consumer) gets twice the request timeout in all: what is
+not done by then the server does by itself (unacknowledged messages come back after
+``ack_wait``, the pin lapses after ``priority_timeout``). Every task a member starts has
+ended when it has. A member whose tasks are cancelled directly (an event loop shutting down
+while it runs) ends at once without leaving, as if its process had died.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import inspect
 import logging
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, Self
+from typing import TYPE_CHECKING, Any, Final, Self, TypeVar
 
 from jetstream import (
     ClientValidationError,
@@ -46,23 +56,25 @@ if TYPE_CHECKING:
 __all__ = ["GroupMember", "Handler"]
 
 Handler = Callable[[GroupMessage], Awaitable[None] | None]
+T = TypeVar("T")
 _log = logging.getLogger("pcgroups")
 _JOIN_RETRY: Final = (0.25, 0.5)  # a join refused (10100: the previous owner of a partition
 # has not let it go yet) is retried after this long (orbit: ack_wait + 500 ms)
 _REJOIN_DELAY: Final = 0.2  # after a consume ended (consumer deleted): retry soon
-_WIND_DOWN: Final = 5.0  # seconds for the drain of a stopping consume (one round trip)
 _BACKOFF: Final = (0.4, 0.5)  # orbit: an unpinned instance waits 400-499 ms on a change
+_LEAVE_TIMEOUTS: Final = 2  # leaving takes at most this many request timeouts (js.timeout)
 
 
 class GroupMember:
     """A member consuming its partitions of a group; from :func:`consume_static` /
     :func:`consume_elastic`.
 
-    ``async with`` starts it (and stops it on exit). With a handler it runs by itself;
-    without one, iterate it for :class:`GroupMessage` objects. ``stop()`` ends it (releasing
-    the pin so another instance of the member takes over at once); ``done()`` waits for the
-    end and raises what ended it (:class:`GroupDeletedError`, :class:`GroupConfigChangedError`,
-    ``ConnectionClosedError`` ...).
+    ``async with`` starts it (and stops it on exit, also when the block is cancelled). With a
+    handler it runs by itself; without one, iterate it for :class:`GroupMessage` objects.
+    ``stop()`` ends it (releasing the pin so another instance of the member takes over at
+    once) within twice the request timeout, whatever the server does; ``done()`` waits for
+    the end and raises what ended it (:class:`GroupDeletedError`,
+    :class:`GroupConfigChangedError`, ``ConnectionClosedError`` ...).
     """
 
     def __init__(self, js: JetStream, kind: GroupKind, handler: Handler | None) -> None:
@@ -79,9 +91,14 @@ class GroupMember:
         self._all_settled = asyncio.Event()
         self._all_settled.set()
         self._consumer: Consumer | None = None
+        self._stream: MessageStream | None = None  # the consume running now
         self._pump: asyncio.Task[None] | None = None
         self._watch_task: asyncio.Task[None] | None = None
-        self._task: asyncio.Task[None] | None = None
+        self._task: asyncio.Task[None] | None = None  # the supervisor
+        self._tasks: set[asyncio.Task[Any]] = set()  # every other task of the member
+        self._leave_by: float | None = None  # loop time by which leaving ends, once stopping
+        self._deadline: asyncio.Timeout | None = None  # the supervisor's, while it runs
+        self._interrupt: asyncio.Timeout | None = None  # of a step stopping cuts short
         self._iter_done = False
         self._draining = False
         self._held: list[PullMessage] = []  # received while winding down: nak'ed after
@@ -118,9 +135,22 @@ class GroupMember:
             raise MemberNotFoundError(kind.stream, kind.group, kind.member)
         self._desired = kind.consumer_config(self._first)
         watcher = bucket.watch(config_key(kind.stream, kind.group), resume_from=revision + 1)
-        self._watch_task = asyncio.create_task(self._watch(watcher))
+        self._watch_task = self._spawn(self._watch(watcher))
         self._task = asyncio.create_task(self._supervise())
         return self
+
+    def _spawn(self, work: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
+        """A task of the member: ``_finish`` ends it at the latest. What it raises is taken
+        here (a task whose end nobody reads would be reported as lost)."""
+        task = asyncio.create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._task_ended)
+        return task
+
+    def _task_ended(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            _log.debug("group member %s: %r ended: %r", self.member, task, task.exception())
 
     async def __aenter__(self) -> Self:
         return await self.start()
@@ -134,13 +164,21 @@ class GroupMember:
         await self.stop()
 
     async def stop(self) -> None:
-        """Stop consuming and end (a handler that is running finishes first). Safe to call
-        from a handler and more than once."""
+        """Stop consuming and end, within twice the request timeout (a handler that is
+        running finishes first, if it does within one). Returns once every task of the member
+        has ended; cancelled meanwhile, it cuts leaving short (the server finishes it: the
+        pin lapses, unacknowledged messages come back after ``ack_wait``) and still waits for
+        that. Safe to call from a handler and more than once."""
         self._end(None)
         task = self._task
         if task is None or self._pump is asyncio.current_task() or task is asyncio.current_task():
             return
-        await asyncio.wait({task})
+        try:
+            await asyncio.wait({task})
+        except asyncio.CancelledError:
+            self._hurry()
+            await asyncio.wait({task})
+            raise
 
     async def done(self) -> None:
         """Wait until the member has ended.
@@ -155,10 +193,26 @@ class GroupMember:
             raise self._error
 
     def _end(self, error: BaseException | None) -> None:
+        """Start stopping (``error``: what ended the member, if it was not stopped): a step
+        waiting for the server is cut short now, leaving gets its deadline."""
         if error is not None and self._error is None and not self._stopping:
             self._error = error
+        if self._stopping:
+            return
         self._stopping = True
         self._changed.set()
+        now = asyncio.get_running_loop().time()
+        self._leave_by = now + _LEAVE_TIMEOUTS * self._js.timeout
+        if self._deadline is not None:
+            self._deadline.reschedule(self._leave_by)
+        if self._interrupt is not None:
+            self._interrupt.reschedule(now)
+
+    def _hurry(self) -> None:
+        """Leave now: what leaving has not done yet is left to the server."""
+        self._leave_by = asyncio.get_running_loop().time()
+        if self._deadline is not None and not self._deadline.expired():
+            self._deadline.reschedule(self._leave_by)
 
     # -- iteration ----------------------------------------------------------------------------
 
@@ -201,29 +255,65 @@ class GroupMember:
     # -- the supervisor -----------------------------------------------------------------------
 
     async def _supervise(self) -> None:
+        """The member's life: follow the config until stopping, leave by the deadline, then
+        end everything it started. Cancelled directly, it skips leaving."""
         try:
-            while not self._stopping:
-                self._changed.clear()
-                desired = self._desired
-                if desired is None:
-                    await self._changed.wait()
-                    continue
-                consumer = await self._join(desired)
-                if consumer is None:
-                    await self._wait_change(random.uniform(*_JOIN_RETRY))
-                    continue
-                ended = await self._session(consumer)
-                if self._stopping:
-                    break
-                await self._wait_settled()
-                if ended:  # the consumer went away (deleted, timed out): join again
-                    await self._wait_change(_REJOIN_DELAY)
-                else:
-                    await self._hand_over(consumer)
+            async with asyncio.timeout_at(self._leave_by) as deadline:
+                self._deadline = deadline
+                await self._follow()
+                await self._leave()
+        except TimeoutError:
+            _log.debug("group member %s: leaving cut short, the server ends it", self.member)
+        finally:
+            self._deadline = None
+            await self._finish()
+
+    async def _follow(self) -> None:
+        """Follow the config until stopping; an error ends the member with it."""
+        try:
+            await self._follow_config()
         except JetStreamError as exc:
             self._end(exc)
-        finally:
-            await self._leave()
+        except Exception as exc:  # a bug: end with an error of ours rather than hang iterators
+            _log.exception("group member %s failed", self.member)
+            self._end(JetStreamError(f"group member {self.member} failed: {exc!r}"))
+
+    async def _follow_config(self) -> None:
+        while not self._stopping:
+            self._changed.clear()
+            desired = self._desired
+            if desired is None:
+                await self._changed.wait()
+                continue
+            consumer = await self._unless_stopping(functools.partial(self._join, desired))
+            if consumer is None:
+                await self._wait_change(random.uniform(*_JOIN_RETRY))
+                continue
+            ended = await self._session(consumer)
+            if self._stopping:
+                return
+            await self._unless_stopping(self._wait_settled)
+            if ended:  # the consumer went away (deleted, timed out): join again
+                await self._wait_change(_REJOIN_DELAY)
+            else:
+                await self._unless_stopping(functools.partial(self._hand_over, consumer))
+
+    async def _unless_stopping(self, step: Callable[[], Awaitable[T]]) -> T | None:
+        """``step()`` (joining, settling, handing over: it waits for the server or for
+        ``ack_wait``), cut short at once when the member starts stopping (None then)."""
+        if self._stopping:
+            return None
+        try:
+            async with asyncio.timeout(None) as cut:
+                self._interrupt = cut
+                try:
+                    return await step()
+                finally:
+                    self._interrupt = None
+        except TimeoutError:
+            if not cut.expired():
+                raise  # the step's own (RequestTimeoutError is a TimeoutError too)
+        return None
 
     async def _wait_change(self, seconds: float) -> None:
         with contextlib.suppress(TimeoutError):
@@ -258,21 +348,21 @@ class GroupMember:
 
     async def _session(self, consumer: Consumer) -> bool:
         """Consume until the desired config changes or the member stops (False), or the
-        consume ends by itself (True: the consumer is gone).
+        consume ends by itself (True: the consumer is gone). Cut short (the leaving deadline,
+        a direct cancel), ``_finish`` stops what it left running.
 
         Raises:
             ConnectionClosedError: the connection closed.
         """
         self._last = None
         stream = await consumer.consume(group=PRIORITY_GROUP, expires=self._kind.pull_expires)
-        pump = self._pump = asyncio.create_task(self._run_pump(stream))
-        changed = asyncio.create_task(self._changed.wait())
-        try:
-            await asyncio.wait({pump, changed}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            changed.cancel()
-            await self._wind_down(stream, pump)
-            self._pump = None
+        self._stream = stream
+        pump = self._pump = self._spawn(self._run_pump(stream))
+        changed = self._spawn(self._changed.wait())
+        await asyncio.wait({pump, changed}, return_when=asyncio.FIRST_COMPLETED)
+        changed.cancel()
+        await self._wind_down(stream, pump)
+        self._stream = self._pump = None
         error = None if pump.cancelled() else pump.exception()
         if isinstance(error, ConnectionClosedError):
             raise error
@@ -282,11 +372,12 @@ class GroupMember:
         return not self._changed.is_set()
 
     async def _wind_down(self, stream: MessageStream, pump: asyncio.Task[None]) -> None:
-        """Stop pulling. A running handler finishes; what was received but not handled is
-        nak'ed in order once the pulls are gone, so whoever gets the partition next receives
-        it at once and before newer messages (dropped, it would come back only after
-        ``ack_wait``, behind them; nak'ed while a pull of ours still waited, the server would
-        hand it straight back to that pull)."""
+        """Stop pulling. A running handler finishes (if it does within the request timeout,
+        as the drain's round trip must); what was received but not handled is nak'ed in order
+        once the pulls are gone, so whoever gets the partition next receives it at once and
+        before newer messages (dropped, it would come back only after ``ack_wait``, behind
+        them; nak'ed while a pull of ours still waited, the server would hand it straight
+        back to that pull)."""
         self._draining = True
         self._held = []
         try:
@@ -294,9 +385,9 @@ class GroupMember:
                 pump.cancel()  # it waits to hand a message to the iterator
                 await asyncio.wait({pump})
             self._held.extend(m.raw for m in self._take_queued())  # the oldest
-            rest = pump if not pump.done() else asyncio.create_task(self._hold_rest(stream))
-            drain = asyncio.create_task(stream.drain())  # unsubscribes
-            _, pending = await asyncio.wait({drain, rest}, timeout=_WIND_DOWN)
+            rest = pump if not pump.done() else self._spawn(self._hold_rest(stream))
+            drain = self._spawn(stream.drain())  # unsubscribes
+            _, pending = await asyncio.wait({drain, rest}, timeout=self._js.timeout)
             if pending:  # the server did not answer the drain: give up on the rest
                 await stream.stop()
                 for task in pending:
@@ -403,18 +494,32 @@ class GroupMember:
                 await last.in_progress(wait=True)
 
     async def _leave(self) -> None:
-        """Ending: release the pin so another instance of the member takes over at once, and
-        end the iterator."""
+        """Stopping: close the config watch (its task deletes its consumer meanwhile) and
+        release the pin so another instance of the member takes over at once."""
         if self._watch_task is not None:
             self._watch_task.cancel()
-            await asyncio.wait({self._watch_task})
         consumer = self._consumer
-        if consumer is not None:
+        if consumer is not None and await self._is_pinned(consumer):
             with contextlib.suppress(JetStreamError):
-                if await self._is_pinned(consumer):
-                    await self._js.unpin_consumer(consumer.stream, consumer.name, PRIORITY_GROUP)
-        self._take_queued()
-        self._queue.put_nowait(None)
+                await self._js.unpin_consumer(consumer.stream, consumer.name, PRIORITY_GROUP)
+
+    async def _finish(self) -> None:
+        """The end, however it came: the consume's pulls and every task of the member are
+        gone (the config watch has closed its consumer), and the iterator ends."""
+        self._stopping = True  # also when cancelled directly
+        tasks = set(self._tasks)
+        for task in tasks:
+            if not task.cancelling():  # once: a second cancel would cut a watch's closing
+                task.cancel()
+        try:
+            if self._stream is not None:
+                await self._stream.stop()
+            if tasks:
+                await asyncio.wait(tasks)
+        finally:
+            self._stream = None
+            self._take_queued()
+            self._queue.put_nowait(None)
 
 
 def _is_member(config: Any, member: str) -> bool:

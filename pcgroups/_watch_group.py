@@ -163,9 +163,10 @@ def _strict(config: ConsumerConfig | None) -> ConsumerConfig:
 class BucketGroupWatch:
     """A member of a watch group; from :func:`watch_group`.
 
-    ``async with`` starts it and stops it on exit. With a handler it runs by itself; without
-    one, iterate it for :class:`KeyChange` objects. ``stop()`` ends it (another instance of
-    the member takes over at once); ``done()`` waits for the end and raises what ended it.
+    ``async with`` starts it and stops it on exit (also when the block is cancelled). With a
+    handler it runs by itself; without one, iterate it for :class:`KeyChange` objects.
+    ``stop()`` ends it (another instance of the member takes over at once); ``done()`` waits
+    for the end and raises what ended it.
     """
 
     def __init__(
@@ -225,7 +226,9 @@ class BucketGroupWatch:
 
     async def stop(self) -> None:
         """Stop consuming and end; changes received but not handled are handed back at once.
-        Safe to call from a handler and more than once."""
+        Ends within twice the request timeout whatever the server does, every task of the
+        member ended (see :meth:`GroupMember.stop`). Safe to call from a handler and more
+        than once."""
         await self._member.stop()
 
     async def done(self) -> None:

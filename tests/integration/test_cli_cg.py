@@ -8,6 +8,7 @@ import queue
 import signal
 import subprocess
 import threading
+import time
 from collections.abc import AsyncIterator, Callable
 
 import pytest
@@ -17,6 +18,7 @@ import kvstore
 import pcgroups
 from tests.conftest import BucketFactory
 from tests.integration.group_streams import group_stream
+from tests.integration.running_group_members import create_groups
 
 from .cli_helpers import cli_command, cli_env, jetstore, jetstore_all
 
@@ -313,3 +315,34 @@ async def test_watch_group_create_watch_delete(
     assert await pcgroups.list_elastic(js, bucket.stream) == []
     assert (await bucket.get("user.2")).value == b"grace"  # the bucket stays
     assert isinstance(bucket, kvstore.Bucket)
+
+
+@pytest.mark.parametrize(
+    ("verb", "fault", "ending"),
+    [("consume", "stop", signal.SIGINT), ("watch", "pause", signal.SIGTERM)],
+)
+async def test_consume_and_watch_end_promptly_once_the_server_is_gone(
+    verb: str, fault: str, ending: signal.Signals
+) -> None:
+    """Ctrl-C (or SIGTERM) after the server stopped or froze: the member leaves within its
+    bound (twice --timeout), the connection closes (--timeout), exit 0, no traceback."""
+    timeout = 1.0
+    with jetstream.EmbeddedServer() as server:
+        async with await jetstream.connect(server.url) as js:
+            bucket = await create_groups(js)
+        args = ("cg", "static", "consume", "S", "g", "m1")
+        if verb == "watch":
+            args = ("cg", "watch", bucket.name, "g", "m1")
+        member = Running(*args, "--server", server.url, "--timeout", str(timeout))
+        try:
+            assert member.line()  # consuming
+            getattr(server, fault)()
+            member.process.send_signal(ending)
+            started = time.monotonic()
+            code, _, err = member.end()
+            took = time.monotonic() - started
+        finally:
+            member.kill()
+            server.resume()
+    assert code == 0 and "Traceback" not in err, err
+    assert took < 3 * timeout + 3.0, f"ended {took:.1f}s after the signal"

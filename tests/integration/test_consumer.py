@@ -174,6 +174,33 @@ async def test_missed_heartbeats_are_reported_while_the_server_is_paused(
             assert message.data == b"after", "consume keeps going after the warning"
 
 
+async def test_a_drain_the_frozen_server_answers_late_leaves_no_subscription_behind(
+    unique_name: Callable[[str], str],
+) -> None:
+    async with (
+        jetstream.EmbeddedServer() as server,
+        await jetstream.connect(server.url, timeout=0.5) as js,
+    ):
+        name = unique_name("DR")
+        await js.add_stream(StreamConfig(name=name, subjects=[f"{name}.>"]))
+        consumer = await js.create_consumer(name, ConsumerConfig(durable_name="dr", **EXPLICIT))
+        before = asyncio.all_tasks()
+        try:
+            async with consumer.consume(expires=1.0) as messages:
+                server.pause()
+                draining = asyncio.create_task(messages.drain())  # ends after the timeout
+                async for _ in messages:
+                    pass
+                await draining
+        finally:
+            server.resume()
+        left = [t for t in asyncio.all_tasks() - before if "_wait_for_msgs" in repr(t)]
+        assert left == [], "the subscription of the pulls is still there"
+        # the server answers the drain's round trip late: the connection still works
+        await js.nc.flush()
+        assert (await js.stream_info(name)).config.name == name
+
+
 async def test_consume_survives_a_cut_connection(
     js: JetStream, stream: str, nats_server: jetstream.EmbeddedServer
 ) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 from collections.abc import Callable
 
 import pytest
@@ -164,3 +166,43 @@ async def test_an_unreachable_server_is_a_connection_failed_error() -> None:
     assert isinstance(failed.value, ConnectionError)
     assert not isinstance(failed.value, jetstream.AuthenticationError)
     assert f"nats://127.0.0.1:{port}" in str(failed.value) and "s3cret" not in str(failed.value)
+
+
+AT_LOOP_SHUTDOWN = """
+import asyncio, sys, time
+import jetstream
+
+async def cleanup_at_shutdown(js):
+    try:
+        await asyncio.Event().wait()
+    except asyncio.CancelledError:  # asyncio.run cancels every task left: the client's too
+        await asyncio.sleep(0)
+        started = time.monotonic()
+        try:
+            await js.stream_info("NONE")
+        except jetstream.JetStreamError as exc:
+            print(type(exc).__name__, round(time.monotonic() - started), flush=True)
+        raise
+
+async def main():
+    js = await jetstream.connect(sys.argv[1], timeout=5.0)
+    asyncio.create_task(cleanup_at_shutdown(js))
+    await asyncio.sleep(0)  # returns with the connection open
+
+asyncio.run(main())
+"""
+
+
+def test_a_request_once_the_event_loop_shuts_down_fails_at_once(
+    nats_server: jetstream.EmbeddedServer,
+) -> None:
+    """The loop cancelled the client's reading task: no reply can come, so a request (a
+    cleanup in a ``finally``) fails at once with ConnectionClosedError, not after its 5 s."""
+    ended = subprocess.run(
+        [sys.executable, "-c", AT_LOOP_SHUTDOWN, nats_server.url],
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert ended.returncode == 0, ended.stderr.decode()
+    assert ended.stdout.decode() == "ConnectionClosedError 0\n", ended.stderr.decode()

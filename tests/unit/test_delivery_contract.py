@@ -4,6 +4,7 @@ the direct delivery path never silently diverges from nats-py's."""
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from typing import Any
 
@@ -11,9 +12,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from nats.aio.client import Client
+from nats.aio.subscription import Subscription
 from nats.protocol.parser import Parser
 
-from jetstream._delivery import DeliveryClient, route_of
+from jetstream._delivery import DeliveryClient, discard, route_of
 from jetstream._frames import FrameParser
 from jetstream._message import parse_headers
 
@@ -90,6 +92,33 @@ async def test_a_failing_handler_goes_to_the_error_callback_not_the_reader() -> 
     client.route(FakeSub(3), broken)
     await client._ps.parse(frame(3, FRAME_HEADERS, b"x") * 2)
     assert [str(e) for e in errors] == ["bug", "bug"]
+
+
+async def test_a_pong_for_a_flush_that_gave_up_leaves_the_reader_running() -> None:
+    assert "self._pongs.pop(0)" in inspect.getsource(Client._process_pong)
+    client = DeliveryClient()
+    loop = asyncio.get_running_loop()
+    gave_up, waiting = loop.create_future(), loop.create_future()
+    gave_up.cancel()  # a flush cut short by its caller's timeout
+    client._pongs = [gave_up, waiting]
+    await client._process_pong()  # nats-py's own raises InvalidStateError here
+    assert not waiting.done(), "a PONG answers the oldest flush, in order"
+    await client._process_pong()
+    assert waiting.result() is True and client._pongs == []
+
+
+async def test_a_discarded_subscription_is_gone_with_its_task() -> None:
+    async def on_msg(msg: object) -> None:
+        pass
+
+    client = DeliveryClient()
+    sub = Subscription(client, id=4, subject="_INBOX.x", cb=on_msg)  # type: ignore[arg-type]
+    sub._start(None)
+    client._subs[4] = sub
+    task = sub._wait_for_msgs_task
+    await discard(sub)
+    await discard(sub)  # again: nothing more
+    assert 4 not in client._subs and task is not None and task.done()
 
 
 def test_only_delivery_clients_route() -> None:

@@ -84,15 +84,26 @@ def test_status_constants_are_the_wire_values() -> None:
             nats.errors.SlowConsumerError(subject="s", reply="", sid=1, sub=None),
             jetstream.JetStreamError,
         ),
+        # the socket, written by nats-py inline once its flusher task is gone (a loop that
+        # is shutting down cancelled it) while the server has gone
+        (BrokenPipeError(32, "Broken pipe"), jetstream.DisconnectedError),
+        (ConnectionResetError(104, "Connection reset by peer"), jetstream.DisconnectedError),
     ],
 )
-def test_nats_errors_map_into_the_tree(error: nats.errors.Error, expected: type[Exception]) -> None:
+def test_nats_errors_map_into_the_tree(error: Exception, expected: type[Exception]) -> None:
     mapped = from_nats(error, "publishing to s")
     assert type(mapped) is expected
     assert str(mapped).startswith("publishing to s")
     with pytest.raises(expected) as raised, nats_errors("publishing to s"):
         raise error
     assert raised.value.__cause__ is error
+
+
+def test_our_own_connection_errors_pass_through_unchanged() -> None:
+    ours = jetstream.ConnectionClosedError("closed")  # an OSError too
+    with pytest.raises(jetstream.ConnectionClosedError) as raised, nats_errors("publishing"):
+        raise ours
+    assert raised.value is ours
 
 
 def test_connection_errors_are_connection_errors() -> None:
