@@ -21,7 +21,9 @@ release that changes it fails loudly instead of silently bypassing the route:
   with ``sid`` an int, ``subject``/``reply`` bytes, ``payload`` bytes and ``headers`` the raw
   ``NATS/1.0...`` block or None;
 * ``Subscription._id`` is the sid those frames carry;
-* ``client.stats`` counts ``in_msgs`` and ``in_bytes``.
+* ``client.stats`` counts ``in_msgs`` and ``in_bytes``;
+* ``_pongs`` holds a future per unanswered PING, oldest first, and ``_process_pong`` takes
+  the oldest for each PONG (see :meth:`DeliveryClient._process_pong`).
 
 A context opened around a client of the caller's (not a :class:`DeliveryClient`) does not
 route: its pulls take nats-py's path.
@@ -56,6 +58,19 @@ class DeliveryClient(Client):
         """Give ``sub``'s frames back to nats-py (frames for a subscription that is gone are
         dropped there)."""
         self._routes.pop(sub._id, None)
+
+    async def _process_pong(self) -> None:
+        """A PONG answers the oldest PING. A flush that timed out or was cancelled (Ctrl-C
+        while a context closes) left its future there, cancelled: nats-py sets a result on it
+        anyway, and the ``InvalidStateError`` ends its reading task, so the connection is
+        dropped and re-established with a traceback logged. The late PONG only retires it."""
+        pongs: list[Any] = self._pongs
+        if pongs and pongs[0].done():
+            pongs.pop(0)
+            self._pongs_received += 1
+            self._pings_outstanding = 0
+            return
+        await super()._process_pong()
 
 
 def route_of(nc: Client) -> DeliveryClient | None:
