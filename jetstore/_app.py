@@ -8,7 +8,7 @@ import sys
 
 import click
 
-from ._endings import ClosedStdout
+from ._endings import ClosedStdout, whole_writes
 from ._output import EXIT_INTERRUPTED, EXIT_USAGE
 
 __all__ = ["cli", "main"]
@@ -63,6 +63,8 @@ def main(argv: list[str] | None = None) -> None:
     """
     if sys.stdout is None:  # started with stdout closed (``>&-``): Python leaves None
         sys.stdout = ClosedStdout()
+    else:
+        sys.stdout = whole_writes(sys.stdout)
     try:
         code = cli.main(args=argv, prog_name="jetstore", standalone_mode=False)
     except click.UsageError as exc:
@@ -75,9 +77,15 @@ def main(argv: list[str] | None = None) -> None:
     except click.ClickException as exc:
         click.echo(f"jetstore: error: {exc.format_message()}", err=True)
         sys.exit(exc.exit_code)
-    except click.Abort:
+    except click.Abort as exc:
+        # click turns a Ctrl-C outside the event loop (at a question, say) into Abort, the
+        # same as a question answered no: told apart by the exception it replaced.
+        if isinstance(exc.__cause__ or exc.__context__, KeyboardInterrupt):
+            click.echo("jetstore: interrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
         click.echo("jetstore: aborted", err=True)
         sys.exit(1)
     except KeyboardInterrupt:
+        click.echo("jetstore: interrupted", err=True)
         sys.exit(EXIT_INTERRUPTED)
     sys.exit(code if isinstance(code, int) else 0)

@@ -151,11 +151,29 @@ class _QuietTlsEof(logging.Filter):
         return not (record.name == "asyncio" and "eof_received()" in record.getMessage())
 
 
+class _OneLine(logging.Formatter):
+    """A log record as one line: an exception it carries (nats-py logs some of its own with
+    ``exc_info``) is named after the message, its traceback left to ``--debug``."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        error = record.exc_info[1] if record.exc_info else None
+        saved = record.exc_info, record.exc_text, record.stack_info
+        record.exc_info, record.exc_text, record.stack_info = None, None, None
+        try:
+            line = super().format(record)
+        finally:
+            record.exc_info, record.exc_text, record.stack_info = saved
+        if error is not None:
+            line = f"{line} ({type(error).__name__}: {' '.join(str(error).split())})"
+        return line
+
+
 def setup_logging(*, debug: bool) -> None:
     """Library warnings (a reconnect, a skipped record) as ``jetstore: warning: ...`` lines on
-    stderr; everything, down to debug, with ``--debug``."""
+    stderr, one line each; everything, down to debug, and tracebacks with ``--debug``."""
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("jetstore: %(levelname)s: %(message)s"))
+    formatter = logging.Formatter if debug else _OneLine
+    handler.setFormatter(formatter("jetstore: %(levelname)s: %(message)s"))
     handler.addFilter(_QuietTlsEof())
     if not debug:
         handler.addFilter(_QuietFirstConnect())
