@@ -81,9 +81,14 @@ _log = logging.getLogger("objstore")
 
 
 def validate_object_name(name: str) -> None:
-    """Raises InvalidObjectNameError: not a str, or empty."""
+    """Raises InvalidObjectNameError: not a str, empty, or not UTF-8 text (a lone surrogate,
+    such as a file name's undecodable bytes give: the UnicodeEncodeError came raw)."""
     if not isinstance(name, str) or not name:
         raise InvalidObjectNameError(f"object names are non-empty strings: {name!r}")
+    try:
+        name.encode()
+    except UnicodeEncodeError:
+        raise InvalidObjectNameError(f"object name {name!r} is not UTF-8 text") from None
 
 
 class ObjectStore:

@@ -105,7 +105,7 @@ def test_upload_plan_names_files_by_their_path_in_the_directory(tmp_path: Path) 
     (tmp_path / "d" / "y").write_bytes(b"22")
     (tmp_path / "f").write_bytes(b"333")
     plan = plan_uploads((str(tmp_path / "d"), str(tmp_path / "f")), None, "p/")
-    assert [(u.name, u.size) for u in plan] == [("p/sub/x", 1), ("p/y", 2), ("p/f", 3)]
+    assert [(u.name, u.size) for u in plan.uploads] == [("p/sub/x", 1), ("p/y", 2), ("p/f", 3)]
     with pytest.raises(click.UsageError, match="stored as 'f'"):
         plan_uploads((str(tmp_path / "f"), str(tmp_path / "f")), None, "")
 
