@@ -51,7 +51,8 @@ def cli() -> None:
     Every verb takes the connection options (--server or $NATS_URL, --creds, --nkey,
     --user/--password, --token, --tlscert/--tlskey/--tlsca, --timeout) and --json, --quiet,
     --debug. Exit codes: 0 ok, 1 not found / condition failed / operation failed, 2 usage,
-    3 connection, authentication or timeout. See docs/CLI.md.
+    3 connection, authentication or timeout, 130 Ctrl-C, 141 stdout closed by its reader,
+    143 SIGTERM. See docs/CLI.md.
     """
 
 

@@ -19,7 +19,7 @@ from typing import TypeVar
 
 from ._endings import stdin_binary
 
-__all__ = ["STDIN", "in_thread", "open_input", "read_at_most"]
+__all__ = ["STDIN", "in_thread", "open_input", "read_at_most", "refuse_closed_stdin"]
 
 T = TypeVar("T")
 
@@ -44,6 +44,17 @@ async def in_thread(function: Callable[..., T], *args: object) -> T:
 
     threading.Thread(target=target, name="jetstore-input", daemon=True).start()
     return await asyncio.wrap_future(future)
+
+
+def refuse_closed_stdin(path: str) -> str:
+    """``path``, checked before connecting: ``-`` needs a stdin.
+
+    Raises:
+        click.UsageError: ``-`` with stdin closed (``<&-``).
+    """
+    if path == STDIN:
+        stdin_binary()
+    return path
 
 
 def open_input(path: str) -> io.BufferedReader:

@@ -15,11 +15,10 @@ import click
 import jetstream
 import kvstore
 
-from ._endings import stdin_binary
-from ._input import STDIN, in_thread, read_at_most
+from ._input import STDIN, in_thread, read_at_most, refuse_closed_stdin
 from ._records import Format, Record, read_records
 
-__all__ = ["read_put_many_records", "read_value", "value_limit", "value_source"]
+__all__ = ["read_put_many_records", "read_value", "value_source"]
 
 _ESCAPED = 6
 """Characters a value's byte can take in JSON input at most (``\\u0000``)."""
@@ -28,7 +27,7 @@ _RECORD_ROOM = 64 * 1024
 """Characters a record may hold besides its value: its key, TTL, revision, names, spacing."""
 
 
-def value_limit(bucket: kvstore.Bucket) -> tuple[int, str]:
+def _value_limit(bucket: kvstore.Bucket) -> tuple[int, str]:
     """The most bytes a value may have in ``bucket`` on this connection, and what sets it
     (the bucket's ``max_value_size`` or the server's ``max_payload``)."""
     max_payload = bucket.js.nc.max_payload
@@ -54,8 +53,7 @@ def value_source(value: str | None, file: Path | None) -> bytes | str:
         return os.fsencode(value)  # the argument's own bytes, UTF-8 or not
     if value is None and sys.stdin is not None and sys.stdin.isatty():
         raise click.UsageError("no value: give it as an argument, with --file, or on stdin")
-    stdin_binary()  # a usage error if stdin is closed
-    return STDIN
+    return refuse_closed_stdin(STDIN)
 
 
 async def read_value(bucket: kvstore.Bucket, source: bytes | str) -> bytes:
@@ -67,7 +65,7 @@ async def read_value(bucket: kvstore.Bucket, source: bytes | str) -> bytes:
     """
     if isinstance(source, bytes):
         return source  # the library checks its size
-    limit, reason = value_limit(bucket)
+    limit, reason = _value_limit(bucket)
     where = "stdin" if source == STDIN else repr(source)
     try:
         data = await in_thread(read_at_most, source, limit + 1)

@@ -1,6 +1,6 @@
 """``jetstore kv`` writes: put, create, update, del, purge, put-many. Keys and TTLs are
-checked before connecting, values and records once the bucket is open (exit 2, nothing
-sent)."""
+checked before connecting, a value read once the bucket is open and put-many's records once
+connected (exit 2, nothing sent)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,7 @@ import kvstore
 from jetstream import TTLValue
 
 from ._connect import Settings, run, verb
-from ._endings import stdin_binary
-from ._input import STDIN
+from ._input import refuse_closed_stdin
 from ._kv_input import read_put_many_records, read_value, value_source
 from ._output import EXIT_FAILED, emit_json, report_error
 from ._records import Record, format_of
@@ -180,8 +179,7 @@ def put_many(
     --batch-size keys: each batch all or nothing. Prints each key's revision."""
     input_format = format_of(input_file, fmt)
     checked(ttl=ttl)
-    if input_file == STDIN:
-        stdin_binary()  # a usage error if stdin is closed
+    refuse_closed_stdin(input_file)
 
     async def work(js: jetstream.JetStream) -> int | None:
         records = await read_put_many_records(js, input_file, input_format)
