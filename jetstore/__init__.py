@@ -18,7 +18,20 @@ _MISSING_EXTRA = "the jetstore command needs the 'cli' extra ({}): pip install '
 
 def main() -> None:
     """Run the command (the ``jetstore`` console script). Without the ``cli`` extra the
-    console script is still installed: it then says what to install, in one line, exit 2."""
+    console script is still installed: it then says what to install, in one line, exit 2.
+
+    Raises:
+        SystemExit: always, with the documented exit code (130 for Ctrl-C, wherever it lands:
+            while modules are still being imported, too).
+    """
+    try:
+        _run()
+    except KeyboardInterrupt:
+        print("jetstore: interrupted", file=sys.stderr)
+        raise SystemExit(130) from None
+
+
+def _run() -> None:
     try:
         import click  # noqa: F401
         import rich  # noqa: F401

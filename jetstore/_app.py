@@ -8,7 +8,7 @@ import sys
 
 import click
 
-from ._endings import ClosedStdout
+from ._endings import ClosedStdout, whole_writes
 from ._output import EXIT_INTERRUPTED, EXIT_USAGE
 
 __all__ = ["cli", "main"]
@@ -51,7 +51,8 @@ def cli() -> None:
     Every verb takes the connection options (--server or $NATS_URL, --creds, --nkey,
     --user/--password, --token, --tlscert/--tlskey/--tlsca, --timeout) and --json, --quiet,
     --debug. Exit codes: 0 ok, 1 not found / condition failed / operation failed, 2 usage,
-    3 connection, authentication or timeout. See docs/CLI.md.
+    3 connection, authentication or timeout, 130 Ctrl-C, 141 stdout closed by its reader,
+    143 SIGTERM. See docs/CLI.md.
     """
 
 
@@ -63,6 +64,8 @@ def main(argv: list[str] | None = None) -> None:
     """
     if sys.stdout is None:  # started with stdout closed (``>&-``): Python leaves None
         sys.stdout = ClosedStdout()
+    else:
+        sys.stdout = whole_writes(sys.stdout)
     try:
         code = cli.main(args=argv, prog_name="jetstore", standalone_mode=False)
     except click.UsageError as exc:
@@ -75,9 +78,15 @@ def main(argv: list[str] | None = None) -> None:
     except click.ClickException as exc:
         click.echo(f"jetstore: error: {exc.format_message()}", err=True)
         sys.exit(exc.exit_code)
-    except click.Abort:
+    except click.Abort as exc:
+        # click turns a Ctrl-C outside the event loop (at a question, say) into Abort, the
+        # same as a question answered no: told apart by the exception it replaced.
+        if isinstance(exc.__cause__ or exc.__context__, KeyboardInterrupt):
+            click.echo("jetstore: interrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
         click.echo("jetstore: aborted", err=True)
         sys.exit(1)
     except KeyboardInterrupt:
+        click.echo("jetstore: interrupted", err=True)
         sys.exit(EXIT_INTERRUPTED)
     sys.exit(code if isinstance(code, int) else 0)

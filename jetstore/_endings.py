@@ -1,6 +1,6 @@
 """How a verb ends besides its own errors: SIGTERM (cancelled and cleaned up as on Ctrl-C),
-a stdout whose reader has gone (``| head``), and a stdout or stdin the process was started
-without."""
+a stdout whose reader has gone (``| head``, noticed whatever the size of the write), and a
+stdout or stdin the process was started without."""
 
 from __future__ import annotations
 
@@ -13,9 +13,12 @@ import select
 import signal
 import sys
 from collections.abc import Iterator
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO, TextIO
 
 import click
+
+if TYPE_CHECKING:  # pragma: no cover
+    from _typeshed import ReadableBuffer
 
 __all__ = [
     "ClosedStdout",
@@ -24,6 +27,7 @@ __all__ = [
     "ended_by_sigterm",
     "stdin_binary",
     "stdout_closed",
+    "whole_writes",
 ]
 
 
@@ -85,6 +89,50 @@ class ClosedStdout(io.TextIOBase):
     @property
     def buffer(self) -> ClosedStdout:  # the bytes side (``kv get``, ``obj get -o -``)
         return self
+
+
+class _WholeWrites(io.RawIOBase):
+    """A file descriptor for a ``BufferedWriter`` whose writes are whole or raise: when a
+    pipe's reader goes in the middle of a write larger than the pipe holds, the kernel
+    returns a short count, CPython's ``BufferedWriter`` passes it on and the text layer drops
+    the rest without a word (``kv keys --json | head -c 20`` exited 0). Here the rest is
+    written, and the closed pipe raises ``BrokenPipeError`` as a small write's would."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__()
+        self._fd = fd
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def isatty(self) -> bool:
+        return os.isatty(self._fd)
+
+    def write(self, buffer: ReadableBuffer, /) -> int:
+        view = memoryview(buffer).cast("B")
+        size = len(view)
+        while view:
+            view = view[os.write(self._fd, view) :]
+        return size
+
+
+def whole_writes(stream: TextIO) -> TextIO:
+    """``stream`` (stdout) rebuilt on :class:`_WholeWrites`, with its encoding, error handler
+    and line buffering; as it is if it has no file descriptor (a test's capture)."""
+    try:
+        fd = stream.fileno()
+    except (OSError, ValueError, AttributeError):
+        return stream
+    stream.flush()
+    return io.TextIOWrapper(
+        io.BufferedWriter(_WholeWrites(fd)),
+        encoding=stream.encoding,
+        errors=stream.errors,
+        line_buffering=bool(stream.line_buffering),
+    )
 
 
 def stdin_binary() -> BinaryIO:

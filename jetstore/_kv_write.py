@@ -1,5 +1,6 @@
 """``jetstore kv`` writes: put, create, update, del, purge, put-many. Keys and TTLs are
-checked before connecting (exit 2, nothing sent)."""
+checked before connecting, a value read once the bucket is open and put-many's records once
+connected (exit 2, nothing sent)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,11 @@ import kvstore
 from jetstream import TTLValue
 
 from ._connect import Settings, run, verb
+from ._input import refuse_closed_stdin
+from ._kv_input import read_put_many_records, read_value, value_source
 from ._output import EXIT_FAILED, emit_json, report_error
-from ._records import Record, format_of, parse_records, read_input
-from ._values import checked, read_value
+from ._records import Record, format_of
+from ._values import checked
 
 __all__ = ["create", "delete", "purge", "put", "put_many", "update"]
 
@@ -48,10 +51,11 @@ def put(
 ) -> None:
     """Store VALUE (or --file, or stdin) under KEY; prints the new revision."""
     checked(key=key, ttl=ttl)
-    data = read_value(value, file)
+    source = value_source(value, file)
 
     async def work(js: jetstream.JetStream) -> None:
         opened = await kvstore.open_bucket(js, bucket)
+        data = await read_value(opened, source)
         _wrote(settings, key, await opened.put(key, data, ttl=ttl))
 
     run(settings, work)
@@ -69,10 +73,11 @@ def create(
 ) -> None:
     """Store a value only if KEY has no live value (exit 1 if it has)."""
     checked(key=key, ttl=ttl)
-    data = read_value(value, file)
+    source = value_source(value, file)
 
     async def work(js: jetstream.JetStream) -> None:
         opened = await kvstore.open_bucket(js, bucket)
+        data = await read_value(opened, source)
         _wrote(settings, key, await opened.create(key, data, ttl=ttl))
 
     run(settings, work)
@@ -99,10 +104,11 @@ def update(
 ) -> None:
     """Compare-and-set: store only if KEY is at --revision (exit 1 naming the current one)."""
     checked(key=key, ttl=ttl)
-    data = read_value(value, file)
+    source = value_source(value, file)
 
     async def work(js: jetstream.JetStream) -> None:
         opened = await kvstore.open_bucket(js, bucket)
+        data = await read_value(opened, source)
         _wrote(settings, key, await opened.update(key, data, revision, ttl=ttl))
 
     run(settings, work)
@@ -171,10 +177,13 @@ def put_many(
 ) -> None:
     """Store the records of FILE (JSON, JSONL or CSV; - = stdin) in atomic batches of
     --batch-size keys: each batch all or nothing. Prints each key's revision."""
-    records = parse_records(read_input(input_file), format_of(input_file, fmt))
-    _check_records(records, ttl)
+    input_format = format_of(input_file, fmt)
+    checked(ttl=ttl)
+    refuse_closed_stdin(input_file)
 
     async def work(js: jetstream.JetStream) -> int | None:
+        records = await read_put_many_records(js, input_file, input_format)
+        _check_records(records)
         opened = await kvstore.open_bucket(js, bucket)
         # Every batch is queued, so every value is checked against the bucket's and the
         # server's limits, before the first one is sent: exit 2 means nothing was written.
@@ -207,9 +216,8 @@ def put_many(
     run(settings, work)
 
 
-def _check_records(records: list[Record], ttl: str | None) -> None:
+def _check_records(records: list[Record]) -> None:
     """Every key and TTL checked before the first batch is sent (exit 2, nothing stored)."""
-    checked(ttl=ttl)
     for record in records:
         checked(key=record.key, ttl=record.ttl)
 

@@ -19,7 +19,7 @@ from ._connect import Settings, run, verb
 from ._fields import object_fields, store_fields
 from ._output import emit_json, emit_json_line, note, show_fields
 from ._shown import shown
-from ._transfer import download, plan_uploads, upload
+from ._transfer import download, plan_uploads, report_skipped, upload
 from ._values import duration_option, pairs, size_option
 
 __all__ = ["obj"]
@@ -159,6 +159,11 @@ def rm(settings: Settings, store: str, names: tuple[str, ...], force: bool) -> N
     show_default=True,
     help="Uploads at a time.",
 )
+@click.option(
+    "--follow-links",
+    is_flag=True,
+    help="In directories, follow symbolic links that lead out of them or to directories.",
+)
 @verb
 def put(
     settings: Settings,
@@ -170,15 +175,20 @@ def put(
     meta: tuple[str, ...],
     description: str,
     parallel: int,
+    follow_links: bool,
 ) -> None:
     """Upload files, directories (recursively; names relative to the directory) or stdin
     (-, with --name). A bar per file and an overall bar on a terminal; a result line per
-    object when piped. Exit 1 if any upload failed (the others are kept)."""
+    object when piped. In a directory, only regular files and links to them inside it are
+    taken; every other entry (links out or to directories, dangling links, FIFOs, sockets,
+    devices) is skipped with a line on stderr. Exit 1 if any upload failed or anything was
+    skipped (the others are kept)."""
     if ttl is not None:
         _check_ttl(ttl)
     options = {"ttl": ttl, "meta": pairs(meta, "--meta") or None, "description": description}
-    uploads = plan_uploads(paths, name, prefix)
-    run(settings, lambda js: upload(settings, js, store, uploads, options, parallel))
+    plan = plan_uploads(paths, name, prefix, follow_links=follow_links)
+    report_skipped(plan)
+    run(settings, lambda js: upload(settings, js, store, plan, options, parallel))
 
 
 def _check_ttl(ttl: str) -> None:

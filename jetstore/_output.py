@@ -154,9 +154,15 @@ class _QuietTlsEof(logging.Filter):
         return not (record.name == "asyncio" and "eof_received()" in record.getMessage())
 
 
-class _ShownFormatter(logging.Formatter):
-    """Log lines escaped (they may quote server text: a skipped stream's name); a traceback
-    after one (``--debug``) keeps its lines."""
+class _LogLine(logging.Formatter):
+    """A log record as jetstore shows it: escaped (it may quote server text: a skipped
+    stream's name) and on one line, an exception it carries (nats-py logs some of its own with
+    ``exc_info``) named after the message; with ``--debug`` its traceback follows, its lines
+    kept."""
+
+    def __init__(self, fmt: str, *, debug: bool) -> None:
+        super().__init__(fmt)
+        self._debug = debug
 
     def formatMessage(self, record: logging.LogRecord) -> str:
         return shown(super().formatMessage(record))
@@ -167,12 +173,26 @@ class _ShownFormatter(logging.Formatter):
     def formatStack(self, stack_info: str) -> str:
         return shown(super().formatStack(stack_info), lines=True)
 
+    def format(self, record: logging.LogRecord) -> str:
+        if self._debug:
+            return super().format(record)
+        error = record.exc_info[1] if record.exc_info else None
+        saved = record.exc_info, record.exc_text, record.stack_info
+        record.exc_info, record.exc_text, record.stack_info = None, None, None
+        try:
+            line = super().format(record)
+        finally:
+            record.exc_info, record.exc_text, record.stack_info = saved
+        if error is not None:
+            line += shown(f" ({type(error).__name__}: {' '.join(str(error).split())})")
+        return line
+
 
 def setup_logging(*, debug: bool) -> None:
     """Library warnings (a reconnect, a skipped record) as ``jetstore: warning: ...`` lines on
-    stderr; everything, down to debug, with ``--debug``."""
+    stderr, one line each; everything, down to debug, and tracebacks with ``--debug``."""
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_ShownFormatter("jetstore: %(levelname)s: %(message)s"))
+    handler.setFormatter(_LogLine("jetstore: %(levelname)s: %(message)s", debug=debug))
     handler.addFilter(_QuietTlsEof())
     if not debug:
         handler.addFilter(_QuietFirstConnect())

@@ -1,5 +1,5 @@
 """The input of ``kv put-many``: records from a JSON, JSON Lines or CSV file (or stdin), all
-read and checked before anything is sent.
+read and checked before anything is sent, a record at a time (none longer than a limit).
 
 - JSON: an object ``{"key": "value", ...}`` or an array of records;
 - JSON Lines: one record per line;
@@ -15,18 +15,21 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import csv
 import dataclasses
 import io
+import itertools
 import json
-from pathlib import Path
+from collections.abc import Callable, Generator, Iterator
 from typing import Any, Literal
 
 import click
 
-from ._endings import stdin_binary
+from ._bounded_text import BoundedLines, JsonStream
+from ._input import STDIN, open_input
 
-__all__ = ["Format", "Record", "format_of", "parse_records", "read_input"]
+__all__ = ["Format", "Record", "format_of", "read_records"]
 
 Format = Literal["json", "jsonl", "csv"]
 _SUFFIXES: dict[str, Format] = {
@@ -61,47 +64,51 @@ def format_of(path: str, given: str | None) -> Format:
     raise click.UsageError(f"cannot tell the format of {path!r}: give --format json|jsonl|csv")
 
 
-def read_input(path: str) -> str:
-    """The text of ``path`` (``-``: stdin), which must be UTF-8 (a byte-order mark is
-    skipped).
+def read_records(path: str, fmt: Format, limit: int) -> list[Record]:
+    """Every record of ``path`` (``-``: stdin), which must be UTF-8 (a byte-order mark is
+    skipped); a record longer than ``limit`` characters is refused as soon as that much of it
+    was read.
 
     Raises:
-        click.UsageError: not UTF-8 (a UTF-16 export, say), or the file cannot be read.
+        click.UsageError: unreadable input, not UTF-8 (a UTF-16 export, say), malformed input,
+            a record without key or value, a repeated key, a record longer than ``limit``.
     """
-    where = "stdin" if path == "-" else repr(path)
+    where = "stdin" if path == STDIN else repr(path)
+    seen: set[str] = set()
+    records = []
     try:
-        data = stdin_binary().read() if path == "-" else Path(path).read_bytes()
-        return data.decode("utf-8-sig")
+        with open_input(path) as source, contextlib.closing(_READERS[fmt](source, limit)) as read:
+            for record in read:
+                if record.key in seen:
+                    raise click.UsageError(f"key {record.key!r} appears more than once")
+                seen.add(record.key)
+                records.append(record)
     except UnicodeDecodeError as exc:
         raise click.UsageError(
-            f"{where} is not UTF-8 text ({exc.reason} at byte {exc.start}); convert it first"
+            f"{where} is not UTF-8 text ({exc.reason}); convert it first"
         ) from None
     except OSError as exc:
         raise click.UsageError(f"cannot read {where}: {exc.strerror or exc}") from None
-
-
-def parse_records(text: str, fmt: Format) -> list[Record]:
-    """Every record of the input, or a usage error naming the first bad one.
-
-    Raises:
-        click.UsageError: malformed input, a record without key or value, a repeated key.
-    """
-    if fmt == "json":
-        records = _from_json(text)
-    elif fmt == "jsonl":
-        records = [_record(_load(line, f"line {n}"), f"line {n}") for n, line in _lines(text)]
-    else:
-        records = _from_csv(text)
-    seen: set[str] = set()
-    for record in records:
-        if record.key in seen:
-            raise click.UsageError(f"key {record.key!r} appears more than once")
-        seen.add(record.key)
     return records
 
 
-def _lines(text: str) -> list[tuple[int, str]]:
-    return [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+@contextlib.contextmanager
+def _lines(source: io.BufferedReader, limit: int) -> Iterator[BoundedLines]:
+    """The input's lines (``\\r\\n`` kept for csv); the caller closes ``source``."""
+    text = io.TextIOWrapper(source, encoding="utf-8-sig", newline="")
+    try:
+        yield BoundedLines(text, limit)
+    finally:
+        text.detach()
+
+
+def _from_jsonl(source: io.BufferedReader, limit: int) -> Generator[Record, None, None]:
+    with _lines(source, limit) as lines:
+        for line in lines:
+            lines.record_done()
+            if line.strip():
+                where = f"line {lines.number}"
+                yield _record(_load(line, where), where)
 
 
 def _load(text: str, where: str) -> Any:
@@ -113,35 +120,85 @@ def _load(text: str, where: str) -> Any:
         raise click.UsageError(f"{where}: JSON nested too deeply") from None
 
 
-def _from_json(text: str) -> list[Record]:
-    document = _load(text, "input")
-    if isinstance(document, dict):
-        return [_record({"key": k, "value": v}, f"key {k!r}") for k, v in document.items()]
-    if isinstance(document, list):
-        return [_record(item, f"record {n}") for n, item in enumerate(document, 1)]
-    raise click.UsageError("JSON input must be an object {key: value} or an array of records")
+def _from_json(source: io.BufferedReader, limit: int) -> Generator[Record, None, None]:
+    document = JsonStream(source, limit)
+    if document.take("[", "input"):
+        yield from _array_records(document)
+    elif document.take("{", "input"):
+        yield from _object_records(document)
+    else:
+        raise click.UsageError("JSON input must be an object {key: value} or an array of records")
+    if not document.at_end("input"):
+        raise click.UsageError("input: not JSON: more after the end of the document")
 
 
-def _from_csv(text: str) -> list[Record]:
-    # A value may be as large as the server takes (1 MiB and more), past csv's 128 KiB.
-    csv.field_size_limit(max(csv.field_size_limit(), len(text) + 1))
-    try:
-        return _csv_records(csv.DictReader(io.StringIO(text)))
-    except csv.Error as exc:
-        raise click.UsageError(f"CSV input: {exc}") from None
+def _array_records(document: JsonStream) -> Iterator[Record]:
+    document.start_record()
+    if document.take("]", "record 1"):
+        return
+    for n in itertools.count(1):
+        where = f"record {n}"
+        yield _record(document.value(where), where)
+        if _last(document, "]", where):
+            return
 
 
-def _csv_records(reader: csv.DictReader[str]) -> list[Record]:
+def _object_records(document: JsonStream) -> Iterator[Record]:
+    document.start_record()
+    if document.take("}", "key 1"):
+        return
+    for n in itertools.count(1):
+        key = document.value(f"key {n}")
+        if not isinstance(key, str):
+            raise click.UsageError(f"key {n}: not JSON: a name must be a string")
+        where = f"key {key!r}"
+        if not document.take(":", where):
+            raise click.UsageError(f"{where}: not JSON: expecting ':'")
+        yield _record({"key": key, "value": document.value(where)}, where)
+        if _last(document, "}", where):
+            return
+
+
+def _last(document: JsonStream, close: str, where: str) -> bool:
+    """After a record: the closing bracket (True) or ``,`` and the next record."""
+    if document.take(close, where):
+        document.start_record()  # what follows the document is no part of the record
+        return True
+    if not document.take(",", where):
+        raise click.UsageError(f"{where}: not JSON: expecting ',' or '{close}' after it")
+    document.start_record()
+    return False
+
+
+def _from_csv(source: io.BufferedReader, limit: int) -> Generator[Record, None, None]:
+    # A value may be as large as the server takes (1 MiB and more), past csv's 128 KiB; no
+    # field is longer than its record.
+    csv.field_size_limit(limit)
+    with _lines(source, limit) as lines:
+        try:
+            yield from _csv_records(csv.DictReader(lines), lines)
+        except csv.Error as exc:
+            raise click.UsageError(f"CSV input: {exc}") from None
+
+
+def _csv_records(reader: csv.DictReader[str], lines: BoundedLines) -> Iterator[Record]:
     if reader.fieldnames is None or "key" not in reader.fieldnames:
         raise click.UsageError("CSV input needs a header row with a 'key' column")
-    records = []
+    lines.record_done()
     for n, row in enumerate(reader, 2):
+        lines.record_done()  # the row is whole: the next record starts
         item = {name: value for name, value in row.items() if value not in (None, "")}
         item.setdefault("key", "")
         if "value" not in item and "value_base64" not in item and "value" in reader.fieldnames:
             item["value"] = ""  # an empty CSV cell is an empty value
-        records.append(_record(item, f"line {n}"))
-    return records
+        yield _record(item, f"line {n}")
+
+
+_READERS: dict[Format, Callable[[io.BufferedReader, int], Generator[Record, None, None]]] = {
+    "json": _from_json,
+    "jsonl": _from_jsonl,
+    "csv": _from_csv,
+}
 
 
 def _record(item: Any, where: str) -> Record:
@@ -162,7 +219,12 @@ def _value(item: dict[str, Any], where: str) -> bytes:
     value = item.get("value")
     if not isinstance(value, str):
         raise click.UsageError(f"{where}: 'value' must be a string (or give 'value_base64')")
-    return value.encode()
+    try:
+        return value.encode()
+    except UnicodeEncodeError:  # a lone surrogate escape ("\\ud800") is no text
+        raise click.UsageError(
+            f"{where}: 'value' is not valid Unicode text (give 'value_base64')"
+        ) from None
 
 
 def _ttl(value: Any, where: str) -> str | None:

@@ -5,11 +5,12 @@ object's failure does not stop the others; the verb then exits with that failure
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import os
 import stat
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
@@ -21,58 +22,65 @@ import objstore
 from ._connect import Settings
 from ._endings import stdin_binary
 from ._fields import object_fields
-from ._output import EXIT_FAILED, emit_json_line, error_line, exit_code_for
+from ._output import EXIT_FAILED, EXIT_OK, emit_json_line, error_line, exit_code_for
 from ._progress import Reporter, reporter
 
-__all__ = ["Upload", "download", "plan_uploads", "upload"]
+__all__ = ["Plan", "Upload", "download", "plan_uploads", "report_skipped", "upload"]
 
 
 @dataclasses.dataclass(frozen=True)
 class Upload:
     name: str
-    source: str | BinaryIO
+    source: str | BinaryIO | objstore.ScannedFile
     size: int | None
 
 
-def plan_uploads(paths: tuple[str, ...], name: str | None, prefix: str) -> list[Upload]:
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """What ``obj put`` uploads, the entries of its directories it leaves out, and its
+    directories without a file to upload."""
+
+    uploads: list[Upload]
+    skipped: list[objstore.SkippedEntry]
+    empty: list[str]
+
+
+def plan_uploads(
+    paths: tuple[str, ...], name: str | None, prefix: str, *, follow_links: bool = False
+) -> Plan:
     """The objects the arguments make: a file under its base name (or ``--name``), every file
-    under a directory under its path relative to it, stdin (``-``) under ``--name``.
+    under a directory under its path relative to it (as :func:`objstore.scan_directory`
+    takes them: links out of the directory only with ``follow_links``), stdin (``-``) under
+    ``--name``.
 
     Raises:
-        click.UsageError: ``--name`` with several sources, stdin without it, a name twice, a
-            directory without files.
+        click.UsageError: ``--name`` with several sources, stdin without it, a name twice.
     """
     if name == "":
         raise click.UsageError("--name must not be empty")
     if name is not None and (len(paths) > 1 or Path(paths[0]).is_dir()):
         raise click.UsageError("--name takes one file (or stdin)")
-    uploads: list[Upload] = []
+    plan = Plan([], [], [])
     for path in paths:
         if path == "-":
             if name is None:
                 raise click.UsageError("uploading stdin (-) needs --name")
-            uploads.append(Upload(prefix + name, stdin_binary(), None))
+            plan.uploads.append(Upload(prefix + name, stdin_binary(), None))
         elif Path(path).is_dir():
-            files = _directory(Path(path), prefix)
-            if not files:
-                raise click.UsageError(f"no files under {path!r}")
-            uploads.extend(files)
+            scan = objstore.scan_directory(path, follow_links=follow_links)
+            plan.skipped.extend(scan.skipped)
+            if not scan.files:
+                plan.empty.append(path)
+            plan.uploads.extend(Upload(prefix + f.name, f, f.size) for f in scan.files)
         else:
             file = Path(path)
-            uploads.append(Upload(prefix + (name or file.name), path, file.stat().st_size))
+            plan.uploads.append(Upload(prefix + (name or file.name), path, file.stat().st_size))
     seen: set[str] = set()
-    for item in uploads:
+    for item in plan.uploads:
         if item.name in seen:
             raise click.UsageError(f"two sources would be stored as {item.name!r}")
         seen.add(item.name)
-    return uploads
-
-
-def _directory(root: Path, prefix: str) -> list[Upload]:
-    files = sorted(p for p in root.rglob("*") if p.is_file())
-    return [
-        Upload(prefix + p.relative_to(root).as_posix(), str(p), p.stat().st_size) for p in files
-    ]
+    return plan
 
 
 async def _each(items: list[Any], parallel: int, one: Callable[[Any], Awaitable[int]]) -> int:
@@ -95,11 +103,13 @@ async def upload(
     settings: Settings,
     js: jetstream.JetStream,
     store_name: str,
-    uploads: list[Upload],
+    plan: Plan,
     options: dict[str, Any],
     parallel: int,
 ) -> int:
-    """``obj put``: every planned upload (:func:`plan_uploads`); returns the exit code."""
+    """``obj put``: every planned upload (:func:`plan_uploads`); returns the exit code: the
+    first failure's, else 1 if the plan skipped anything (:func:`report_skipped`)."""
+    uploads = plan.uploads
     store = await objstore.open_store(js, store_name)
     progress = reporter(
         quiet=settings.quiet,
@@ -111,14 +121,40 @@ async def upload(
     async def one(item: Upload) -> int:
         callback = progress.transfer(item.name, item.size)
         try:
-            info = await store.put(item.name, _readable(item.source), progress=callback, **options)
+            with _opened(item.source) as source:
+                info = await store.put(item.name, _readable(source), progress=callback, **options)
         except (jetstream.JetStreamError, OSError) as exc:
             return _failed(progress, item.name, exc)
         _done(settings, progress, info, f"stored {info.name}: {_summary(info)}")
         return 0
 
     with progress:
-        return await _each(uploads, parallel, one)
+        code = await _each(uploads, parallel, one)
+    return code or (EXIT_FAILED if plan.skipped else EXIT_OK)
+
+
+def report_skipped(plan: Plan) -> None:
+    """A line on stderr for each entry of a directory the upload leaves out (they make the
+    verb exit 1, once the rest is uploaded).
+
+    Raises:
+        click.UsageError: a directory has no file to upload (after its skipped entries).
+    """
+    for entry in plan.skipped:
+        click.echo(f"jetstore: error: skipped {entry.path!r}: {entry.reason}", err=True)
+    if plan.empty:
+        raise click.UsageError(f"no files to upload under {plan.empty[0]!r}")
+
+
+@contextlib.contextmanager
+def _opened(source: str | BinaryIO | objstore.ScannedFile) -> Iterator[str | BinaryIO]:
+    """A directory's file opened as its scan checks it (still a regular file, still inside
+    the directory); other sources as they are."""
+    if not isinstance(source, objstore.ScannedFile):
+        yield source
+        return
+    with source.open() as file:
+        yield file
 
 
 def _readable(source: str | BinaryIO) -> str | BinaryIO | AsyncIterator[bytes]:

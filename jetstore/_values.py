@@ -1,20 +1,18 @@
-"""Option values from the command line: sizes, durations, ``key=value`` pairs and a value
-given as an argument, a file or stdin. Bad text is a usage error (exit 2) naming the option."""
+"""Option values from the command line: sizes, durations, ``key=value`` pairs, keys, filters
+and TTLs. Bad text is a usage error (exit 2) naming the option."""
 
 from __future__ import annotations
 
 import contextlib
 import re
-import sys
 from datetime import timedelta
-from pathlib import Path
 
 import click
 
 import jetstream
 import kvstore
 
-__all__ = ["checked", "duration", "duration_option", "pairs", "read_value", "size_option"]
+__all__ = ["checked", "duration", "duration_option", "pairs", "size_option"]
 
 _SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?)(i?b?)\s*$", re.IGNORECASE)
 _POWERS: dict[str, int] = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4}
@@ -80,24 +78,6 @@ def pairs(values: tuple[str, ...], option: str) -> dict[str, str]:
             raise click.BadParameter(f"{item!r} is not name=value", param_hint=option)
         result[name] = value
     return result
-
-
-def read_value(value: str | None, file: Path | None) -> bytes:
-    """The value of a write: the argument (UTF-8), the file's bytes, or stdin (``-`` or no
-    argument with stdin not a terminal).
-
-    Raises:
-        click.UsageError: both an argument and ``--file``, or nothing to read.
-    """
-    if value is not None and file is not None:
-        raise click.UsageError("give the value as an argument or with --file, not both")
-    if file is not None:
-        return file.read_bytes()
-    if value is not None and value != "-":
-        return value.encode()
-    if value is None and sys.stdin.isatty():
-        raise click.UsageError("no value: give it as an argument, with --file, or on stdin")
-    return sys.stdin.buffer.read()
 
 
 def checked(

@@ -26,7 +26,9 @@ release that changes it fails loudly instead of silently bypassing the route:
   message's header dict (replaced here by :func:`~jetstream._message.parse_headers`);
 * ``Subscription._stop_processing()`` cancels its task ``_wait_for_msgs_task`` (None without
   a callback), ``client._remove_sub(sid)`` forgets it; both do nothing the second time (for
-  :func:`discard`).
+  :func:`discard`);
+* ``_pongs`` holds a future per unanswered PING, oldest first, and ``_process_pong`` takes
+  the oldest for each PONG (see :meth:`DeliveryClient._process_pong`).
 
 A context opened around a client of the caller's (not a :class:`DeliveryClient`) does not
 route: its pulls take nats-py's path.
@@ -77,13 +79,18 @@ class DeliveryClient(Client):
         self._routes.pop(sub._id, None)
 
     async def _process_pong(self) -> None:
-        """A PONG: the oldest flush waiting for one is done, unless it has given up."""
-        if self._pongs:
-            future = self._pongs.pop(0)
-            if not future.done():
-                future.set_result(True)
+        """A PONG answers the oldest PING. A flush that timed out or was cancelled (Ctrl-C
+        while a context closes, a drain cut short by a frozen server) left its future there,
+        cancelled: nats-py sets a result on it anyway, and the ``InvalidStateError`` ends its
+        reading task, so the connection is dropped and re-established with a traceback
+        logged. The late PONG only retires it."""
+        pongs: list[Any] = self._pongs
+        if pongs and pongs[0].done():
+            pongs.pop(0)
             self._pongs_received += 1
             self._pings_outstanding = 0
+            return
+        await super()._process_pong()
 
 
 async def discard(sub: Any) -> None:

@@ -41,12 +41,14 @@ from ._models import (
     StoreStatus,
 )
 from ._permissions import reader_permissions, uploader_permissions
+from ._scan import DirectoryScan, ScannedFile, SkippedEntry, scan_directory
 from ._store import ObjectStore
 
 __all__ = [
     "DEFAULT_CHUNK_SIZE",
     "MAX_LINK_DEPTH",
     "DigestMismatchError",
+    "DirectoryScan",
     "DuplicateObjectNameError",
     "InvalidObjectMetaError",
     "InvalidObjectNameError",
@@ -60,6 +62,8 @@ __all__ = [
     "ObjectReader",
     "ObjectStore",
     "PathNotAllowedError",
+    "ScannedFile",
+    "SkippedEntry",
     "SourceChangedError",
     "SourceNotFoundError",
     "StoreConfig",
@@ -74,7 +78,18 @@ __all__ = [
     "local_path",
     "open_store",
     "reader_permissions",
+    "scan_directory",
     "uploader_permissions",
 ]
 
-_show_as(__name__, ObjectInfo, ObjectReader, ObjectStore, StoreConfig, StoreStatus)
+_show_as(
+    __name__,
+    DirectoryScan,
+    ObjectInfo,
+    ObjectReader,
+    ObjectStore,
+    ScannedFile,
+    SkippedEntry,
+    StoreConfig,
+    StoreStatus,
+)

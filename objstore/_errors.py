@@ -66,7 +66,7 @@ class ObjectNotFoundError(MessageNotFoundError):
 
 
 class InvalidObjectNameError(ClientValidationError):
-    """An object name that cannot be stored (empty, or not a str)."""
+    """An object name that cannot be stored (empty, not a str, or not UTF-8 text)."""
 
 
 class PathNotAllowedError(ClientValidationError, PermissionError):

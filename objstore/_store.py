@@ -82,11 +82,11 @@ _log = logging.getLogger("objstore")
 
 def validate_object_name(name: str) -> None:
     """Raises InvalidObjectNameError: not a str, empty, or not text UTF-8 can carry (a lone
-    surrogate, as ``json.loads`` or ``surrogateescape`` make)."""
+    surrogate, as ``json.loads`` or a file name's undecodable bytes give)."""
     if not isinstance(name, str) or not name:
         raise InvalidObjectNameError(f"object names are non-empty strings: {name!r}")
     if utf8_or_none(name) is None:
-        raise InvalidObjectNameError(f"object name {name!r} holds a lone surrogate: not text")
+        raise InvalidObjectNameError(f"object name {name!r} is not UTF-8 text")
 
 
 class ObjectStore:

@@ -13,20 +13,35 @@ import jetstream
 import kvstore
 import objstore
 from jetstore._output import exit_code_for
-from jetstore._records import Record, format_of, parse_records
+from jetstore._records import Record, format_of, read_records
 from jetstore._transfer import plan_uploads
 from jetstore._values import duration, pairs, size_option
 
 
-def test_records_from_json_jsonl_and_csv() -> None:
-    assert parse_records('{"a": "1", "b": "2"}', "json") == [Record("a", b"1"), Record("b", b"2")]
+def parse_records(text: str, fmt: str, tmp_path: Path, limit: int = 1 << 20) -> list[Record]:
+    source = tmp_path / "records"
+    source.write_text(text)
+    return read_records(str(source), fmt, limit)  # type: ignore[arg-type]
+
+
+def test_records_from_json_jsonl_and_csv(tmp_path: Path) -> None:
+    json_object = parse_records('{"a": "1", "b": "2"}', "json", tmp_path)
+    assert json_object == [Record("a", b"1"), Record("b", b"2")]
+    json_array = '[{"key": "a", "value": "1", "ttl": "1h"}, {"key": "b", "value": ""}]'
+    assert parse_records(json_array, "json", tmp_path) == [
+        Record("a", b"1", "1h"),
+        Record("b", b""),
+    ]
     jsonl = (
         '{"key": "a", "value_base64": "AAE=", "ttl": 60, "revision": 0}\n\n'
         '{"key": "b", "value": ""}\n'
     )
-    assert parse_records(jsonl, "jsonl") == [Record("a", b"\x00\x01", "60", 0), Record("b", b"")]
+    assert parse_records(jsonl, "jsonl", tmp_path) == [
+        Record("a", b"\x00\x01", "60", 0),
+        Record("b", b""),
+    ]
     csv = "key,value,ttl\na,x,1h\nb,,\n"
-    assert parse_records(csv, "csv") == [Record("a", b"x", "1h"), Record("b", b"")]
+    assert parse_records(csv, "csv", tmp_path) == [Record("a", b"x", "1h"), Record("b", b"")]
 
 
 @pytest.mark.parametrize(
@@ -38,12 +53,16 @@ def test_records_from_json_jsonl_and_csv() -> None:
         ('{"key": "a", "value_base64": "!!"}', "jsonl", "not base64"),
         ('{"key": "a", "value": "1", "revision": -1}', "jsonl", "revision"),
         ("{", "json", "not JSON"),
+        ('[{"key": "a", "value": "1"} {"key": "b", "value": "2"}]', "json", "expecting ','"),
+        ('{"a": "1", "a": "2"}', "json", "more than once"),
+        ('{"a": "1"} []', "json", "after the end"),
+        ('{"key": "a", "value": "\\ud800"}', "jsonl", "not valid Unicode text"),
         ("value\n1\n", "csv", "'key' column"),
     ],
 )
-def test_bad_records_are_usage_errors(text: str, fmt: str, message: str) -> None:
+def test_bad_records_are_usage_errors(text: str, fmt: str, message: str, tmp_path: Path) -> None:
     with pytest.raises(click.UsageError, match=message):
-        parse_records(text, fmt)  # type: ignore[arg-type]
+        parse_records(text, fmt, tmp_path)
 
 
 def test_format_from_suffix_or_option() -> None:
@@ -74,7 +93,7 @@ def test_upload_plan_names_files_by_their_path_in_the_directory(tmp_path: Path) 
     (tmp_path / "d" / "y").write_bytes(b"22")
     (tmp_path / "f").write_bytes(b"333")
     plan = plan_uploads((str(tmp_path / "d"), str(tmp_path / "f")), None, "p/")
-    assert [(u.name, u.size) for u in plan] == [("p/sub/x", 1), ("p/y", 2), ("p/f", 3)]
+    assert [(u.name, u.size) for u in plan.uploads] == [("p/sub/x", 1), ("p/y", 2), ("p/f", 3)]
     with pytest.raises(click.UsageError, match="stored as 'f'"):
         plan_uploads((str(tmp_path / "f"), str(tmp_path / "f")), None, "")
 

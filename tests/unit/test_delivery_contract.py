@@ -56,6 +56,15 @@ def test_nats_py_reads_through_the_parser_in_ps_and_resets_it_on_reconnect() -> 
     assert inspect.iscoroutinefunction(Parser.parse)
 
 
+def test_nats_py_answers_pings_with_the_oldest_future_in_pongs() -> None:
+    """DeliveryClient._process_pong retires an abandoned flush's future the way nats-py
+    retires an answered one."""
+    source = inspect.getsource(Client._process_pong)
+    assert "self._pongs.pop(0)" in source and "future.set_result(True)" in source
+    assert "self._pongs_received += 1" in source and "self._pings_outstanding = 0" in source
+    assert "self._pongs.append(future)" in inspect.getsource(Client._send_ping)
+
+
 async def test_nats_py_parser_hands_routed_frames_to_the_handler_raw() -> None:
     client = DeliveryClient()
     got: list[tuple[bytes, bytes, bytes | None, bytes]] = []
