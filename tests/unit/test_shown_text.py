@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import jetstream
 from jetstore._cg_fields import group_lines
-from jetstore._output import _ShownFormatter, error_line, report_error, show_fields
+from jetstore._output import _LogLine, error_line, report_error, show_fields
 from jetstore._shown import json_text, shown, shown_value
 
 ANY_TEXT = st.text(st.characters(codec=None, exclude_categories=()), max_size=40)
@@ -103,7 +103,7 @@ def test_error_lines_and_debug_tracebacks_show_server_text_escaped(
 
 
 def test_log_lines_show_server_text_escaped() -> None:
-    formatter = _ShownFormatter("jetstore: %(levelname)s: %(message)s")  # as setup_logging
+    formatter = _LogLine("jetstore: %(levelname)s: %(message)s", debug=True)  # as --debug
     warning = logging.LogRecord(
         "kvstore", logging.WARNING, __file__, 1, "skipped %s", ("KV_\x1b]0;pwned\x07\nx",), None
     )
@@ -118,6 +118,8 @@ def test_log_lines_show_server_text_escaped() -> None:
     assert text.startswith("jetstore: ERROR: failed: \\u202e\nTraceback")
     assert text.endswith("ValueError: \\x9b2J")
     assert all(ch.isprintable() or ch == "\n" for ch in text)
+    one_line = _LogLine("jetstore: %(levelname)s: %(message)s", debug=False).format(failed)
+    assert one_line == "jetstore: ERROR: failed: \\u202e (ValueError: \\x9b2J)"
 
 
 def test_info_and_group_lines_show_server_text_escaped(capsys: pytest.CaptureFixture[str]) -> None:
