@@ -88,6 +88,28 @@ async def test_a_snapshot_ending_in_a_skipped_message_is_done_with_its_last_entr
         assert (await anext(watch)).key == "b"
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="OrderedConsumer._skip_ahead only skips undecodable messages already queued when the "
+    "last entry is returned; those of the next pull are skipped at the next read, which then "
+    "waits for a change: initial_done comes too late for README's loop",
+)
+async def test_a_snapshot_ending_in_more_skipped_messages_than_one_pull_is_done_with_its_last_entry(
+    nats_server: jetstream.EmbeddedServer, bucket: kvstore.Bucket, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.ERROR)  # one warning a skipped message
+    await bucket.put("a", b"1")
+    planted = [(f"$KV.{bucket.name}.k{i}.".encode() + NOT_UTF8, b"", b"x") for i in range(600)]
+    await raw_publish(nats_server.url, planted)  # more than a pull brings (500)
+    seen = []
+    async with asyncio.timeout(10), bucket.watch() as watcher:  # README's "Watching keys"
+        async for entry in watcher:
+            seen.append(entry.key)
+            if watcher.initial_done.is_set():  # the snapshot part has been delivered
+                break
+    assert seen == ["a"]
+
+
 async def test_a_read_of_exactly_that_message_is_a_typed_error(
     js: JetStream, nats_server: jetstream.EmbeddedServer, bucket: kvstore.Bucket
 ) -> None:
