@@ -124,6 +124,25 @@ async def test_a_read_of_exactly_that_message_is_a_typed_error(
     assert (await bucket.get_many(["a"]))["a"].value == b"1"
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="STREAM.MSG.GET's JSON carries U+FFFD in place of the bytes; JetStream._msg_get "
+    "returns that other subject as the message's instead of UndecodableMessageError",
+)
+async def test_a_read_of_exactly_that_message_by_the_leader_is_a_typed_error_too(
+    js: JetStream, nats_server: jetstream.EmbeddedServer, unique_name: Callable[[str], str]
+) -> None:
+    name = unique_name("U")  # a stream without allow_direct: reads go to the leader
+    await js.add_stream(StreamConfig(name=name, subjects=[f"{name}.>"]))
+    try:
+        await plant(nats_server.url, f"{name}.a".encode() + NOT_UTF8)
+        for direct in (False, None):  # None: direct get, falling back to the leader
+            with pytest.raises(jetstream.UndecodableMessageError):
+                await js.get_message(name, 1, direct=direct)  # now: subject "<name>.a\ufffd\ufffd"
+    finally:
+        await js.delete_stream(name)
+
+
 async def test_header_values_that_are_not_utf8_keep_the_entry(
     nats_server: jetstream.EmbeddedServer, bucket: kvstore.Bucket
 ) -> None:
