@@ -52,6 +52,7 @@ from ._nats_errors import nats_errors
 from ._priority import PriorityPin
 from ._pull import (
     DEFAULT_EXPIRES,
+    WAKE,
     DeliveryInbox,
     Item,
     ItemQueue,
@@ -59,6 +60,8 @@ from ._pull import (
     PullMessage,
     ResetSignal,
     cancel_and_wait,
+    is_delivery,
+    no_delivery,
     pull_options,
     report_skipped,
     terminate,
@@ -138,9 +141,10 @@ class MessageStream(AsyncResource):
                     raise item
                 break
             self._puller.took(item)
-            if not item.undecodable:
+            if not item.undecodable and is_delivery(item):
                 return item
-            self.skipped += 1
+            if item.undecodable:
+                self.skipped += 1
             await self._puller.skip(item)
         raise StopAsyncIteration
 
@@ -334,11 +338,13 @@ class Consumer:
                     reply=subject,
                 )
             async for message in _fetched(queue, options, self._js, what, pin):
-                if not message.undecodable:
+                if not message.undecodable and is_delivery(message):
                     yield message
-                else:
+                elif message.undecodable:
                     report_skipped(self._js, message, self.stream, None)
                     await terminate(message)
+                else:
+                    _log.warning("%s", no_delivery(message, self.stream))
         finally:
             self._js.connection_events.remove(closed)
             await inbox.close()
@@ -548,6 +554,7 @@ class OrderedConsumer(AsyncResource):
         """Set once nothing is pending: a consumer was created with nothing pending, or a
         message was taken (delivered or skipped) with nothing pending after it."""
         self._guard = ResetGuard(window=heartbeat)
+        self._reconnects = 0  # the connection's reconnect count when the consumer was created
         self._caught_up = False
         self._stuck_at: int | None = None  # delivered count at the last idle check of a scan
         self._closed = False
@@ -582,6 +589,7 @@ class OrderedConsumer(AsyncResource):
             self.initial_done.set()
             self._caught_up = self._until_caught_up
         self._expected = 1
+        self._reconnects = self._js.nc.stats.get("reconnects", 0)
         puller = Puller(
             self._js,
             self.stream,
@@ -589,6 +597,7 @@ class OrderedConsumer(AsyncResource):
             self._options,
             on_error=self._on_error,
             signal_resets=True,
+            skip_now=self._skip_on_arrival,
         )
         try:
             await puller.start()
@@ -687,6 +696,19 @@ class OrderedConsumer(AsyncResource):
         return self
 
     async def __anext__(self) -> PullMessage:
+        message = await self.next_message()
+        assert message is not None
+        return message
+
+    async def next_message(self, *, until_initial_done: bool = False) -> PullMessage | None:
+        """The next message, as ``async for`` gets it; with ``until_initial_done``, None once
+        :attr:`initial_done` is set, also while waiting (messages skipped as they arrive can
+        set it: then no message may come for a long time).
+
+        Raises:
+            StopAsyncIteration: the consumer was closed, or the scan is complete.
+            JetStreamError: as iteration does (a terminal error, ConsumerStuckError, ...).
+        """
         if self._closed:
             raise StopAsyncIteration
         if self._puller is None:
@@ -697,16 +719,22 @@ class OrderedConsumer(AsyncResource):
             if self._caught_up:
                 await self.close()
                 raise StopAsyncIteration
+            if until_initial_done and self.initial_done.is_set():
+                return None
             assert self._puller is not None
             item: Item | None = await self._next_item(self._puller)
-            if item is None:
-                continue  # idle: _next_item checked whether the scan is complete
+            if item is None or item is WAKE:
+                continue  # idle (a scan checked whether it is complete), or initial_done set
             if isinstance(item, PullMessage):
                 self._puller.took(item)
-                meta = item.metadata
+                try:
+                    meta = item.metadata
+                except ValueError:  # published into our inbox by someone: no delivery
+                    self._on_error(no_delivery(item, self.stream))
+                    continue
                 if meta.consumer_seq != self._expected:
                     gap = f"gap: got {meta.consumer_seq}, expected {self._expected}"
-                    await self._reset(gap, delivery=True)
+                    await self._reset(gap, delivery=self._connection_held())
                     continue
                 self._deliver(item, meta)
                 if item.undecodable:
@@ -748,6 +776,29 @@ class OrderedConsumer(AsyncResource):
         if puller.undecodable_seen:
             self._skip_ahead(puller)
         return message
+
+    def _connection_held(self) -> bool:
+        """Whether the connection stayed up since the consumer was created: a gap then comes
+        from what the server delivered, not from messages lost with a connection."""
+        nc = self._js.nc
+        return nc.is_connected and nc.stats.get("reconnects", 0) == self._reconnects
+
+    def _skip_on_arrival(self, puller: Puller, message: PullMessage) -> bool:
+        """Skip an undecodable message that arrives next in line (nothing queued before it),
+        so that a snapshot or scan it ends is done now (see Puller's ``skip_now``)."""
+        if puller is not self._puller:
+            return False  # a replaced consumer's late delivery: not in this sequence
+        try:
+            meta = message.metadata
+        except ValueError:
+            return False
+        if meta.consumer_seq != self._expected:
+            return False  # a gap: the next read recreates the consumer
+        self._deliver(message, meta)
+        self._skip(message)
+        if self.initial_done.is_set():
+            puller.queue.put_nowait(WAKE)  # a read waiting for the snapshot's end goes on
+        return True
 
     def _skip(self, message: PullMessage) -> None:
         """Skip an undecodable message (already counted as delivered): report it once."""

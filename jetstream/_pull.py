@@ -70,6 +70,7 @@ __all__ = [
     "BYTES_MODE_BATCH",
     "DEFAULT_EXPIRES",
     "DEFAULT_MAX_MESSAGES",
+    "WAKE",
     "DeliveryInbox",
     "ItemQueue",
     "PullMessage",
@@ -78,6 +79,8 @@ __all__ = [
     "ResetSignal",
     "cancel_and_wait",
     "framed_message",
+    "is_delivery",
+    "no_delivery",
     "parse_exceeded",
     "pull_message",
     "pull_options",
@@ -228,8 +231,18 @@ class ResetSignal:
     reason: ResetReason
 
 
-Item = PullMessage | ResetSignal | BaseException | None
-"""What the queue yields: a message, a reset request, a terminal error, or None (stopped)."""
+class Wake(enum.Enum):
+    """Put in an ordered consumer's queue to wake its reader when something it may wait for
+    changed without a message to read (see ``OrderedConsumer.next_message``)."""
+
+    WAKE = "wake"
+
+
+WAKE: Final = Wake.WAKE
+
+Item = PullMessage | ResetSignal | BaseException | Wake | None
+"""What the queue yields: a message, a reset request, a terminal error, a wake-up, or None
+(stopped)."""
 
 
 class ItemQueue:
@@ -247,6 +260,9 @@ class ItemQueue:
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
+
+    def __len__(self) -> int:
+        return len(self._items)
 
     def peek_message(self) -> PullMessage | None:
         """The oldest item if it is a message (left in place), else None."""
@@ -375,6 +391,21 @@ async def terminate(message: PullMessage) -> None:
         await message.term()
 
 
+def is_delivery(message: PullMessage) -> bool:
+    """Whether ``message`` came from the consumer: its reply is a JetStream ack subject."""
+    return message.reply.startswith("$JS.ACK.")
+
+
+def no_delivery(message: PullMessage, stream: str) -> UndecodableMessageError:
+    """The warning for a message in a pull inbox whose reply is no JetStream ack subject:
+    someone published it there; it is no delivery of the consumer and is dropped."""
+    return UndecodableMessageError(
+        f"dropped a message on {message.subject!r} in a pull inbox of {stream}: its reply "
+        f"{message.reply[:80]!r} is no JetStream ack subject (someone published it there)",
+        stream=stream,
+    )
+
+
 def report_skipped(
     js: JetStream,
     message: PullMessage,
@@ -397,7 +428,9 @@ class Puller:
     ``on_error`` receives warnings (missed heartbeats, a consumer limit a pull was adjusted to,
     a message that can never fit ``max_bytes``) and is never fatal. With ``signal_resets`` missed
     heartbeats, a reconnect, no responders and a deleted consumer are put in the queue as
-    :class:`ResetSignal` instead, for an owner that recreates the consumer.
+    :class:`ResetSignal` instead, for an owner that recreates the consumer. ``skip_now(puller,
+    message)`` is offered an undecodable delivery that arrives with nothing queued before it;
+    when it returns True (the owner skipped it) the message is not queued.
     """
 
     def __init__(
@@ -410,6 +443,7 @@ class Puller:
         on_error: Callable[[JetStreamError], None] | None = None,
         signal_resets: bool = False,
         pin: PriorityPin | None = None,
+        skip_now: Callable[[Puller, PullMessage], bool] | None = None,
     ) -> None:
         self._js = js
         self._pin = pin
@@ -420,6 +454,7 @@ class Puller:
         self._window = PullWindow(options)
         self._on_error = on_error
         self._signal_resets = signal_resets
+        self._skip_now = skip_now
         self.queue = ItemQueue()
         self._inbox = DeliveryInbox(js, self._receive, sized=options.bytes_mode)
         self._subscribed = False
@@ -497,10 +532,16 @@ class Puller:
             self._schedule_pull()
 
     async def skip(self, message: PullMessage) -> None:
-        """Report an undecodable ``message`` the caller will not get, and terminate it so that
-        it is not delivered again (no reader of ours can ever take it)."""
-        report_skipped(self._js, message, self._stream, self._on_error)
-        await terminate(message)
+        """Report a ``message`` the caller will not get: an undecodable one is counted and
+        terminated so that it is not delivered again (no reader of ours can ever take it);
+        one that is no delivery (see :func:`is_delivery`) is dropped."""
+        if message.undecodable:
+            report_skipped(self._js, message, self._stream, self._on_error)
+            await terminate(message)
+        elif self._on_error is not None:
+            self._on_error(no_delivery(message, self._stream))
+        else:
+            _log.warning("%s", no_delivery(message, self._stream))
 
     # -- pulling ------------------------------------------------------------------------------
 
@@ -548,6 +589,11 @@ class Puller:
             self._window.delivered(message.size)
             if message.undecodable:
                 self.undecodable_seen = True
+                # Next in line: the owner may skip it now, so that what it ends (a snapshot)
+                # ends without waiting for a read that may never come.
+                if not self.queue and self._skip_now is not None and self._skip_now(self, message):
+                    self.took(message)
+                    return
             self.queue.put_nowait(message)
             return
         status, description = st.status_of(headers)

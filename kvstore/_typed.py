@@ -391,7 +391,7 @@ class TypedBucket(Generic[T]):
 
 class TypedWatcher(AsyncResource, Generic[T]):
     """A :class:`kvstore.KeyWatcher` delivering :class:`TypedEntry` items; use it the same
-    way (``async with``, ``async for``, :attr:`initial_done`, :meth:`stop`)."""
+    way (``async with``, ``async for``, :meth:`initial`, :attr:`initial_done`, :meth:`stop`)."""
 
     def __init__(self, view: TypedBucket[T], watcher: KeyWatcher, *, decode: bool) -> None:
         self._view = view
@@ -404,6 +404,20 @@ class TypedWatcher(AsyncResource, Generic[T]):
     def resets(self) -> int:
         """See :attr:`kvstore.KeyWatcher.resets`."""
         return self._watcher.resets
+
+    @property
+    def skipped(self) -> int:
+        """See :attr:`kvstore.KeyWatcher.skipped`."""
+        return self._watcher.skipped
+
+    async def initial(self) -> AsyncIterator[TypedEntry[T]]:
+        """The snapshot part, as :meth:`kvstore.KeyWatcher.initial` (entries typed).
+
+        Raises:
+            JetStreamError: as iteration does.
+        """
+        async for entry in self._watcher.initial():
+            yield self._view._typed(entry, decode=self._decode)
 
     def __aiter__(self) -> Self:
         return self

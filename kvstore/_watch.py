@@ -134,11 +134,40 @@ class KeyWatcher(AsyncResource):
         return self
 
     async def __anext__(self) -> Entry:
+        entry = await self._next_entry(until_initial_done=False)
+        assert entry is not None
+        return entry
+
+    async def initial(self) -> AsyncIterator[Entry]:
+        """The entries of the snapshot part (the current values, or the history with
+        ``include_history``; none with ``updates_only``), ending once it has been delivered,
+        also when its last messages are left out (tombstones with ``ignore_deletes``, a key
+        the key codec cannot decode, a subject that is not UTF-8), where a loop over the watch
+        checking :attr:`initial_done` after each entry would wait for the next change.
+        Iterate the watch itself afterwards for the changes::
+
+            async with bucket.watch("alice.>") as watcher:
+                async for entry in watcher.initial(): ...   # what is there now
+                async for entry in watcher: ...             # then every change
+
+        Raises:
+            JetStreamError: as iteration does.
+        """
+        while (entry := await self._next_entry(until_initial_done=True)) is not None:
+            yield entry
+
+    async def _next_entry(self, *, until_initial_done: bool) -> Entry | None:
         if not self._started:
             await self._start()
         consumer = self._consumer
         while True:
-            message = consumer.next_nowait() or await consumer.__anext__()
+            if until_initial_done and self.initial_done.is_set():
+                return None
+            message = consumer.next_nowait() or await consumer.next_message(
+                until_initial_done=until_initial_done
+            )
+            if message is None:
+                return None
             try:
                 entry = entry_from(self._bucket, message, headers_only=self._meta_only)
             except KeyDecodeError as exc:

@@ -17,11 +17,6 @@ pytestmark = pytest.mark.integration
 DEADLINE = 20  # a guard against hanging, never a measurement
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="OrderedConsumer.__anext__ reads item.metadata unguarded (next_nowait's comment says "
-    "__anext__ reports it): parse_ack_reply's ValueError ends the watch raw",
-)
 async def test_a_message_in_a_watchs_inbox_without_an_ack_reply_is_no_raw_error(
     bucket: kvstore.Bucket, peer: JetStreamContext
 ) -> None:
