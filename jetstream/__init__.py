@@ -67,6 +67,7 @@ from ._errors import (
     UnknownKeyIdError,
     UnsupportedServerFeatureError,
     ValueTooLargeError,
+    WrongEventLoopError,
     WrongLastSequenceError,
     WrongTypeError,
 )
@@ -206,6 +207,7 @@ __all__ = [
     "UnknownKeyIdError",
     "UnsupportedServerFeatureError",
     "ValueTooLargeError",
+    "WrongEventLoopError",
     "WrongLastSequenceError",
     "WrongTypeError",
     "bool_option",

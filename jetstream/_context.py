@@ -38,6 +38,7 @@ from ._errors import (
     StreamNotFoundError,
     UnavailableError,
     UnsupportedServerFeatureError,
+    WrongEventLoopError,
     WrongLastSequenceError,
 )
 from ._fence import Fence
@@ -124,6 +125,9 @@ class JetStream(AsyncResource):
         self.denials = Denials()
         """Turns the server's permission violations into prompt errors (see ``note_error``)."""
         self._owns_connection = owns_connection
+        # The loop the connection reads and writes in (the first that uses the context when
+        # it is made outside one): see ensure_open.
+        self._loop = _running_loop()
         self._account_info: AccountInfo | None = None
         self._closed = False
         self._waiting: set[asyncio.Task[Any]] = set()  # tasks waiting in send() for a reply
@@ -158,13 +162,29 @@ class JetStream(AsyncResource):
         return self._closed or self._nc.is_closed
 
     def ensure_open(self) -> None:
-        """Raise unless the context can still be used.
+        """Raise unless the context can still be used, from the running event loop. Every
+        request, publish, pull and batch passes here first.
 
         Raises:
             ConnectionClosedError: :meth:`close` was called, or the connection is closed.
+            WrongEventLoopError: called from an event loop other than the context's own (its
+                connection could never answer there: the call would wait out its timeout).
         """
         if self._closed or self._nc.is_closed:
             raise ConnectionClosedError("the JetStream context is closed")
+        loop = _running_loop()
+        if loop is not self._loop and loop is not None:
+            self._check_loop(loop)
+
+    def _check_loop(self, loop: asyncio.AbstractEventLoop) -> None:
+        if self._loop is None:
+            self._loop = loop  # made outside any loop: the first one to use it owns it
+            return
+        raise WrongEventLoopError(
+            "this JetStream context (and every bucket, store and consumer made from it) "
+            "belongs to another event loop, the one it was connected in; connect inside the "
+            "loop that uses it (with jetstream.run_sync: inside the coroutine it runs)"
+        )
 
     async def close(self) -> None:
         """Close the context; close its connection too if it owns it (see :func:`connect`).
@@ -398,6 +418,22 @@ class JetStream(AsyncResource):
         except StreamNotFoundError:
             return False
         return info.config.allow_direct
+
+    async def stream_missing(self, name: str) -> bool:
+        """Whether one stream info request (never retried) says stream ``name`` does not
+        exist: how a 503 on a stream's subject is told apart from a leader election.
+
+        Never raises: False whenever the answer is not a definite "not found" (the stream
+        exists, no reply, no responders while the meta leader is elected, no permission to
+        look, the context closed).
+        """
+        try:
+            await self._decoded(self._api.stream_info(name), b"", StreamInfo)
+        except StreamNotFoundError:
+            return True
+        except JetStreamError:
+            return False
+        return False
 
     async def _subject_has_stream(self, subject: str) -> bool:
         body = _encode({"offset": 0, "subject": subject})
@@ -977,6 +1013,13 @@ class _Tries:
 
 
 _HEADLINES = {"timeout": "no reply", "503 no responders": "no responders"}
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:  # no loop runs in this thread
+        return None
 
 
 async def _log_connection_error(error: Exception) -> None:

@@ -192,6 +192,10 @@ class KeyBatch(AsyncResource):
         if self._closed:
             raise BatchClosedError("the batch was already committed or abandoned")
         self._closed = True
+        async with self._bucket._missing:
+            return await self._commit()
+
+    async def _commit(self) -> dict[str, int]:
         writes = [await self._resolve_create(w) if w.create else w for w in self._writes.values()]
         batch = AtomicBatch(
             self._bucket._js,

@@ -23,7 +23,6 @@ from jetstream import (
     MessageNotFoundError,
     RekeyReport,
     StoredMessage,
-    StreamNotFoundError,
     TTLValue,
     ValueTooLargeError,
     WrongLastSequenceError,
@@ -42,7 +41,6 @@ from ._codecs import KeyCodec, encode_filter
 from ._compact import compact_deletes
 from ._encryption import EncryptionStage
 from ._errors import (
-    BucketNotFoundError,
     InvalidKeyError,
     KeyDecodeError,
     KeyExistsError,
@@ -57,6 +55,7 @@ from ._keys import (
     validate_key,
     validate_revision,
 )
+from ._missing import missing_bucket
 from ._models import (
     BucketConfig,
     BucketStatus,
@@ -140,6 +139,9 @@ class Bucket:
         self._max_key_length: tuple[int, int] | None = None  # (max_payload, its key limit)
         self._contended: OrderedDict[str, None] = OrderedDict()  # keys create found taken
         self._own_writes = OwnWrites()  # so this handle's reads never predate its writes
+        # Every operation that reaches the server runs in it: a bucket deleted by anyone is
+        # BucketNotFoundError naming it, whatever the server answered (10059, or a 503).
+        self._missing = missing_bucket(js, name)
 
     @property
     def name(self) -> str:
@@ -327,7 +329,8 @@ class Bucket:
         Raises:
             JetStreamError: the scan or a purge failed.
         """
-        return await compact_deletes(self, older_than)
+        async with self._missing:
+            return await compact_deletes(self, older_than)
 
     async def rekey(self) -> RekeyReport:
         """Re-encrypt every live value sealed with a key other than the keyring's primary
@@ -346,7 +349,8 @@ class Bucket:
         """
         if self._encryption is None:
             raise ClientValidationError(f"bucket {self._name!r} was opened without encryption=")
-        return await rekey_bucket(self, self._encryption)
+        async with self._missing:
+            return await rekey_bucket(self, self._encryption)
 
     # -- atomic multi-key writes --------------------------------------------------------------
 
@@ -456,7 +460,8 @@ class Bucket:
             InvalidKeyError: a bad key; nothing is sent.
             JetStreamError: the bucket lacks direct get, or a request failed.
         """
-        return await read_snapshot(self, keys)
+        async with self._missing:
+            return await read_snapshot(self, keys)
 
     # -- watching and listing -----------------------------------------------------------------
 
@@ -546,10 +551,8 @@ class Bucket:
         Raises:
             BucketNotFoundError: the bucket was deleted.
         """
-        try:
+        async with self._missing:
             info = await self._js.stream_info(self._stream)
-        except StreamNotFoundError as exc:
-            raise BucketNotFoundError(f"bucket {self._name!r} not found", code=exc.code) from exc
         return BucketStatus(
             bucket=self._name,
             values=info.state.messages,
@@ -662,7 +665,8 @@ class Bucket:
             headers = dict(headers)  # a stage may add headers of its own
             data = self._seal(subject, data, headers)
         msg_id = NUID().next().decode()
-        ack = await self._js.publish(subject, data, headers=headers, msg_id=msg_id)
+        async with self._missing:
+            ack = await self._js.publish(subject, data, headers=headers, msg_id=msg_id)
         self._own_writes.note(subject, ack.seq)
         return ack.seq
 
@@ -741,18 +745,19 @@ class Bucket:
         than ``at_least`` (a revision the server named): a replica that answers before it has
         caught up is overruled by the stream leader."""
         subject = self._subject(key)
-        if not self._direct:
+        async with self._missing:
+            if not self._direct:
+                return await self._js.get_last_message(self._stream, subject, direct=False)
+            floor = max(self._own_writes.revision(subject), at_least)
+            try:
+                message = await self._js.get_last_message(self._stream, subject)
+            except MessageNotFoundError:
+                if not floor:
+                    raise
+            else:
+                if message.seq >= floor:
+                    return message
             return await self._js.get_last_message(self._stream, subject, direct=False)
-        floor = max(self._own_writes.revision(subject), at_least)
-        try:
-            message = await self._js.get_last_message(self._stream, subject)
-        except MessageNotFoundError:
-            if not floor:
-                raise
-        else:
-            if message.seq >= floor:
-                return message
-        return await self._js.get_last_message(self._stream, subject, direct=False)
 
     async def _message_at(self, key: str, revision: int) -> StoredMessage:
         subject = self._subject(key)
@@ -767,12 +772,13 @@ class Bucket:
     async def _stored_message(self, revision: int) -> StoredMessage:
         """The message at ``revision``; a replica that lacks it (it may trail the leader) is
         overruled by the stream leader before the revision is called missing."""
-        try:
-            return await self._js.get_message(self._stream, revision, direct=self._direct)
-        except MessageNotFoundError:
-            if not self._direct:
-                raise
-        return await self._js.get_message(self._stream, revision, direct=False)
+        async with self._missing:
+            try:
+                return await self._js.get_message(self._stream, revision, direct=self._direct)
+            except MessageNotFoundError:
+                if not self._direct:
+                    raise
+            return await self._js.get_message(self._stream, revision, direct=False)
 
     def decode_entry(
         self,

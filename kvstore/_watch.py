@@ -118,7 +118,8 @@ class KeyWatcher(AsyncResource):
         return self._consumer.resets
 
     async def _start(self) -> None:
-        await self._consumer.start()  # cancelled midway: the next read finishes it
+        async with self._bucket._missing:
+            await self._consumer.start()  # cancelled midway: the next read finishes it
         self._started = True
         if self._updates_only or not self._consumer.initial_pending:
             self.initial_done.set()
@@ -131,7 +132,7 @@ class KeyWatcher(AsyncResource):
             await self._start()
         consumer = self._consumer
         while True:
-            message = consumer.next_nowait() or await consumer.__anext__()
+            message = consumer.next_nowait() or await self._next_message()
             meta = message.metadata
             if meta.pending == 0:
                 self.initial_done.set()
@@ -143,6 +144,12 @@ class KeyWatcher(AsyncResource):
             if self._ignore_deletes and entry.op is not Op.PUT:
                 continue
             return entry
+
+    async def _next_message(self) -> PullMessage:
+        """The next message, from the server (the watch ends with BucketNotFoundError once
+        the bucket is deleted, even if a bucket of its name was created again meanwhile)."""
+        async with self._bucket._missing:
+            return await self._consumer.__anext__()
 
     async def stop(self) -> None:
         """Stop watching and delete the consumer."""
@@ -162,12 +169,14 @@ class KeyWatcher(AsyncResource):
 
 async def iter_keys(bucket: Bucket, subjects: list[str]) -> AsyncIterator[str]:
     """Keys with a live value on ``subjects`` (see :func:`watch_subjects`), server-filtered."""
-    async for message in scan_stream(bucket._js, bucket.stream, subjects, headers_only=True):
-        if op_from_headers(message.headers) is Op.PUT:
-            try:
-                yield bucket._decode_key(message.subject[len(bucket._prefix) :])
-            except KeyDecodeError as exc:
-                _skip_foreign(bucket, exc)
+    scan = scan_stream(bucket._js, bucket.stream, subjects, headers_only=True)
+    async with bucket._missing:
+        async for message in scan:
+            if op_from_headers(message.headers) is Op.PUT:
+                try:
+                    yield bucket._decode_key(message.subject[len(bucket._prefix) :])
+                except KeyDecodeError as exc:
+                    _skip_foreign(bucket, exc)
 
 
 class History:
@@ -185,7 +194,9 @@ class History:
         return self
 
     async def __anext__(self) -> Entry:
-        return entry_from(self._bucket, await self._messages.__anext__())
+        async with self._bucket._missing:
+            message = await self._messages.__anext__()
+        return entry_from(self._bucket, message)
 
     async def aclose(self) -> None:
         """Stop reading (the consumer is deleted)."""

@@ -71,6 +71,7 @@ class ObjectReader(AsyncResource):
             that does not decrypt: changed, reordered, dropped, from another object or store,
             the object cut short, the wrong key; or a plain object (see ``allow_plaintext``).
         ObjectNotFoundError: the object was deleted or replaced while being read.
+        StoreNotFoundError: the store was deleted while the object was read.
         DigestMismatchError: chunks are missing although the meta record is unchanged (e.g.
             expired, or never stored by a lying peer), more bytes arrive than the record
             promises, or, after the last chunk, the size, chunk count or SHA-256 digest differ
@@ -120,7 +121,8 @@ class ObjectReader(AsyncResource):
 
     async def __anext__(self) -> bytes:
         try:
-            return await self._next_chunk()
+            async with self._store._missing:  # the store deleted: StoreNotFoundError
+                return await self._next_chunk()
         except StopAsyncIteration:
             raise
         except Exception:

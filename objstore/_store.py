@@ -22,7 +22,6 @@ from jetstream import (
     RequestTimeoutError,
     StoredMessage,
     StreamInfo,
-    StreamNotFoundError,
     TTLValue,
     WrongLastSequenceError,
     format_ttl,
@@ -41,13 +40,13 @@ from ._errors import (
     InvalidObjectNameError,
     ObjectExistsError,
     ObjectNotFoundError,
-    StoreNotFoundError,
 )
 from ._files import check_target, save_to_file
 from ._finish import CallerGone, run_attempts_to_end, stop_if_gone
 from ._io import Source
 from ._links import follow_links
 from ._meta import MetaRecord, attempts, info_from_message, read_record, write_record
+from ._missing import missing_store
 from ._models import (
     DEFAULT_CHUNK_SIZE,
     ObjectInfo,
@@ -134,6 +133,9 @@ class ObjectStore:
         self._marker_ttl = marker_ttl
         self._batched = batched  # the stream's allow_batched; None until checked
         self._fallback_logged = False
+        # Every operation that reaches the server runs in it: a store deleted by anyone is
+        # StoreNotFoundError naming it, whatever the server answered (10059, or a 503).
+        self._missing = missing_store(js, name)
 
     def __repr__(self) -> str:
         enc = f" encryption={self._cipher.keyring!r}" if self._cipher is not None else ""
@@ -184,17 +186,18 @@ class ObjectStore:
         # A chunk and its headers must fit the server's max_payload (it would drop the
         # connection otherwise): shrink the chunks to fit (sealed chunks are larger).
         chunk_size = min(chunk_size, self._chunk_room(ttl_headers))
-        return await upload(
-            self,
-            name,
-            source,
-            ttl_headers=ttl_headers,
-            chunk_size=chunk_size,
-            description=description,
-            headers=headers,
-            metadata=meta,
-            progress=progress,
-        )
+        async with self._missing:
+            return await upload(
+                self,
+                name,
+                source,
+                ttl_headers=ttl_headers,
+                chunk_size=chunk_size,
+                description=description,
+                headers=headers,
+                metadata=meta,
+                progress=progress,
+            )
 
     def _chunk_room(self, ttl_headers: dict[str, str]) -> int:
         """The largest (plaintext) chunk that fits the server's max_payload when stored."""
@@ -238,7 +241,8 @@ class ObjectStore:
         """
         validate_object_name(name)
         # Run to the end even if cancelled: a tombstone without the purge would orphan chunks.
-        await run_attempts_to_end(lambda caller_gone: self._delete(name, caller_gone))
+        async with self._missing:
+            await run_attempts_to_end(lambda caller_gone: self._delete(name, caller_gone))
 
     async def _delete(self, name: str, caller_gone: CallerGone) -> None:
         for attempt in attempts(f"delete of {name!r}"):
@@ -330,12 +334,13 @@ class ObjectStore:
                 options=info.options,
             )
 
-        if target == name:
-            return await self._update_in_place(name, change)
-        # Run to the end even if cancelled: never a copy without the source's tombstone.
-        return await run_attempts_to_end(
-            lambda caller_gone: self._rename(name, target, change, caller_gone)
-        )
+        async with self._missing:
+            if target == name:
+                return await self._update_in_place(name, change)
+            # Run to the end even if cancelled: never a copy without the source's tombstone.
+            return await run_attempts_to_end(
+                lambda caller_gone: self._rename(name, target, change, caller_gone)
+            )
 
     async def _update_in_place(
         self, name: str, change: Callable[[ObjectInfo], ObjectInfo]
@@ -435,6 +440,10 @@ class ObjectStore:
         return await self._write_link(name, ObjectLink(bucket=store.name))
 
     async def _write_link(self, name: str, link: ObjectLink) -> ObjectInfo:
+        async with self._missing:
+            return await self._write_link_record(name, link)
+
+    async def _write_link_record(self, name: str, link: ObjectLink) -> ObjectInfo:
         for _ in attempts(f"link {name!r}"):
             existing = await read_record(self, name)
             if existing is not None and existing.live and not existing.info.is_link:
@@ -471,7 +480,8 @@ class ObjectStore:
         """
         if self._cipher is None:
             raise ClientValidationError(f"store {self.name!r} was opened without encryption=")
-        return await rekey_store(self, self._cipher)
+        async with self._missing:
+            return await rekey_store(self, self._cipher)
 
     async def seal(self) -> None:
         """Make the store read-only, for good.
@@ -479,9 +489,10 @@ class ObjectStore:
         Raises:
             StreamNotFoundError: the store was deleted.
         """
-        info = await self._js.stream_info(self.stream)
-        info.config.sealed = True
-        await self._js.update_stream(info.config)
+        async with self._missing:
+            info = await self._js.stream_info(self.stream)
+            info.config.sealed = True
+            await self._js.update_stream(info.config)
 
     async def cleanup(self, *, older_than: timedelta = _DEFAULT_CLEANUP_AGE) -> int:
         """Remove chunks no meta record refers to (left by a crashed or killed uploader) whose
@@ -492,6 +503,10 @@ class ObjectStore:
         Raises:
             JetStreamError: the store could not be scanned or purged.
         """
+        async with self._missing:
+            return await self._remove_orphans(older_than)
+
+    async def _remove_orphans(self, older_than: timedelta) -> int:
         referenced = await self._referenced_nuids()
         if referenced is None:
             return 0
@@ -524,7 +539,8 @@ class ObjectStore:
             InvalidObjectMetaError: its meta record is not ADR-20 JSON or fails its checks.
         """
         validate_object_name(name)
-        info = await self._current_info(name, include_deleted=include_deleted)
+        async with self._missing:
+            info = await self._current_info(name, include_deleted=include_deleted)
         if info is None:
             raise ObjectNotFoundError(name)
         return info
@@ -604,8 +620,9 @@ class ObjectStore:
         Raises:
             JetStreamError: the store could not be scanned.
         """
-        async for info in self._infos(include_deleted=include_deleted):
-            yield info
+        async with self._missing:
+            async for info in self._infos(include_deleted=include_deleted):
+                yield info
 
     async def status(self) -> StoreStatus:
         """The store's configuration, size and sealed state.
@@ -637,9 +654,10 @@ class ObjectStore:
         if include_history and updates_only:
             raise ClientValidationError("include_history and updates_only exclude each other")
         policy = "all" if include_history else "new" if updates_only else "last_per_subject"
-        async with OrderedConsumer(
+        consumer = OrderedConsumer(
             self._js, self.stream, filter_subjects=[f"$O.{self.name}.M.>"], deliver_policy=policy
-        ) as consumer:
+        )
+        async with self._missing, consumer:
             async for message in consumer:
                 info = self._readable(message.subject, message.data, message.headers)
                 if info is not None:
@@ -824,10 +842,8 @@ async def store_info(js: JetStream, name: str) -> StreamInfo:
         StoreNotFoundError: no such store; JetStreamError: the stream is not an object store.
     """
     validate_bucket_name(name)
-    try:
+    async with missing_store(js, name):
         info = await js.stream_info(stream_name(name))
-    except StreamNotFoundError as exc:
-        raise StoreNotFoundError(f"object store {name!r} not found", code=exc.code) from exc
     if f"$O.{name}.M.>" not in info.config.subjects:
         raise JetStreamError(f"stream {info.config.name!r} is not an object store")
     return info
