@@ -23,6 +23,7 @@ import inspect
 import logging
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
@@ -435,7 +436,10 @@ class OrderedConsumer(AsyncResource):
     A recreation that keeps failing (a paused or unreachable server) is retried for
     ``reset_deadline`` seconds, then iteration raises :class:`RequestTimeoutError`. By default a
     scan (``until_caught_up``) allows the context's ``retry_deadline``, so a listing ends in
-    bounded time, while a consumer that follows new messages (a watch) retries forever.
+    bounded time, while a consumer that follows new messages (a watch) retries forever. A
+    deleted stream ends the iteration with :class:`StreamNotFoundError`, at once, also when a
+    stream of its name was created again meanwhile (its sequences start over: see
+    ``_check_same_stream``).
 
     ``until_caught_up`` ends the iteration once every message that existed at the start has been
     delivered (for listings); otherwise it follows new messages forever. With ``ends_scan``, a
@@ -507,6 +511,7 @@ class OrderedConsumer(AsyncResource):
         self.initial_pending: int | None = None
         """Messages pending when the first consumer was created (the snapshot size)."""
         self.resets = 0
+        self._first_created: datetime | None = None  # the server's time of the first consumer
         self._caught_up = False
         self._stuck_at: int | None = None  # delivered count at the last idle check of a scan
         self._closed = False
@@ -536,6 +541,7 @@ class OrderedConsumer(AsyncResource):
         self._name = info.name
         if self.initial_pending is None:
             self.initial_pending = info.num_pending
+            self._first_created = info.created
         if self._until_caught_up and info.num_pending == 0:
             self._caught_up = True
         self._expected = 1
@@ -593,6 +599,7 @@ class OrderedConsumer(AsyncResource):
                 raise JetStreamError(f"ordered consumer gave up after {self.resets} resets ({why})")
             self.resets += 1
             try:
+                await self._check_same_stream()
                 await self._create()
                 return
             except (StreamNotFoundError, ConnectionClosedError):
@@ -610,6 +617,28 @@ class OrderedConsumer(AsyncResource):
                     ) from None
             attempt += 1
             await asyncio.sleep(reset_backoff(attempt))
+
+    async def _check_same_stream(self) -> None:
+        """Before a consumer is recreated: the stream must be the one the first consumer read.
+
+        A stream deleted and created again under its name (while this consumer was away, or
+        faster than its reset) starts its sequences over: resuming after the last delivered
+        sequence would skip the new stream's first messages, or wait for them. The new
+        stream's creation time, later than the first consumer's, gives it away.
+
+        Raises:
+            StreamNotFoundError: the stream is gone, or was deleted and created again.
+        """
+        if self._first_created is None:
+            return  # no consumer was made yet: the stream there now is the one to read
+        info = await self._js.stream_info(self.stream)
+        if info.created is not None and info.created > self._first_created:
+            raise StreamNotFoundError(
+                f"stream {self.stream} was deleted and created again while it was read "
+                f"(created {info.created.isoformat()})",
+                code=404,
+                err_code=10059,
+            )
 
     async def _forget(self, name: str) -> None:
         with contextlib.suppress(JetStreamError, nats.errors.Error, OSError):

@@ -211,13 +211,17 @@ async def _abandon(
     exc: BaseException,
     publisher: _Publisher | None = None,
 ) -> NoReturn:
-    """Settle what was sent, purge the new chunks, then raise: UploadFailedError for an error,
-    anything else (a cancellation) as it is.
+    """Settle what was sent, purge the new chunks, then raise: StoreNotFoundError when the
+    store is gone, UploadFailedError for any other error, anything else (a cancellation) as
+    it is.
 
     The purge waits for the publisher to settle: chunks still in flight would otherwise be
     stored after it. The cleanup is shielded (a cancelled upload still cleans up) and bounded
     by the connection's timeouts; cancelled again, it finishes in the background."""
     await run_to_end(_settle_and_purge(store, subject, publisher))
+    gone = await store._missing.explained(exc)
+    if gone is not exc:  # the store was deleted: no upload to it can succeed
+        raise gone from exc
     if isinstance(exc, BatchPublishDisabledError):
         store._batched = False  # the stream changed since it was checked: acked next time
         raise UploadFailedError(
