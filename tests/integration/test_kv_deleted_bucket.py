@@ -214,17 +214,6 @@ async def test_a_503_on_a_bucket_that_exists_stays_no_responders(
         await bucket.get("k")
 
 
-async def test_a_bucket_deleted_meanwhile_fails_an_update_of_its_configuration(
-    make_bucket: BucketFactory, js: jetstream.JetStream, peer: JetStreamContext
-) -> None:
-    bucket = await make_bucket()
-    await peer.delete_key_value(bucket.name)
-    with pytest.raises(kvstore.BucketNotFoundError, match=bucket.name):
-        await kvstore.update_bucket(js, bucket.name, history=3)
-    with pytest.raises(kvstore.BucketNotFoundError, match=bucket.name):
-        await kvstore.delete_bucket(js, bucket.name)
-
-
 async def test_concurrent_operations_on_a_deleted_bucket_all_raise_bucket_not_found(
     make_bucket: BucketFactory, delete: Deleter
 ) -> None:
