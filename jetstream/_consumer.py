@@ -41,6 +41,7 @@ from ._errors import (
     HeartbeatMissedError,
     JetStreamError,
     NoRespondersError,
+    PermissionDeniedError,
     PullRequestError,
     RequestTimeoutError,
     StreamNotFoundError,
@@ -631,7 +632,10 @@ class OrderedConsumer(AsyncResource):
         """
         if self._first_created is None:
             return  # no consumer was made yet: the stream there now is the one to read
-        info = await self._js.stream_info(self.stream)
+        try:
+            info = await self._js.stream_info(self.stream)
+        except PermissionDeniedError:
+            return  # a user who may not look resumes as before: the consumer create decides
         if info.created is not None and info.created > self._first_created:
             raise StreamNotFoundError(
                 f"stream {self.stream} was deleted and created again while it was read "

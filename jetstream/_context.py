@@ -421,12 +421,14 @@ class JetStream(AsyncResource):
 
     async def stream_missing(self, name: str) -> bool:
         """Whether one stream info request (never retried) says stream ``name`` does not
-        exist: how a 503 on a stream's subject is told apart from a leader election.
+        exist: how a 503 on a stream's subject is told apart from a leader election. False
+        whenever the answer is not a definite "not found" (the stream exists, no reply, no
+        responders while the meta leader is elected, no permission to look).
 
-        Never raises: False whenever the answer is not a definite "not found" (the stream
-        exists, no reply, no responders while the meta leader is elected, no permission to
-        look, the context closed).
+        Raises:
+            ConnectionClosedError, WrongEventLoopError: as :meth:`ensure_open` (nothing else).
         """
+        self.ensure_open()
         try:
             await self._decoded(self._api.stream_info(name), b"", StreamInfo)
         except StreamNotFoundError:
