@@ -727,7 +727,7 @@ def _check_same_bucket(bucket: str, start: Offset, end: Offset) -> None:
             bucket,
             f"bucket {bucket!r} was deleted and created again since this query's checkpoint "
             f"(created {before}, now {end['created']}): its revisions started over; start the "
-            "query with a new checkpoint location to read the new bucket"
+            "query with a new checkpoint location to read the new bucket",
         )
 
 
