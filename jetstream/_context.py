@@ -107,6 +107,11 @@ class JetStream(AsyncResource):
     nats-py client with ``JetStream(nc)`` (the caller keeps ownership). Once closed, every call
     through it (and through the buckets, stores and consumers made from it) raises
     :class:`ConnectionClosedError`; no nats-py exception reaches the caller.
+
+    A context belongs to the event loop its connection runs in (the loop it was made in, or
+    the first to use it when made outside any): a call from another loop, e.g. through
+    :func:`jetstream.run_sync` from a notebook, raises :class:`WrongEventLoopError` at once,
+    as does every call through its buckets, stores and consumers (see :meth:`ensure_open`).
     """
 
     def __init__(
@@ -253,6 +258,7 @@ class JetStream(AsyncResource):
                 (nothing is sent: the server would close the connection for good).
             ConnectionClosedError: the context is closed, or closed while the call waited for
                 its reply (the request may then have been processed).
+            WrongEventLoopError: called from another event loop than the context's own.
             DisconnectedError: the connection is down and cannot buffer the request.
         """
         self.ensure_open()

@@ -29,12 +29,13 @@ class MissingStream:
     :class:`StreamNotFoundError` subclass, naming the handle.
 
     Use it around an operation (``async with missing: ...``; in an async generator, around
-    its loop): a plain :class:`StreamNotFoundError` becomes ``error()``,
-    and so does a :class:`NoRespondersError` once one stream info request says the stream
-    does not exist (an election, a paused server or a missing permission leave the 503 as
-    it was). Subclasses of :class:`StreamNotFoundError` are some handle's own error already
-    (an object store link into another store) and pass unchanged. Stateless: one instance
-    serves any number of concurrent operations. Costs nothing until an error passes.
+    its loop): a plain :class:`StreamNotFoundError` becomes ``error()``, and so does a
+    :class:`NoRespondersError` once one stream info request says the stream does not exist
+    (an election, a paused server or a missing permission leave the 503 as it was; a context
+    closed meanwhile makes it :class:`ConnectionClosedError`). Subclasses of
+    :class:`StreamNotFoundError` are some handle's own error already (an object store link
+    into another store) and pass unchanged. Stateless: one instance serves any number of
+    concurrent operations. Until an error passes it costs two empty awaits (under 1 us).
     """
 
     __slots__ = ("_error", "_js", "stream")
@@ -51,7 +52,12 @@ class MissingStream:
         return self._error()
 
     async def explained(self, error: BaseException) -> BaseException:
-        """``error``, or the handle's not-found error when ``error`` says the stream is gone."""
+        """``error``, or the handle's not-found error when ``error`` says the stream is gone.
+
+        Raises:
+            ConnectionClosedError, WrongEventLoopError: a 503 could not be checked (see
+                :meth:`JetStream.stream_missing`).
+        """
         if type(error) is StreamNotFoundError:
             return self._error()
         if isinstance(error, NoRespondersError) and await self._js.stream_missing(self.stream):

@@ -187,6 +187,7 @@ class KeyBatch(AsyncResource):
             KeyExistsError: a ``create`` found a live value (nothing stored).
             WrongRevisionError: a revision condition failed; names the key (nothing stored).
             CommitUnknownError: the outcome could not be learned before the deadline.
+            BucketNotFoundError: the bucket was deleted (by any client); nothing stored.
             JetStreamError: any other definite rejection (nothing stored).
         """
         if self._closed:

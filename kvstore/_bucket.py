@@ -106,6 +106,17 @@ class Bucket:
     every method takes and returns your keys and the codec maps them to stored keys the way
     orbit.go ``kvcodec`` does; :meth:`typed` gives a view with typed values. See
     docs/CODECS.md.
+
+    **A deleted bucket.** Once any client deletes the bucket, every operation of the handle
+    (and of its typed views, batches, watches and listings, also those running at that
+    moment) raises :class:`BucketNotFoundError` naming it, whatever the server answered (a
+    503 on the bucket's subjects is first confirmed by one stream info request: an election
+    is waited out as before). The handle names a bucket: one created again under the name is
+    read and written by its one-shot operations, with the options the handle was opened
+    with (open it again for new ones; a bucket made without direct get answers its reads
+    with :class:`NoRespondersError`); a watch or listing that ran across the delete ends
+    with :class:`BucketNotFoundError` instead of going on in the new bucket, whose revisions
+    start over.
     """
 
     def __init__(
@@ -218,6 +229,7 @@ class Bucket:
                 the server's ``max_payload``, is refused (the server would drop the connection).
             WrongTypeError: ``value`` is not bytes-like.
             StorageLimitError: the bucket is full (``max_bytes``).
+            BucketNotFoundError: the bucket was deleted (by any client).
             JetStreamError: any other server error.
         """
         return await self._write(key, value, self._ttl_headers(ttl))
@@ -230,6 +242,7 @@ class Bucket:
         Raises:
             KeyExistsError: the key has a live value (``.revision`` is its revision).
             InvalidKeyError, InvalidTTLError, ValueTooLargeError, WrongTypeError: bad input.
+            BucketNotFoundError: the bucket was deleted (by any client).
         """
         headers = self._ttl_headers(ttl)
         for _ in range(_CREATE_ATTEMPTS):
@@ -278,6 +291,7 @@ class Bucket:
             WrongRevisionError: the latest revision differs (``.current`` says which it is).
             InvalidKeyError, InvalidTTLError, ValueTooLargeError, WrongTypeError: bad input.
             ClientValidationError: ``revision`` is not a positive int.
+            BucketNotFoundError: the bucket was deleted (by any client).
         """
         validate_revision(revision, allow_zero=False)
         return await self._write_expecting(key, value, self._ttl_headers(ttl), revision)
@@ -290,6 +304,7 @@ class Bucket:
         Raises:
             WrongRevisionError: ``revision`` was given and is not the latest.
             InvalidKeyError: bad key.
+            BucketNotFoundError: the bucket was deleted (by any client).
         """
         headers = self._delete_headers()
         if revision is None:
@@ -308,6 +323,7 @@ class Bucket:
         Raises:
             WrongRevisionError: ``revision`` was given and is not the latest.
             InvalidKeyError, InvalidTTLError: bad input.
+            BucketNotFoundError: the bucket was deleted (by any client).
         """
         headers = self._purge_headers(ttl)
         if revision is None:
@@ -328,6 +344,7 @@ class Bucket:
 
         Raises:
             JetStreamError: the scan or a purge failed.
+            BucketNotFoundError: the bucket was deleted (by any client).
         """
         async with self._missing:
             return await compact_deletes(self, older_than)
@@ -345,6 +362,7 @@ class Bucket:
 
         Raises:
             ClientValidationError: the bucket was not opened with ``encryption=``.
+            BucketNotFoundError: the bucket was deleted (by any client).
             JetStreamError: the scan or a write failed (run it again to continue).
         """
         if self._encryption is None:
@@ -399,6 +417,7 @@ class Bucket:
             BatchTooLargeError: more than ``max_keys`` keys.
             WrongRevisionError, KeyExistsError: an ``expect`` condition failed; names the key.
             CommitUnknownError: the outcome could not be learned before the deadline.
+            BucketNotFoundError: the bucket was deleted (by any client).
         """
         batch = self.prepare_many(
             items, expect=expect, ttl=ttl, max_keys=max_keys, deadline=deadline
@@ -459,6 +478,7 @@ class Bucket:
         Raises:
             InvalidKeyError: a bad key; nothing is sent.
             JetStreamError: the bucket lacks direct get, or a request failed.
+            BucketNotFoundError: the bucket was deleted (by any client).
         """
         async with self._missing:
             return await read_snapshot(self, keys)
@@ -487,6 +507,8 @@ class Bucket:
             InvalidKeyError: a bad filter; ClientValidationError: conflicting options (both at
                 once, before anything is sent).
             FilterNotSupportedError: a wildcard the key codec cannot encode.
+            BucketNotFoundError: (entering or iterating) the bucket was deleted, also while
+                the watch ran: it ends then, even if a bucket of its name was created again.
         """
         return KeyWatcher(
             self,
@@ -504,6 +526,7 @@ class Bucket:
         Raises:
             InvalidKeyError: a bad filter (as a codec stores it).
             FilterNotSupportedError: a wildcard the key codec cannot encode.
+            BucketNotFoundError: (iterating) the bucket was deleted, also while it ran.
         """
         return iter_keys(self, watch_subjects(self, filters))
 
@@ -515,6 +538,7 @@ class Bucket:
             KeyNotFoundError: the key has no stored revision (raised at the end).
             DecryptionError: (encrypted bucket) a revision does not open; iterate again to go
                 on with the next one.
+            BucketNotFoundError: (iterating) the bucket was deleted, also while it ran.
         """
         return History(self, key, self._subject(key))
 
@@ -529,6 +553,7 @@ class Bucket:
             KeyNotFoundError: no live value (never written, deleted, purged, expired, or the
                 revision is not a value of this key).
             InvalidKeyError: bad key.
+            BucketNotFoundError: the bucket was deleted (by any client).
         """
         if revision is None:
             try:
@@ -549,7 +574,7 @@ class Bucket:
         """The bucket's configuration and size, fresh from the server.
 
         Raises:
-            BucketNotFoundError: the bucket was deleted.
+            BucketNotFoundError: the bucket was deleted (by any client).
         """
         async with self._missing:
             info = await self._js.stream_info(self._stream)

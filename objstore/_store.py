@@ -112,6 +112,13 @@ class ObjectStore:
     ``list``/``watch``, makes ``cleanup`` remove nothing while its nuid is not a literal
     token, is written over by ``put`` and removed by ``delete``; nothing is ever purged on
     its word.
+
+    **A deleted store.** Once any client deletes the store, every operation of the handle
+    (uploads, downloads, listings and watches running at that moment included) raises
+    :class:`StoreNotFoundError` naming it, whatever the server answered; a 503 is first
+    confirmed by one stream info request, so an election is waited out as before. A store
+    created again under the name is used by the handle's one-shot operations; a watch or a
+    download that ran across the delete ends with :class:`StoreNotFoundError`.
     """
 
     def __init__(
@@ -172,6 +179,8 @@ class ObjectStore:
             ValueTooLargeError: the meta record (name, description, headers, ``meta``) would
                 not fit the server's max_payload; nothing is read or sent.
             UploadFailedError: the upload failed (no meta written, its chunks removed).
+            StoreNotFoundError: the store was deleted (by any client), also during the upload
+                (no meta written, its chunks gone with the store).
             CommitUnknownError: the meta record's ack was lost and could not be asked again
                 before the connection's ``retry_deadline``; the object may or may not exist.
 
@@ -235,6 +244,7 @@ class ObjectStore:
         Raises:
             ObjectNotFoundError: no such object.
             ObjectChangedError: the record changed under every retry; nothing was written.
+            StoreNotFoundError: the store was deleted (by any client).
 
         Once started it runs to its end even when cancelled (in the background): a tombstone
         is never left without the purge of its chunks.
@@ -313,6 +323,7 @@ class ObjectStore:
             ObjectNotFoundError: no such object; ObjectExistsError: ``new_name`` is taken.
             ObjectChangedError: the record changed under every retry; nothing was written.
             InvalidObjectNameError, ClientValidationError: bad input, nothing written.
+            StoreNotFoundError: the store was deleted (by any client).
         """
         validate_object_name(name)
         _check_metadata(meta, headers)
@@ -418,6 +429,7 @@ class ObjectStore:
                 InvalidBucketNameError, InvalidObjectNameError: a target ``ObjectInfo`` with
                 an invalid store or object name (nothing written).
             ObjectChangedError: ``name`` changed under every retry; nothing was written.
+            StoreNotFoundError: the store was deleted (by any client).
         """
         validate_object_name(name)
         info = target if isinstance(target, ObjectInfo) else await self.info(target)
@@ -435,6 +447,7 @@ class ObjectStore:
         Raises:
             ObjectExistsError: ``name`` is an object that is not a link.
             ObjectChangedError: ``name`` changed under every retry; nothing was written.
+            StoreNotFoundError: the store was deleted (by any client).
         """
         validate_object_name(name)
         return await self._write_link(name, ObjectLink(bucket=store.name))
@@ -476,6 +489,7 @@ class ObjectStore:
 
         Raises:
             ClientValidationError: the store was opened without ``encryption=``.
+            StoreNotFoundError: the store was deleted (by any client).
             JetStreamError: a listing, read or upload failed (run it again to continue).
         """
         if self._cipher is None:
@@ -487,7 +501,7 @@ class ObjectStore:
         """Make the store read-only, for good.
 
         Raises:
-            StreamNotFoundError: the store was deleted.
+            StoreNotFoundError: the store was deleted (by any client).
         """
         async with self._missing:
             info = await self._js.stream_info(self.stream)
@@ -502,6 +516,7 @@ class ObjectStore:
 
         Raises:
             JetStreamError: the store could not be scanned or purged.
+            StoreNotFoundError: the store was deleted (by any client).
         """
         async with self._missing:
             return await self._remove_orphans(older_than)
@@ -537,6 +552,7 @@ class ObjectStore:
         Raises:
             ObjectNotFoundError: no such object (or deleted, unless ``include_deleted``).
             InvalidObjectMetaError: its meta record is not ADR-20 JSON or fails its checks.
+            StoreNotFoundError: the store was deleted (by any client).
         """
         validate_object_name(name)
         async with self._missing:
@@ -567,6 +583,8 @@ class ObjectStore:
             ObjectLinkError: (on entering) the links loop or chain too deep.
             DigestMismatchError: (while reading) corrupt or incomplete.
             RequestTimeoutError: (while reading) no chunk for ``stall_timeout`` seconds.
+            StoreNotFoundError: the store was deleted (on entering, or while reading); a link
+                into a deleted store names that store.
         """
         validate_object_name(name)
         check_stall_timeout(stall_timeout)
@@ -580,6 +598,7 @@ class ObjectStore:
             DigestMismatchError: corrupt or incomplete; RequestTimeoutError: no chunk for
             ``stall_timeout`` seconds; ClientValidationError: a bad ``stall_timeout``;
             InvalidObjectMetaError, ObjectLinkError: as :meth:`open`.
+            StoreNotFoundError: as :meth:`open`.
         """
         async with self.open(name, stall_timeout=stall_timeout) as reader:
             return await reader.read()
@@ -602,7 +621,8 @@ class ObjectStore:
 
         Raises:
             ObjectNotFoundError, DigestMismatchError, RequestTimeoutError, ClientValidationError,
-            InvalidObjectMetaError, ObjectLinkError: as :meth:`get_bytes`; OSError from the
+            InvalidObjectMetaError, ObjectLinkError, StoreNotFoundError: as :meth:`get_bytes`;
+            OSError from the
             file system (e.g. the directory is not writable).
             ClientValidationError: ``path`` is not a str path, holds a NUL or names no file
                 (``""``, ``"."``, ``".."``, ``"/"``); nothing is read or created.
@@ -619,6 +639,7 @@ class ObjectStore:
 
         Raises:
             JetStreamError: the store could not be scanned.
+            StoreNotFoundError: the store was deleted, also while it was listed.
         """
         async with self._missing:
             async for info in self._infos(include_deleted=include_deleted):
@@ -628,7 +649,7 @@ class ObjectStore:
         """The store's configuration, size and sealed state.
 
         Raises:
-            StoreNotFoundError: the store was deleted.
+            StoreNotFoundError: the store was deleted (by any client).
         """
         info = await store_info(self._js, self.name)
         return StoreStatus(
@@ -649,7 +670,8 @@ class ObjectStore:
 
         Raises:
             ClientValidationError: both ``include_history`` and ``updates_only``.
-            StreamNotFoundError: the store was deleted.
+            StoreNotFoundError: the store was deleted, also while it was watched (even if a
+                store of its name was created again meanwhile).
         """
         if include_history and updates_only:
             raise ClientValidationError("include_history and updates_only exclude each other")
