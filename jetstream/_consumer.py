@@ -47,7 +47,7 @@ from ._errors import (
     StreamNotFoundError,
 )
 from ._message import AckReply
-from ._models import ConsumerConfig, ConsumerInfo
+from ._models import ConsumerConfig, ConsumerInfo, StreamInfo
 from ._nats_errors import from_nats, nats_errors
 from ._priority import PriorityPin
 from ._pull import (
@@ -417,6 +417,15 @@ def _status_error(status: str, description: str) -> JetStreamError:
     return st.status_error(status, description, what="pull", default=PullRequestError)
 
 
+def stream_replaced(info: StreamInfo, created: datetime | None, delivered: int) -> bool:
+    """Whether ``info`` is of another stream than the one a consumer read up to sequence
+    ``delivered`` (whose creation time was ``created``, when known): a stream's last sequence
+    never goes below a sequence it delivered, and its creation time never changes."""
+    if info.state.last_seq < delivered:
+        return True
+    return created is not None and info.created is not None and info.created != created
+
+
 def reset_backoff(attempt: int) -> float:
     """Seconds before re-creating an ordered consumer after ``attempt`` failures: doubling from
     0.5 s up to 5 s, each drawn at random from its upper half, so that the watches of many
@@ -437,10 +446,14 @@ class OrderedConsumer(AsyncResource):
     A recreation that keeps failing (a paused or unreachable server) is retried for
     ``reset_deadline`` seconds, then iteration raises :class:`RequestTimeoutError`. By default a
     scan (``until_caught_up``) allows the context's ``retry_deadline``, so a listing ends in
-    bounded time, while a consumer that follows new messages (a watch) retries forever. A
-    deleted stream ends the iteration with :class:`StreamNotFoundError`, at once, also when a
-    stream of its name was created again meanwhile (its sequences start over: see
-    ``_check_same_stream``).
+    bounded time, while a consumer that follows new messages (a watch) retries forever.
+
+    A deleted stream ends the iteration with :class:`StreamNotFoundError`, at once, and so
+    does one created again under its name before the consumer is recreated (its sequences
+    start over: resuming at the old position would skip its first messages). Each
+    recreation asks the stream's info first: a stream whose last sequence is below the last
+    delivered one is another stream; with ``detect_recreation`` (one request more before the
+    first consumer, for long-lived watches) so is one whose creation time changed.
 
     ``until_caught_up`` ends the iteration once every message that existed at the start has been
     delivered (for listings); otherwise it follows new messages forever. With ``ends_scan``, a
@@ -470,6 +483,7 @@ class OrderedConsumer(AsyncResource):
         reset_deadline: float | None = None,
         inactive_threshold: DurationValue = 300.0,
         error_callback: ErrorCallback | None = None,
+        detect_recreation: bool = False,
     ) -> None:
         if deliver_policy not in _ORDERED_POLICIES:
             raise ClientValidationError(
@@ -512,7 +526,8 @@ class OrderedConsumer(AsyncResource):
         self.initial_pending: int | None = None
         """Messages pending when the first consumer was created (the snapshot size)."""
         self.resets = 0
-        self._first_created: datetime | None = None  # the server's time of the first consumer
+        self._detect_recreation = detect_recreation
+        self._stream_created: datetime | None = None  # known with detect_recreation
         self._caught_up = False
         self._stuck_at: int | None = None  # delivered count at the last idle check of a scan
         self._closed = False
@@ -536,13 +551,14 @@ class OrderedConsumer(AsyncResource):
         )
 
     async def _create(self) -> None:
+        if self._detect_recreation and self.initial_pending is None:  # the first consumer
+            await self._note_stream_created()
         config = self._config()
         self._name = config.name  # known before the reply: a cancelled create is deleted too
         info = await self._settled(self._js.create_consumer_info(self.stream, config))
         self._name = info.name
         if self.initial_pending is None:
             self.initial_pending = info.num_pending
-            self._first_created = info.created
         if self._until_caught_up and info.num_pending == 0:
             self._caught_up = True
         self._expected = 1
@@ -619,27 +635,28 @@ class OrderedConsumer(AsyncResource):
             attempt += 1
             await asyncio.sleep(reset_backoff(attempt))
 
-    async def _check_same_stream(self) -> None:
-        """Before a consumer is recreated: the stream must be the one the first consumer read.
+    async def _note_stream_created(self) -> None:
+        """Remember the stream's creation time, which tells it from one created again."""
+        try:
+            self._stream_created = (await self._js.stream_info(self.stream)).created
+        except PermissionDeniedError:
+            self._stream_created = None  # may not look: the sequence check is left
 
-        A stream deleted and created again under its name (while this consumer was away, or
-        faster than its reset) starts its sequences over: resuming after the last delivered
-        sequence would skip the new stream's first messages, or wait for them. The new
-        stream's creation time, later than the first consumer's, gives it away.
+    async def _check_same_stream(self) -> None:
+        """Before a consumer is recreated: the stream must be the one read so far.
 
         Raises:
             StreamNotFoundError: the stream is gone, or was deleted and created again.
         """
-        if self._first_created is None:
-            return  # no consumer was made yet: the stream there now is the one to read
+        if not self.last_stream_seq and self._stream_created is None:
+            return  # nothing read, nothing known: the stream there now is the one to read
         try:
             info = await self._js.stream_info(self.stream)
         except PermissionDeniedError:
-            return  # a user who may not look resumes as before: the consumer create decides
-        if info.created is not None and info.created > self._first_created:
+            return  # may not look: the consumer create decides, as it did
+        if stream_replaced(info, self._stream_created, self.last_stream_seq):
             raise StreamNotFoundError(
-                f"stream {self.stream} was deleted and created again while it was read "
-                f"(created {info.created.isoformat()})",
+                f"stream {self.stream} was deleted and created again while it was read",
                 code=404,
                 err_code=10059,
             )

@@ -106,6 +106,7 @@ class KeyWatcher(AsyncResource):
             opt_start_seq=resume_from or 0,
             headers_only=meta_only,
             heartbeat=heartbeat,
+            detect_recreation=True,  # a watch never goes on in a bucket created again
         )
         self.initial_done = asyncio.Event()
         """Set once the initial values (or history) have been delivered."""

@@ -677,7 +677,11 @@ class ObjectStore:
             raise ClientValidationError("include_history and updates_only exclude each other")
         policy = "all" if include_history else "new" if updates_only else "last_per_subject"
         consumer = OrderedConsumer(
-            self._js, self.stream, filter_subjects=[f"$O.{self.name}.M.>"], deliver_policy=policy
+            self._js,
+            self.stream,
+            filter_subjects=[f"$O.{self.name}.M.>"],
+            deliver_policy=policy,
+            detect_recreation=True,  # a watch never goes on in a store created again
         )
         async with self._missing, consumer:
             async for message in consumer:

@@ -196,6 +196,36 @@ async def test_a_watch_does_not_go_on_in_a_bucket_created_again_while_it_was_awa
         await peer.delete_key_value(name)
 
 
+async def test_a_listing_does_not_go_on_in_a_bucket_created_again_while_it_was_away(
+    nats_server: jetstream.EmbeddedServer, peer: JetStreamContext, unique_name: Callable[[str], str]
+) -> None:
+    """keys() reads 500 keys at a time; the bucket deleted and created again (3 keys) while
+    its connection was cut, it resumed in the new bucket after the old one's position and
+    ended quietly, a partial listing mixing two buckets. It ends with BucketNotFoundError."""
+    proxy = await TcpProxy(nats_server.port).start()
+    name = unique_name("kv")
+    try:
+        async with await jetstream.connect(proxy.url) as js:
+            bucket = await kvstore.create_bucket(js, name)
+            for first in (0, 1000):
+                await bucket.put_many({f"old{i:04}": b"v" for i in range(first, first + 1000)})
+            keys = bucket.keys()
+            assert await anext(keys) == "old0000"
+            proxy.drop_to_client = proxy.drop_to_server = True
+            assert await peer.delete_key_value(name)
+            again = await peer.create_key_value(bucket=name)
+            for i in range(3):
+                await again.put(f"new{i}", b"v")
+            proxy.drop_to_client = proxy.drop_to_server = False
+            proxy.cut()
+            with pytest.raises(kvstore.BucketNotFoundError, match=name):
+                async for key in keys:
+                    assert key.startswith("old")
+    finally:
+        await proxy.close()
+        await peer.delete_key_value(name)
+
+
 async def test_a_503_on_a_bucket_that_exists_stays_no_responders(
     make_bucket: BucketFactory, js: jetstream.JetStream
 ) -> None:
