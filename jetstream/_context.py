@@ -177,11 +177,18 @@ class JetStream(AsyncResource):
         """
         if self._closed or self._nc.is_closed:
             raise ConnectionClosedError("the JetStream context is closed")
-        loop = _running_loop()
-        if loop is not self._loop and loop is not None:
-            self._check_loop(loop)
+        self.check_loop()
 
-    def _check_loop(self, loop: asyncio.AbstractEventLoop) -> None:
+    def check_loop(self) -> None:
+        """Raise unless called from the context's own event loop (or outside any loop): a
+        wait there for the connection could never end, nor could a stop of its tasks.
+
+        Raises:
+            WrongEventLoopError: called from another event loop than the context's own.
+        """
+        loop = _running_loop()
+        if loop is self._loop or loop is None:
+            return
         if self._loop is None:
             self._loop = loop  # made outside any loop: the first one to use it owns it
             return

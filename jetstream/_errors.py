@@ -589,9 +589,11 @@ class ServerNotFoundError(JetStreamError, FileNotFoundError):
 class WrongEventLoopError(JetStreamError, RuntimeError):
     """A context, or a bucket, store or consumer made from it, was used from an event loop
     other than the one it was created in. Its connection reads and writes in that loop, so
-    a request from another one could only wait out its timeout: it is refused at once.
-    Connect inside the loop that uses the context (with :func:`jetstream.run_sync`, inside
-    the coroutine it runs)."""
+    a request from another one could only wait out its timeout, a read of a watch or a
+    consume forever: it is refused at once. What a refused call had started in the context's
+    own loop (a watch's consumer) is left to that loop: leave its ``async with`` there, or
+    close the context. Connect inside the loop that uses the context (with
+    :func:`jetstream.run_sync`, inside the coroutine it runs)."""
 
 
 def _build_registry() -> dict[int, type[JetStreamError]]:

@@ -190,13 +190,18 @@ Item = PullMessage | ResetSignal | BaseException | None
 
 class ItemQueue:
     """A one-reader queue: a deque plus a wake-up future, cheaper per item than asyncio.Queue
-    (this is on the per-message path of every watch)."""
+    (this is on the per-message path of every watch).
 
-    __slots__ = ("_items", "_waiter")
+    ``before_wait`` runs each time a reader is about to wait, never for an item already here:
+    the puller checks there that the reader may wait at all (the context open, the reader in
+    the context's event loop, else a wait that nothing would ever end)."""
 
-    def __init__(self) -> None:
+    __slots__ = ("_before_wait", "_items", "_waiter")
+
+    def __init__(self, before_wait: Callable[[], None] = lambda: None) -> None:
         self._items: collections.deque[Item] = collections.deque()
         self._waiter: asyncio.Future[None] | None = None
+        self._before_wait = before_wait
 
     def put_nowait(self, item: Item) -> None:
         self._items.append(item)
@@ -220,6 +225,7 @@ class ItemQueue:
         seconds without one. (A timer handle only while waiting: ``asyncio.wait_for`` would
         wrap every call in a task, which doubled the per-message cost of a scan.)"""
         if not self._items and timeout is not None:
+            self._before_wait()
             loop = asyncio.get_running_loop()
             self._waiter = waiter = loop.create_future()
             timer = loop.call_later(timeout, _expire, waiter)
@@ -228,6 +234,7 @@ class ItemQueue:
             finally:
                 timer.cancel()
         while not self._items:
+            self._before_wait()
             self._waiter = asyncio.get_running_loop().create_future()
             await self._waiter
         return self._items.popleft()
@@ -283,7 +290,7 @@ class Puller:
         self._window = PullWindow(options)
         self._on_error = on_error
         self._signal_resets = signal_resets
-        self.queue = ItemQueue()
+        self.queue = ItemQueue(js.ensure_open)  # a read from another loop: WrongEventLoopError
         self._sub: Any = None
         self._router: DeliveryClient | None = None
         self._sends: set[asyncio.Task[None]] = set()  # pulls being sent
@@ -325,9 +332,15 @@ class Puller:
         self._monitor = asyncio.create_task(self._watch())
 
     async def stop(self) -> None:
-        """Stop at once: no more pulls, the subscription goes, buffered messages are dropped."""
+        """Stop at once: no more pulls, the subscription goes, buffered messages are dropped.
+
+        Raises:
+            WrongEventLoopError: called from another event loop than the context's own (its
+                tasks cannot be stopped from there; nothing is changed).
+        """
         if self._stopped and self._sub is None:
             return
+        self._js.check_loop()
         self._stopped = True
         for task in (self._monitor, self._check):
             if task is not None and task is not asyncio.current_task():

@@ -49,6 +49,34 @@ async def test_a_handle_used_from_another_event_loop_is_refused_at_once(
     assert [info.name async for info in store.list()] == ["o"]
 
 
+async def test_a_watch_or_listing_read_from_another_event_loop_is_refused_at_once(
+    make_bucket: BucketFactory, make_store: StoreFactory
+) -> None:
+    """Started in the context's loop, then read from another one: waiting for the next entry
+    (or ending a listing that is done, which stops its consumer's tasks) waited forever,
+    blocking both loops."""
+    bucket = await make_bucket()
+    store = await make_store()
+    await bucket.put("k", b"v")
+    await store.put("o", b"object")
+    async with bucket.watch() as watcher:
+        assert (await anext(watcher)).key == "k"
+        with pytest.raises(jetstream.WrongEventLoopError):
+            jetstream.run_sync(lambda: anext(watcher))
+        await bucket.put("k", b"again")
+        assert (await anext(watcher)).value == b"again"  # still works in its own loop
+    keys = bucket.keys()
+    assert await anext(keys) == "k"
+    with pytest.raises(jetstream.WrongEventLoopError):
+        jetstream.run_sync(lambda: anext(keys))
+    await keys.aclose()  # type: ignore[attr-defined]
+    objects = store.watch()
+    assert (await anext(objects)).name == "o"
+    with pytest.raises(jetstream.WrongEventLoopError):
+        jetstream.run_sync(lambda: anext(objects))
+    await objects.aclose()  # type: ignore[attr-defined]
+
+
 async def test_a_context_made_outside_any_loop_belongs_to_the_first_that_uses_it(
     nats_server: jetstream.EmbeddedServer,
 ) -> None:
