@@ -25,8 +25,9 @@ __all__ = ["MissingStream"]
 
 
 class MissingStream:
-    """How a handle on ``stream`` says that the stream is gone: ``error()`` builds its own
-    :class:`StreamNotFoundError` subclass, naming the handle.
+    """How a handle on ``stream`` says that the stream is gone: the handle's ``error``
+    builds its own :class:`StreamNotFoundError` subclass naming it (``BucketNotFoundError``
+    of the bucket's name).
 
     Use it around an operation (``async with missing: ...``; in an async generator, around
     its loop): a plain :class:`StreamNotFoundError` becomes ``error()``, and so does a
@@ -38,18 +39,14 @@ class MissingStream:
     concurrent operations. Until an error passes it costs two empty awaits (under 1 us).
     """
 
-    __slots__ = ("_error", "_js", "stream")
+    __slots__ = ("_error", "_js", "_stream")
 
     def __init__(
         self, js: JetStream, stream: str, error: Callable[[], StreamNotFoundError]
     ) -> None:
         self._js = js
-        self.stream = stream
+        self._stream = stream
         self._error = error
-
-    def error(self) -> StreamNotFoundError:
-        """The handle's not-found error (e.g. ``BucketNotFoundError('profiles')``)."""
-        return self._error()
 
     async def explained(self, error: BaseException) -> BaseException:
         """``error``, or the handle's not-found error when ``error`` says the stream is gone.
@@ -60,7 +57,7 @@ class MissingStream:
         """
         if type(error) is StreamNotFoundError:
             return self._error()
-        if isinstance(error, NoRespondersError) and await self._js.stream_missing(self.stream):
+        if isinstance(error, NoRespondersError) and await self._js.stream_missing(self._stream):
             return self._error()
         return error
 

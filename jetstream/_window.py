@@ -142,7 +142,6 @@ class AckedPublisher(BatchPublisherResource):
     # -- internals ----------------------------------------------------------------------------
 
     async def _open(self, subject: str) -> None:
-        self._js.ensure_open()
         nc = self._js.nc
         self._inbox = nc.new_inbox()
         self._sub = await nc.subscribe(f"{self._inbox}.>", cb=self._on_reply)

@@ -117,8 +117,9 @@ class ObjectStore:
     (uploads, downloads, listings and watches running at that moment included) raises
     :class:`StoreNotFoundError` naming it, whatever the server answered; a 503 is first
     confirmed by one stream info request, so an election is waited out as before. A store
-    created again under the name is used by the handle's one-shot operations; a watch or a
-    download that ran across the delete ends with :class:`StoreNotFoundError`.
+    created again under the name is used by the handle's one-shot operations; a watch that
+    ran across the delete ends with :class:`StoreNotFoundError`, and so does a download
+    (or with :class:`ObjectNotFoundError`, the object not being in the new store).
     """
 
     def __init__(
