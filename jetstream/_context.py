@@ -926,6 +926,8 @@ class JetStream(AsyncResource):
                     raise RequestTimeoutError(f"{what}: no reply within {self.timeout:g}s")
             return answer.messages, answer.done.result()
         finally:
+            if answer.done.done() and not answer.done.cancelled():
+                answer.done.exception()  # seen, also by a read cancelled as the error came
             if router is not None:
                 router.unroute(sub)
             with contextlib.suppress(Exception):

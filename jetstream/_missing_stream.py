@@ -16,24 +16,29 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from ._errors import NoRespondersError, StreamNotFoundError
+from ._errors import CommitUnknownError, NoRespondersError, StreamNotFoundError
 
 if TYPE_CHECKING:
     from ._context import JetStream
 
 __all__ = ["MissingStream"]
 
+_MAYBE_GONE = NoRespondersError | CommitUnknownError
+"""What a deleted stream answers, but not only it: a 503 (also an election), and a write whose
+outcome could not be learned (its stream gone, or silent past the deadline)."""
+
 
 class MissingStream:
-    """How a handle on ``stream`` says that the stream is gone: the handle's ``error``
-    builds its own :class:`StreamNotFoundError` subclass naming it (``BucketNotFoundError``
-    of the bucket's name).
+    """How a handle on ``stream`` says that the stream is gone: ``error()`` builds its own
+    :class:`StreamNotFoundError` subclass naming it (``BucketNotFoundError`` of the
+    bucket's name).
 
     Use it around an operation (``async with missing: ...``; in an async generator, around
-    its loop): a plain :class:`StreamNotFoundError` becomes ``error()``, and so does a
-    :class:`NoRespondersError` once one stream info request says the stream does not exist
-    (an election, a paused server or a missing permission leave the 503 as it was; a context
-    closed meanwhile makes it :class:`ConnectionClosedError`). Subclasses of
+    its loop): a plain :class:`StreamNotFoundError` becomes ``error()``, and so do a
+    :class:`NoRespondersError` and a :class:`CommitUnknownError` (a write in doubt whose
+    stream went away: whatever it stored went with it) once one stream info request says the
+    stream does not exist (an election, a paused server or a missing permission leave them as
+    they were; a context closed meanwhile makes it :class:`ConnectionClosedError`). Subclasses of
     :class:`StreamNotFoundError` are some handle's own error already (an object store link
     into another store) and pass unchanged. Stateless: one instance serves any number of
     concurrent operations. Until an error passes it costs two empty awaits (under 1 us).
@@ -48,6 +53,11 @@ class MissingStream:
         self._stream = stream
         self._error = error
 
+    def error(self) -> StreamNotFoundError:
+        """The handle's not-found error, for a caller that learned otherwise that the stream
+        is gone."""
+        return self._error()
+
     async def explained(self, error: BaseException) -> BaseException:
         """``error``, or the handle's not-found error when ``error`` says the stream is gone.
 
@@ -57,7 +67,7 @@ class MissingStream:
         """
         if type(error) is StreamNotFoundError:
             return self._error()
-        if isinstance(error, NoRespondersError) and await self._js.stream_missing(self._stream):
+        if isinstance(error, _MAYBE_GONE) and await self._js.stream_missing(self._stream):
             return self._error()
         return error
 
@@ -70,7 +80,7 @@ class MissingStream:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if isinstance(exc, StreamNotFoundError | NoRespondersError):
+        if isinstance(exc, StreamNotFoundError | _MAYBE_GONE):
             explained = await self.explained(exc)
             if explained is not exc:
                 raise explained from exc

@@ -226,6 +226,44 @@ async def test_a_listing_does_not_go_on_in_a_bucket_created_again_while_it_was_a
         await peer.delete_key_value(name)
 
 
+async def test_a_put_many_in_doubt_when_the_bucket_is_deleted_ends_at_once(
+    nats_server: jetstream.EmbeddedServer,
+    js: jetstream.JetStream,
+    unique_name: Callable[[str], str],
+) -> None:
+    """The commit's reply lost, the bucket deleted before the resend: there is nothing left to
+    resolve, yet the batch waited out its whole deadline (30 s by default) before it gave up
+    with CommitUnknownError."""
+    proxy = await TcpProxy(nats_server.port).start()
+    name = unique_name("kv")
+    commit_sent, resent = asyncio.Event(), asyncio.Event()
+
+    def lose_the_commit_reply(chunk: bytes) -> bool:
+        if commit_sent.is_set():
+            resent.set()  # the first resend, after a timeout: the reply is long lost
+            return False
+        if b"Nats-Batch-Commit" in chunk:
+            proxy.drop_to_client = True  # the commit reaches the server, its reply does not
+            commit_sent.set()
+        return True
+
+    try:
+        async with await jetstream.connect(proxy.url, timeout=0.5) as proxied:
+            bucket = await kvstore.create_bucket(proxied, name)
+            proxy.on_client_bytes = lose_the_commit_reply
+            writing = asyncio.create_task(bucket.put_many({"a": b"1"}, deadline=600))
+            await commit_sent.wait()
+            await kvstore.delete_bucket(js, name)
+            await resent.wait()
+            proxy.on_client_bytes = None
+            proxy.drop_to_client = False
+            async with asyncio.timeout(60):  # not the 600 s deadline
+                with pytest.raises(kvstore.BucketNotFoundError, match=name):
+                    await writing
+    finally:
+        await proxy.close()
+
+
 async def test_a_503_on_a_bucket_that_exists_stays_no_responders(
     make_bucket: BucketFactory, js: jetstream.JetStream
 ) -> None:
