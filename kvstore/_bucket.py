@@ -114,9 +114,9 @@ class Bucket:
     is waited out as before). The handle names a bucket: one created again under the name is
     read and written by its one-shot operations, with the options the handle was opened
     with (open it again for new ones; a bucket made without direct get answers its reads
-    with :class:`NoRespondersError`); a watch or listing that ran across the delete ends
-    with :class:`BucketNotFoundError` instead of going on in the new bucket, whose revisions
-    start over.
+    with :class:`NoRespondersError`); a watch that ran across the delete ends with
+    :class:`BucketNotFoundError` instead of going on in the new bucket, whose revisions start
+    over (a listing too, unless the new bucket already holds more revisions than it had read).
     """
 
     def __init__(

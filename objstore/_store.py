@@ -623,8 +623,7 @@ class ObjectStore:
         Raises:
             ObjectNotFoundError, DigestMismatchError, RequestTimeoutError, ClientValidationError,
             InvalidObjectMetaError, ObjectLinkError, StoreNotFoundError: as :meth:`get_bytes`;
-            OSError from the
-            file system (e.g. the directory is not writable).
+            OSError from the file system (e.g. the directory is not writable).
             ClientValidationError: ``path`` is not a str path, holds a NUL or names no file
                 (``""``, ``"."``, ``".."``, ``"/"``); nothing is read or created.
         """
