@@ -69,6 +69,7 @@ from ._errors import (
     UnknownKeyIdError,
     UnsupportedServerFeatureError,
     ValueTooLargeError,
+    WrongEventLoopError,
     WrongLastSequenceError,
     WrongTypeError,
 )
@@ -210,6 +211,7 @@ __all__ = [
     "UnknownKeyIdError",
     "UnsupportedServerFeatureError",
     "ValueTooLargeError",
+    "WrongEventLoopError",
     "WrongLastSequenceError",
     "WrongTypeError",
     "bool_option",

@@ -314,7 +314,10 @@ class AtomicBatch(AsyncResource):
             BatchPublishDisabledError: the stream lacks ``allow_atomic``.
             WrongLastSequenceError: an expected-sequence check failed (nothing stored).
             UnsupportedServerFeatureError: ``commit_with="eob"`` on a server before 2.14.
-            CommitUnknownError: the outcome could not be learned before the deadline.
+            CommitUnknownError: the outcome could not be learned before the deadline, or (at
+                once) no stream takes the batch's subjects any more after an attempt whose
+                answer was lost (its stream deleted: whatever it stored went with it).
+            NoRespondersError: no stream takes the batch's subjects (nothing stored).
             JetStreamError: any other definite rejection (nothing stored).
         """
         self._check_open("commit")
@@ -370,8 +373,11 @@ class AtomicBatch(AsyncResource):
                 # an abandon are ambiguous; a 503 or a send that never left is a definite
                 # "not stored".
                 fence.failed(exc, left=self._commit_sent)
-                if not fence.in_doubt and await self._nobody_listens(exc):
-                    raise  # e.g. its bucket was deleted: a definite "not stored", now
+                if await self._nobody_listens(exc):  # e.g. its bucket was deleted
+                    if fence.in_doubt:  # stored or not, in a stream gone: nothing to wait for
+                        why = f"no stream takes its subjects any more: {exc}"
+                        raise self._unknown(why) from exc
+                    raise  # a definite "not stored", now
                 if loop.time() >= deadline:
                     if fence.in_doubt:
                         raise self._unknown(

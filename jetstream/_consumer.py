@@ -23,6 +23,7 @@ import inspect
 import logging
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
@@ -42,12 +43,13 @@ from ._errors import (
     HeartbeatMissedError,
     JetStreamError,
     NoRespondersError,
+    PermissionDeniedError,
     PullRequestError,
     RequestTimeoutError,
     StreamNotFoundError,
 )
 from ._message import AckReply
-from ._models import ConsumerConfig, ConsumerInfo
+from ._models import ConsumerConfig, ConsumerInfo, StreamInfo
 from ._nats_errors import nats_errors
 from ._priority import PriorityPin
 from ._pull import (
@@ -463,6 +465,15 @@ def _status_error(status: str, description: str) -> JetStreamError:
     return st.status_error(status, description, what="pull", default=PullRequestError)
 
 
+def stream_replaced(info: StreamInfo, created: datetime | None, delivered: int) -> bool:
+    """Whether ``info`` is of another stream than the one a consumer read up to sequence
+    ``delivered`` (whose creation time was ``created``, when known): a stream's last sequence
+    never goes below a sequence it delivered, and its creation time never changes."""
+    if info.state.last_seq < delivered:
+        return True
+    return created is not None and info.created is not None and info.created != created
+
+
 class OrderedConsumer(AsyncResource):
     """An ephemeral, in-order, gap-free view of a stream (ADR-37 ordered consumer).
 
@@ -476,6 +487,13 @@ class OrderedConsumer(AsyncResource):
     ``reset_deadline`` seconds, then iteration raises :class:`RequestTimeoutError`. By default a
     scan (``until_caught_up``) allows the context's ``retry_deadline``, so a listing ends in
     bounded time, while a consumer that follows new messages (a watch) retries forever.
+
+    A deleted stream ends the iteration with :class:`StreamNotFoundError`, at once, and so
+    does one created again under its name before the consumer is recreated (its sequences
+    start over: resuming at the old position would skip its first messages). Each
+    recreation asks the stream's info first: a stream whose last sequence is below the last
+    delivered one is another stream; with ``detect_recreation`` (one request more before the
+    first consumer, for long-lived watches) so is one whose creation time changed.
 
     ``until_caught_up`` ends the iteration once every message that existed at the start has been
     delivered (for listings); otherwise it follows new messages forever. With ``ends_scan``, a
@@ -505,6 +523,7 @@ class OrderedConsumer(AsyncResource):
         reset_deadline: float | None = None,
         inactive_threshold: DurationValue = 300.0,
         error_callback: ErrorCallback | None = None,
+        detect_recreation: bool = False,
     ) -> None:
         if deliver_policy not in _ORDERED_POLICIES:
             raise ClientValidationError(
@@ -555,6 +574,8 @@ class OrderedConsumer(AsyncResource):
         message was taken (delivered or skipped) with nothing pending after it."""
         self._guard = ResetGuard(window=heartbeat)
         self._reconnects = 0  # the connection's reconnect count when the consumer was created
+        self._detect_recreation = detect_recreation
+        self._stream_created: datetime | None = None  # known with detect_recreation
         self._caught_up = False
         self._stuck_at: int | None = None  # delivered count at the last idle check of a scan
         self._closed = False
@@ -578,6 +599,8 @@ class OrderedConsumer(AsyncResource):
         )
 
     async def _create(self) -> None:
+        if self._detect_recreation and self.initial_pending is None:  # the first consumer
+            await self._note_stream_created()
         config = self._config()
         self._name = config.name  # known before the reply: a cancelled create is deleted too
         info = await self._settled(self._js.create_consumer_info(self.stream, config))
@@ -661,6 +684,7 @@ class OrderedConsumer(AsyncResource):
                 raise JetStreamError(f"ordered consumer gave up after {self.resets} resets ({why})")
             self.resets += 1
             try:
+                await self._check_same_stream()
                 await self._create()
                 return
             except (StreamNotFoundError, ConnectionClosedError):
@@ -678,6 +702,32 @@ class OrderedConsumer(AsyncResource):
                     ) from None
             attempt += 1
             await asyncio.sleep(reset_backoff(attempt))
+
+    async def _note_stream_created(self) -> None:
+        """Remember the stream's creation time, which tells it from one created again."""
+        try:
+            self._stream_created = (await self._js.stream_info(self.stream)).created
+        except PermissionDeniedError:
+            self._stream_created = None  # may not look: the sequence check is left
+
+    async def _check_same_stream(self) -> None:
+        """Before a consumer is recreated: the stream must be the one read so far.
+
+        Raises:
+            StreamNotFoundError: the stream is gone, or was deleted and created again.
+        """
+        if not self.last_stream_seq and self._stream_created is None:
+            return  # nothing read, nothing known: the stream there now is the one to read
+        try:
+            info = await self._js.stream_info(self.stream)
+        except PermissionDeniedError:
+            return  # may not look: the consumer create decides, as it did
+        if stream_replaced(info, self._stream_created, self.last_stream_seq):
+            raise StreamNotFoundError(
+                f"stream {self.stream} was deleted and created again while it was read",
+                code=404,
+                err_code=10059,
+            )
 
     async def _forget(self, name: str) -> None:
         with contextlib.suppress(JetStreamError, nats.errors.Error, OSError):

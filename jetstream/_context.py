@@ -38,6 +38,7 @@ from ._errors import (
     StreamNotFoundError,
     UnavailableError,
     UnsupportedServerFeatureError,
+    WrongEventLoopError,
     WrongLastSequenceError,
 )
 from ._fence import Fence
@@ -109,6 +110,11 @@ class JetStream(AsyncResource):
     nats-py client with ``JetStream(nc)`` (the caller keeps ownership). Once closed, every call
     through it (and through the buckets, stores and consumers made from it) raises
     :class:`ConnectionClosedError`; no nats-py exception reaches the caller.
+
+    A context belongs to the event loop its connection runs in (the loop it was made in, or
+    the first to use it when made outside any): a call from another loop, e.g. through
+    :func:`jetstream.run_sync` from a notebook, raises :class:`WrongEventLoopError` at once,
+    as does every call through its buckets, stores and consumers (see :meth:`ensure_open`).
     """
 
     def __init__(
@@ -127,6 +133,9 @@ class JetStream(AsyncResource):
         self.denials = Denials()
         """Turns the server's permission violations into prompt errors (see ``note_error``)."""
         self._owns_connection = owns_connection
+        # The loop the connection reads and writes in (the first that uses the context when
+        # it is made outside one): see ensure_open.
+        self._loop = _running_loop()
         self._account_info: AccountInfo | None = None
         self._closed = False
         self._waiting: set[asyncio.Task[Any]] = set()  # tasks waiting in send() for a reply
@@ -164,20 +173,43 @@ class JetStream(AsyncResource):
         return self._closed or self._nc.is_closed
 
     def ensure_open(self) -> None:
-        """Raise unless the context can still be used.
+        """Raise unless the context can still be used, from the running event loop. Every
+        request, publish, pull and batch passes here first.
 
         Raises:
             ConnectionClosedError: :meth:`close` was called, or the connection is closed, or
                 it reads nothing any more (its event loop, shutting down, cancelled its
                 tasks): a request then fails at once instead of after its timeout.
+            WrongEventLoopError: called from an event loop other than the context's own (its
+                connection could never answer there: the call would wait out its timeout).
         """
         if self._closed or self._nc.is_closed:
             raise ConnectionClosedError("the JetStream context is closed")
+        self.check_loop()
         if reader_gone(self._nc):
             raise ConnectionClosedError(
                 "the connection reads nothing any more: its tasks were cancelled (the event "
                 "loop is shutting down)"
             )
+
+    def check_loop(self) -> None:
+        """Raise unless called from the context's own event loop (or outside any loop): a
+        wait there for the connection could never end, nor could a stop of its tasks.
+
+        Raises:
+            WrongEventLoopError: called from another event loop than the context's own.
+        """
+        loop = _running_loop()
+        if loop is self._loop or loop is None:
+            return
+        if self._loop is None:
+            self._loop = loop  # made outside any loop: the first one to use it owns it
+            return
+        raise WrongEventLoopError(
+            "this JetStream context (and every bucket, store and consumer made from it) "
+            "belongs to another event loop, the one it was connected in; connect inside the "
+            "loop that uses it (with jetstream.run_sync: inside the coroutine it runs)"
+        )
 
     async def close(self) -> None:
         """Close the context; close its connection too if it owns it (see :func:`connect`).
@@ -246,6 +278,7 @@ class JetStream(AsyncResource):
                 (nothing is sent: the server would close the connection for good).
             ConnectionClosedError: the context is closed, or closed while the call waited for
                 its reply (the request may then have been processed).
+            WrongEventLoopError: called from another event loop than the context's own.
             DisconnectedError: the connection is down and cannot buffer the request.
         """
         self.ensure_open()
@@ -411,6 +444,24 @@ class JetStream(AsyncResource):
         except StreamNotFoundError:
             return False
         return info.config.allow_direct
+
+    async def stream_missing(self, name: str) -> bool:
+        """Whether one stream info request (never retried) says stream ``name`` does not
+        exist: how a 503 on a stream's subject is told apart from a leader election. False
+        whenever the answer is not a definite "not found" (the stream exists, no reply, no
+        responders while the meta leader is elected, no permission to look).
+
+        Raises:
+            ConnectionClosedError, WrongEventLoopError: as :meth:`ensure_open` (nothing else).
+        """
+        self.ensure_open()
+        try:
+            await self._decoded(self._api.stream_info(name), b"", StreamInfo)
+        except StreamNotFoundError:
+            return True
+        except JetStreamError:
+            return False
+        return False
 
     async def _subject_has_stream(self, subject: str) -> bool:
         body = _encode({"offset": 0, "subject": subject})
@@ -888,6 +939,8 @@ class JetStream(AsyncResource):
                     raise RequestTimeoutError(f"{what}: no reply within {self.timeout:g}s")
             return answer.messages, answer.done.result()
         finally:
+            if answer.done.done() and not answer.done.cancelled():
+                answer.done.exception()  # seen, also by a read cancelled as the error came
             if router is not None:
                 router.unroute(sub)
             with contextlib.suppress(Exception):
@@ -990,6 +1043,13 @@ class _Tries:
 
 
 _HEADLINES = {"timeout": "no reply", "503 no responders": "no responders"}
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:  # no loop runs in this thread
+        return None
 
 
 async def _log_connection_error(error: Exception) -> None:

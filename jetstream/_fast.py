@@ -276,6 +276,7 @@ class FastPublisher(BatchPublisherResource):
             raise BatchClosedError("the fast batch was committed or failed")
         if self._failure is not None:
             raise self._failure
+        self._js.ensure_open()  # closed, or used from another event loop
 
     async def _wait_for_window(self, seq: int) -> None:
         if seq == 1:

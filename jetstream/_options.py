@@ -317,6 +317,10 @@ def run_sync(factory: Callable[[], Awaitable[T]]) -> T:
     ``asyncio.run`` when this thread has no running loop (Spark executors), otherwise in a
     helper thread (a notebook's driver), so it never fails with "loop already running".
 
+    The loop is new: connect inside the coroutine. A context (and its buckets and stores)
+    made in another loop cannot be used there: its calls raise :class:`WrongEventLoopError`
+    at once.
+
     Raises:
         Whatever the coroutine raises, unchanged.
     """

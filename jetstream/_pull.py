@@ -247,13 +247,18 @@ Item = PullMessage | ResetSignal | BaseException | Wake | None
 
 class ItemQueue:
     """A one-reader queue: a deque plus a wake-up future, cheaper per item than asyncio.Queue
-    (this is on the per-message path of every watch)."""
+    (this is on the per-message path of every watch).
 
-    __slots__ = ("_items", "_waiter")
+    ``before_wait`` runs each time a reader is about to wait, never for an item already here:
+    the puller checks there that the reader may wait at all (the context open, the reader in
+    the context's event loop, else a wait that nothing would ever end)."""
 
-    def __init__(self) -> None:
+    __slots__ = ("_before_wait", "_items", "_waiter")
+
+    def __init__(self, before_wait: Callable[[], None] = lambda: None) -> None:
         self._items: collections.deque[Item] = collections.deque()
         self._waiter: asyncio.Future[None] | None = None
+        self._before_wait = before_wait
 
     def put_nowait(self, item: Item) -> None:
         self._items.append(item)
@@ -280,6 +285,7 @@ class ItemQueue:
         seconds without one. (A timer handle only while waiting: ``asyncio.wait_for`` would
         wrap every call in a task, which doubled the per-message cost of a scan.)"""
         if not self._items and timeout is not None:
+            self._before_wait()
             loop = asyncio.get_running_loop()
             self._waiter = waiter = loop.create_future()
             timer = loop.call_later(timeout, _expire, waiter)
@@ -288,6 +294,7 @@ class ItemQueue:
             finally:
                 timer.cancel()
         while not self._items:
+            self._before_wait()
             self._waiter = asyncio.get_running_loop().create_future()
             await self._waiter
         return self._items.popleft()
@@ -455,7 +462,7 @@ class Puller:
         self._on_error = on_error
         self._signal_resets = signal_resets
         self._skip_now = skip_now
-        self.queue = ItemQueue()
+        self.queue = ItemQueue(js.ensure_open)  # a read from another loop: WrongEventLoopError
         self._inbox = DeliveryInbox(js, self._receive, sized=options.bytes_mode)
         self._subscribed = False
         self._sends: set[asyncio.Task[None]] = set()  # pulls being sent
@@ -496,9 +503,15 @@ class Puller:
     async def stop(self) -> None:
         """Stop at once: no more pulls, the subscription goes, buffered messages are dropped.
         The server is told within the request timeout (a frozen one must not hold a stop
-        up); the subscription is gone from the client whatever happened to it before."""
+        up); the subscription is gone from the client whatever happened to it before.
+
+        Raises:
+            WrongEventLoopError: called from another event loop than the context's own (its
+                tasks cannot be stopped from there; nothing is changed).
+        """
         if self._stopped and not self._subscribed:
             return
+        self._js.check_loop()
         self._stopped = True
         for task in (self._monitor, self._check):
             if task is not None and task is not asyncio.current_task():

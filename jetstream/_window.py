@@ -162,6 +162,7 @@ class AckedPublisher(BatchPublisherResource):
             raise BatchClosedError("the publisher was committed, abandoned or failed")
         if self._failure is not None:
             raise self._failure
+        self._js.ensure_open()  # closed, or used from another event loop
 
     async def _wait(self, ready: Callable[[], bool], what: str, *, settle: bool = False) -> None:
         """Wait until ``ready()``; fail after ``timeout`` without any answer, and at once on a

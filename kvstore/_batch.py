@@ -187,11 +187,16 @@ class KeyBatch(AsyncResource):
             KeyExistsError: a ``create`` found a live value (nothing stored).
             WrongRevisionError: a revision condition failed; names the key (nothing stored).
             CommitUnknownError: the outcome could not be learned before the deadline.
+            BucketNotFoundError: the bucket was deleted (by any client); nothing stored.
             JetStreamError: any other definite rejection (nothing stored).
         """
         if self._closed:
             raise BatchClosedError("the batch was already committed or abandoned")
         self._closed = True
+        async with self._bucket._missing:
+            return await self._commit()
+
+    async def _commit(self) -> dict[str, int]:
         writes = [await self._resolve_create(w) if w.create else w for w in self._writes.values()]
         batch = AtomicBatch(
             self._bucket._js,

@@ -23,7 +23,6 @@ from jetstream import (
     MessageNotFoundError,
     RekeyReport,
     StoredMessage,
-    StreamNotFoundError,
     TTLValue,
     UndecodableMessageError,
     ValueTooLargeError,
@@ -43,7 +42,6 @@ from ._codecs import KeyCodec, encode_filter
 from ._compact import compact_deletes
 from ._encryption import EncryptionStage
 from ._errors import (
-    BucketNotFoundError,
     InvalidKeyError,
     KeyDecodeError,
     KeyExistsError,
@@ -58,6 +56,7 @@ from ._keys import (
     validate_key,
     validate_revision,
 )
+from ._missing import missing_bucket
 from ._models import (
     BucketConfig,
     BucketStatus,
@@ -109,6 +108,17 @@ class Bucket:
     every method takes and returns your keys and the codec maps them to stored keys the way
     orbit.go ``kvcodec`` does; :meth:`typed` gives a view with typed values. See
     docs/CODECS.md.
+
+    **A deleted bucket.** Once any client deletes the bucket, every operation of the handle
+    (and of its typed views, batches, watches and listings, also those running at that
+    moment) raises :class:`BucketNotFoundError` naming it, whatever the server answered (a
+    503 on the bucket's subjects is first confirmed by one stream info request: an election
+    is waited out as before). The handle names a bucket: one created again under the name is
+    read and written by its one-shot operations, with the options the handle was opened
+    with (open it again for new ones; a bucket made without direct get answers its reads
+    with :class:`NoRespondersError`); a watch that ran across the delete ends with
+    :class:`BucketNotFoundError` instead of going on in the new bucket, whose revisions start
+    over (a listing too, unless the new bucket already holds more revisions than it had read).
     """
 
     def __init__(
@@ -146,6 +156,9 @@ class Bucket:
         self._max_key_length: tuple[int, int] | None = None  # (max_payload, its key limit)
         self._contended: OrderedDict[str, None] = OrderedDict()  # keys create found taken
         self._own_writes = OwnWrites()  # so this handle's reads never predate its writes
+        # Every operation that reaches the server runs in it: a bucket deleted by anyone is
+        # BucketNotFoundError naming it, whatever the server answered (10059, or a 503).
+        self._missing = missing_bucket(js, name)
 
     @property
     def name(self) -> str:
@@ -223,6 +236,7 @@ class Bucket:
                 the server's ``max_payload``, is refused (the server would drop the connection).
             WrongTypeError: ``value`` is not bytes-like.
             StorageLimitError: the bucket is full (``max_bytes``).
+            BucketNotFoundError: the bucket was deleted (by any client).
             JetStreamError: any other server error.
         """
         return await self._write(key, value, self._ttl_headers(ttl))
@@ -235,6 +249,7 @@ class Bucket:
         Raises:
             KeyExistsError: the key has a live value (``.revision`` is its revision).
             InvalidKeyError, InvalidTTLError, ValueTooLargeError, WrongTypeError: bad input.
+            BucketNotFoundError: the bucket was deleted (by any client).
         """
         headers = self._ttl_headers(ttl)
         for _ in range(_CREATE_ATTEMPTS):
@@ -283,6 +298,7 @@ class Bucket:
             WrongRevisionError: the latest revision differs (``.current`` says which it is).
             InvalidKeyError, InvalidTTLError, ValueTooLargeError, WrongTypeError: bad input.
             ClientValidationError: ``revision`` is not a positive int.
+            BucketNotFoundError: the bucket was deleted (by any client).
         """
         validate_revision(revision, allow_zero=False)
         return await self._write_expecting(key, value, self._ttl_headers(ttl), revision)
@@ -295,6 +311,7 @@ class Bucket:
         Raises:
             WrongRevisionError: ``revision`` was given and is not the latest.
             InvalidKeyError: bad key.
+            BucketNotFoundError: the bucket was deleted (by any client).
         """
         headers = self._delete_headers()
         if revision is None:
@@ -313,6 +330,7 @@ class Bucket:
         Raises:
             WrongRevisionError: ``revision`` was given and is not the latest.
             InvalidKeyError, InvalidTTLError: bad input.
+            BucketNotFoundError: the bucket was deleted (by any client).
         """
         headers = self._purge_headers(ttl)
         if revision is None:
@@ -333,8 +351,10 @@ class Bucket:
 
         Raises:
             JetStreamError: the scan or a purge failed.
+            BucketNotFoundError: the bucket was deleted (by any client).
         """
-        return await compact_deletes(self, older_than)
+        async with self._missing:
+            return await compact_deletes(self, older_than)
 
     async def rekey(self) -> RekeyReport:
         """Re-encrypt every live value sealed with a key other than the keyring's primary
@@ -349,11 +369,13 @@ class Bucket:
 
         Raises:
             ClientValidationError: the bucket was not opened with ``encryption=``.
+            BucketNotFoundError: the bucket was deleted (by any client).
             JetStreamError: the scan or a write failed (run it again to continue).
         """
         if self._encryption is None:
             raise ClientValidationError(f"bucket {self._name!r} was opened without encryption=")
-        return await rekey_bucket(self, self._encryption)
+        async with self._missing:
+            return await rekey_bucket(self, self._encryption)
 
     # -- atomic multi-key writes --------------------------------------------------------------
 
@@ -402,6 +424,7 @@ class Bucket:
             BatchTooLargeError: more than ``max_keys`` keys.
             WrongRevisionError, KeyExistsError: an ``expect`` condition failed; names the key.
             CommitUnknownError: the outcome could not be learned before the deadline.
+            BucketNotFoundError: the bucket was deleted (by any client).
         """
         batch = self.prepare_many(
             items, expect=expect, ttl=ttl, max_keys=max_keys, deadline=deadline
@@ -462,8 +485,10 @@ class Bucket:
         Raises:
             InvalidKeyError: a bad key; nothing is sent.
             JetStreamError: the bucket lacks direct get, or a request failed.
+            BucketNotFoundError: the bucket was deleted (by any client).
         """
-        return await read_snapshot(self, keys)
+        async with self._missing:
+            return await read_snapshot(self, keys)
 
     # -- watching and listing -----------------------------------------------------------------
 
@@ -489,6 +514,8 @@ class Bucket:
             InvalidKeyError: a bad filter; ClientValidationError: conflicting options (both at
                 once, before anything is sent).
             FilterNotSupportedError: a wildcard the key codec cannot encode.
+            BucketNotFoundError: (entering or iterating) the bucket was deleted, also while
+                the watch ran: it ends then, even if a bucket of its name was created again.
         """
         return KeyWatcher(
             self,
@@ -506,6 +533,7 @@ class Bucket:
         Raises:
             InvalidKeyError: a bad filter (as a codec stores it).
             FilterNotSupportedError: a wildcard the key codec cannot encode.
+            BucketNotFoundError: (iterating) the bucket was deleted, also while it ran.
         """
         return iter_keys(self, watch_subjects(self, filters))
 
@@ -517,6 +545,7 @@ class Bucket:
             KeyNotFoundError: the key has no stored revision (raised at the end).
             DecryptionError: (encrypted bucket) a revision does not open; iterate again to go
                 on with the next one.
+            BucketNotFoundError: (iterating) the bucket was deleted, also while it ran.
         """
         return History(self, key, self._subject(key))
 
@@ -531,6 +560,7 @@ class Bucket:
             KeyNotFoundError: no live value (never written, deleted, purged, expired, or the
                 revision is not a value of this key).
             InvalidKeyError: bad key.
+            BucketNotFoundError: the bucket was deleted (by any client).
         """
         if revision is None:
             try:
@@ -551,12 +581,10 @@ class Bucket:
         """The bucket's configuration and size, fresh from the server.
 
         Raises:
-            BucketNotFoundError: the bucket was deleted.
+            BucketNotFoundError: the bucket was deleted (by any client).
         """
-        try:
+        async with self._missing:
             info = await self._js.stream_info(self._stream)
-        except StreamNotFoundError as exc:
-            raise BucketNotFoundError(f"bucket {self._name!r} not found", code=exc.code) from exc
         return BucketStatus(
             bucket=self._name,
             values=info.state.messages,
@@ -669,7 +697,8 @@ class Bucket:
             headers = dict(headers)  # a stage may add headers of its own
             data = self._seal(subject, data, headers)
         msg_id = NUID().next().decode()
-        ack = await self._js.publish(subject, data, headers=headers, msg_id=msg_id)
+        async with self._missing:
+            ack = await self._js.publish(subject, data, headers=headers, msg_id=msg_id)
         self._own_writes.note(subject, ack.seq)
         return ack.seq
 
@@ -748,18 +777,19 @@ class Bucket:
         than ``at_least`` (a revision the server named): a replica that answers before it has
         caught up is overruled by the stream leader."""
         subject = self._subject(key)
-        if not self._direct:
+        async with self._missing:
+            if not self._direct:
+                return await self._js.get_last_message(self._stream, subject, direct=False)
+            floor = max(self._own_writes.revision(subject), at_least)
+            try:
+                message = await self._js.get_last_message(self._stream, subject)
+            except MessageNotFoundError:
+                if not floor:
+                    raise
+            else:
+                if message.seq >= floor:
+                    return message
             return await self._js.get_last_message(self._stream, subject, direct=False)
-        floor = max(self._own_writes.revision(subject), at_least)
-        try:
-            message = await self._js.get_last_message(self._stream, subject)
-        except MessageNotFoundError:
-            if not floor:
-                raise
-        else:
-            if message.seq >= floor:
-                return message
-        return await self._js.get_last_message(self._stream, subject, direct=False)
 
     async def _message_at(self, key: str, revision: int) -> StoredMessage:
         subject = self._subject(key)
@@ -776,12 +806,13 @@ class Bucket:
     async def _stored_message(self, revision: int) -> StoredMessage:
         """The message at ``revision``; a replica that lacks it (it may trail the leader) is
         overruled by the stream leader before the revision is called missing."""
-        try:
-            return await self._js.get_message(self._stream, revision, direct=self._direct)
-        except MessageNotFoundError:
-            if not self._direct:
-                raise
-        return await self._js.get_message(self._stream, revision, direct=False)
+        async with self._missing:
+            try:
+                return await self._js.get_message(self._stream, revision, direct=self._direct)
+            except MessageNotFoundError:
+                if not self._direct:
+                    raise
+            return await self._js.get_message(self._stream, revision, direct=False)
 
     def decode_entry(
         self,

@@ -43,7 +43,12 @@ __all__ = [
 
 
 class BucketNotFoundError(StreamNotFoundError):
-    """The KV bucket (its ``KV_<bucket>`` stream) does not exist."""
+    """The KV bucket ``bucket`` (its ``KV_<bucket>`` stream) does not exist: never created,
+    or deleted (by any client) while a handle to it was in use."""
+
+    def __init__(self, bucket: str, description: str = "") -> None:
+        super().__init__(description or f"bucket {bucket!r} not found", code=404, err_code=10059)
+        self.bucket = bucket
 
 
 class BucketExistsError(StreamExistsError):

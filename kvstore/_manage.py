@@ -17,7 +17,6 @@ from jetstream import (
     Keyring,
     StreamExistsError,
     StreamInfo,
-    StreamNotFoundError,
     validate_bucket_name,
 )
 from jetstream._shared_config import valid_bucket_names
@@ -26,6 +25,7 @@ from ._bucket import Bucket
 from ._codecs import KeyCodec
 from ._encryption import EncryptionStage
 from ._errors import BucketExistsError, BucketNotFoundError
+from ._missing import missing_bucket
 from ._models import (
     BucketConfig,
     bucket_config_from_stream,
@@ -182,7 +182,8 @@ async def update_bucket(
     ours_fields = {f: getattr(ours, f) for f in _BUCKET_STREAM_FIELDS}
     updated = msgspec.structs.replace(current.config, **ours_fields)
     updated = msgspec.structs.replace(updated, metadata=ours.metadata)
-    info = await js.update_stream(updated)
+    async with missing_bucket(js, bucket):  # deleted since it was read
+        info = await js.update_stream(updated)
     return _bound(js, bucket, info)
 
 
@@ -211,10 +212,8 @@ async def delete_bucket(js: JetStream, bucket: str) -> None:
         BucketNotFoundError: no such bucket.
     """
     validate_bucket_name(bucket)
-    try:
+    async with missing_bucket(js, bucket):
         await js.delete_stream(stream_name(bucket))
-    except StreamNotFoundError as exc:
-        raise BucketNotFoundError(f"bucket {bucket!r} not found", code=exc.code) from exc
 
 
 async def list_buckets(js: JetStream) -> AsyncIterator[str]:
@@ -237,13 +236,11 @@ async def bucket_info(js: JetStream, bucket: str) -> StreamInfo:
             says of it).
     """
     validate_bucket_name(bucket)
-    try:
+    async with missing_bucket(js, bucket):
         info = await js.stream_info(stream_name(bucket))
-    except StreamNotFoundError as exc:
-        raise BucketNotFoundError(f"bucket {bucket!r} not found", code=exc.code) from exc
     expected_subject = f"{subject_prefix(bucket)}>"
     if expected_subject not in info.config.subjects and info.config.mirror is None:
-        raise BucketNotFoundError(f"stream {info.config.name!r} is not a KV bucket")
+        raise BucketNotFoundError(bucket, f"stream {info.config.name!r} is not a KV bucket")
     return info
 
 

@@ -106,6 +106,7 @@ class KeyWatcher(AsyncResource):
             opt_start_seq=resume_from or 0,
             headers_only=meta_only,
             heartbeat=heartbeat,
+            detect_recreation=True,  # a watch never goes on in a bucket created again
         )
         self.initial_done = self._consumer.initial_done
         """Set once the initial values (or history) have been delivered."""
@@ -125,7 +126,8 @@ class KeyWatcher(AsyncResource):
         return self._consumer.skipped
 
     async def _start(self) -> None:
-        await self._consumer.start()  # cancelled midway: the next read finishes it
+        async with self._bucket._missing:
+            await self._consumer.start()  # cancelled midway: the next read finishes it
         self._started = True
         if self._updates_only:
             self.initial_done.set()
@@ -163,9 +165,7 @@ class KeyWatcher(AsyncResource):
         while True:
             if until_initial_done and self.initial_done.is_set():
                 return None
-            message = consumer.next_nowait() or await consumer.next_message(
-                until_initial_done=until_initial_done
-            )
+            message = consumer.next_nowait() or await self._next_message(until_initial_done)
             if message is None:
                 return None
             try:
@@ -176,6 +176,13 @@ class KeyWatcher(AsyncResource):
             if self._ignore_deletes and entry.op is not Op.PUT:
                 continue
             return entry
+
+    async def _next_message(self, until_initial_done: bool) -> PullMessage | None:
+        """The next message, from the server (the watch ends with BucketNotFoundError once
+        the bucket is deleted, even if a bucket of its name was created again meanwhile);
+        None as :meth:`OrderedConsumer.next_message` says."""
+        async with self._bucket._missing:
+            return await self._consumer.next_message(until_initial_done=until_initial_done)
 
     async def stop(self) -> None:
         """Stop watching and delete the consumer."""
@@ -195,12 +202,14 @@ class KeyWatcher(AsyncResource):
 
 async def iter_keys(bucket: Bucket, subjects: list[str]) -> AsyncIterator[str]:
     """Keys with a live value on ``subjects`` (see :func:`watch_subjects`), server-filtered."""
-    async for message in scan_stream(bucket._js, bucket.stream, subjects, headers_only=True):
-        if op_from_headers(message.headers) is Op.PUT:
-            try:
-                yield bucket._decode_key(message.subject[len(bucket._prefix) :])
-            except KeyDecodeError as exc:
-                _skip_foreign(bucket, exc)
+    scan = scan_stream(bucket._js, bucket.stream, subjects, headers_only=True)
+    async with bucket._missing:
+        async for message in scan:
+            if op_from_headers(message.headers) is Op.PUT:
+                try:
+                    yield bucket._decode_key(message.subject[len(bucket._prefix) :])
+                except KeyDecodeError as exc:
+                    _skip_foreign(bucket, exc)
 
 
 class History:
@@ -218,7 +227,9 @@ class History:
         return self
 
     async def __anext__(self) -> Entry:
-        return entry_from(self._bucket, await self._messages.__anext__())
+        async with self._bucket._missing:
+            message = await self._messages.__anext__()
+        return entry_from(self._bucket, message)
 
     async def aclose(self) -> None:
         """Stop reading (the consumer is deleted)."""

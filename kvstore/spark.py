@@ -102,10 +102,8 @@ from jetstream import (
     JetStream,
     JetStreamError,
     Keyring,
-    NoRespondersError,
     OrderedConsumer,
     StoredMessage,
-    StreamNotFoundError,
     bool_option,
     check_options,
     int_option,
@@ -120,6 +118,7 @@ from ._encryption import EncryptionStage
 from ._errors import BucketNotFoundError
 from ._keys import distinct_filters, validate_filter
 from ._manage import bucket_info, open_bucket
+from ._missing import missing_bucket
 from ._models import Op, op_from_headers, stream_name, subject_prefix
 from ._ranges import (
     LastCheck,
@@ -247,20 +246,10 @@ def _stage(opts: _Options) -> EncryptionStage | None:
 @contextlib.asynccontextmanager
 async def _task_session(opts: _Options) -> AsyncIterator[JetStream]:
     """A task's connection. A bucket deleted after planning is BucketNotFoundError naming it,
-    as at planning: the task's reads said "stream not found", or "no responders" for a
-    batched direct get."""
-    async with opts.connection.session() as js:
-        try:
-            yield js
-        except NoRespondersError:
-            await bucket_info(js, opts.bucket)  # BucketNotFoundError when it is gone
-            raise
-        except StreamNotFoundError as exc:
-            if isinstance(exc, BucketNotFoundError):
-                raise
-            raise BucketNotFoundError(
-                f"bucket {opts.bucket!r} not found (deleted while it was read)", code=exc.code
-            ) from exc
+    as at planning, whatever the task's reads got ("stream not found", or "no responders"
+    for a batched direct get)."""
+    async with opts.connection.session() as js, missing_bucket(js, opts.bucket):
+        yield js
 
 
 async def _last_seq(opts: _Options) -> int:
@@ -735,9 +724,10 @@ def _check_same_bucket(bucket: str, start: Offset, end: Offset) -> None:
     before = start.get("created")
     if before and end.get("created") and before != end["created"]:
         raise BucketNotFoundError(
+            bucket,
             f"bucket {bucket!r} was deleted and created again since this query's checkpoint "
             f"(created {before}, now {end['created']}): its revisions started over; start the "
-            "query with a new checkpoint location to read the new bucket"
+            "query with a new checkpoint location to read the new bucket",
         )
 
 

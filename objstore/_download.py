@@ -18,6 +18,7 @@ from jetstream import (
     OrderedConsumer,
     PullMessage,
     RequestTimeoutError,
+    WrongEventLoopError,
 )
 
 from ._errors import DigestMismatchError, ObjectNotFoundError
@@ -71,6 +72,7 @@ class ObjectReader(AsyncResource):
             that does not decrypt: changed, reordered, dropped, from another object or store,
             the object cut short, the wrong key; or a plain object (see ``allow_plaintext``).
         ObjectNotFoundError: the object was deleted or replaced while being read.
+        StoreNotFoundError: the store was deleted while the object was read.
         DigestMismatchError: chunks are missing although the meta record is unchanged (e.g.
             expired, or never stored by a lying peer), more bytes arrive than the record
             promises, or, after the last chunk, the size, chunk count or SHA-256 digest differ
@@ -120,9 +122,10 @@ class ObjectReader(AsyncResource):
 
     async def __anext__(self) -> bytes:
         try:
-            return await self._next_chunk()
-        except StopAsyncIteration:
-            raise
+            async with self._store._missing:  # the store deleted: StoreNotFoundError
+                return await self._next_chunk()
+        except (StopAsyncIteration, WrongEventLoopError):
+            raise  # (from another loop nothing can be ended: leaving the block in its own does)
         except Exception:
             # Read without ``async with``, a failed read would leave the feed's task waiting
             # and the consumer on the server: end both here (the errors above say why).
@@ -188,6 +191,8 @@ class ObjectReader(AsyncResource):
             message = self._feed.take()
             if message is not None:
                 return message
+        # About to wait: only in the context's own event loop can the chunks ever arrive.
+        self._store._js.ensure_open()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._stall_timeout
         if not self._started:
@@ -261,6 +266,7 @@ class ObjectReader(AsyncResource):
         )
 
     async def _finish(self) -> None:
+        self._store._js.check_loop()  # the feed's task can only be stopped from its own loop
         await self._feed.close()
         await self._consumer.close()
         cipher = self._store._cipher
@@ -287,6 +293,7 @@ class ObjectReader(AsyncResource):
         return b"".join([chunk async for chunk in self])
 
     async def _exit(self, error: BaseException | None) -> None:
+        self._store._js.check_loop()  # the feed's task can only be stopped from its own loop
         await self._feed.close()  # a failure after the read ended is moot
         await self._consumer.close()
 

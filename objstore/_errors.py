@@ -50,7 +50,14 @@ __all__ = [
 
 
 class StoreNotFoundError(StreamNotFoundError):
-    """The object store (its ``OBJ_<store>`` stream) does not exist."""
+    """The object store ``store`` (its ``OBJ_<store>`` stream) does not exist: never created,
+    or deleted (by any client) while a handle to it was in use."""
+
+    def __init__(self, store: str, description: str = "") -> None:
+        super().__init__(
+            description or f"object store {store!r} not found", code=404, err_code=10059
+        )
+        self.store = store
 
 
 class StoreExistsError(StreamExistsError):

@@ -12,13 +12,13 @@ from jetstream import (
     JetStream,
     Keyring,
     StreamExistsError,
-    StreamNotFoundError,
     validate_bucket_name,
 )
 from jetstream._shared_config import valid_bucket_names
 
 from ._encryption import cipher_for
-from ._errors import StoreExistsError, StoreNotFoundError
+from ._errors import StoreExistsError
+from ._missing import missing_store
 from ._models import StoreConfig, stream_config_for_store, stream_name
 from ._store import ObjectStore, open_store, store_info
 
@@ -81,10 +81,8 @@ async def delete_store(js: JetStream, name: str) -> None:
         StoreNotFoundError: no such store.
     """
     validate_bucket_name(name)
-    try:
+    async with missing_store(js, name):
         await js.delete_stream(stream_name(name))
-    except StreamNotFoundError as exc:
-        raise StoreNotFoundError(f"object store {name!r} not found", code=exc.code) from exc
 
 
 async def list_stores(js: JetStream) -> AsyncIterator[str]:

@@ -21,7 +21,6 @@ from jetstream import (
     RequestTimeoutError,
     StoredMessage,
     StreamInfo,
-    StreamNotFoundError,
     TTLValue,
     WrongLastSequenceError,
     format_ttl,
@@ -48,6 +47,7 @@ from ._finish import CallerGone, run_attempts_to_end, stop_if_gone
 from ._io import Source
 from ._links import follow_links
 from ._meta import MetaRecord, attempts, info_from_message, read_record, write_record
+from ._missing import missing_store
 from ._models import (
     DEFAULT_CHUNK_SIZE,
     ObjectInfo,
@@ -116,6 +116,14 @@ class ObjectStore:
     ``list``/``watch``, makes ``cleanup`` remove nothing while its nuid is not a literal
     token, is written over by ``put`` and removed by ``delete``; nothing is ever purged on
     its word.
+
+    **A deleted store.** Once any client deletes the store, every operation of the handle
+    (uploads, downloads, listings and watches running at that moment included) raises
+    :class:`StoreNotFoundError` naming it, whatever the server answered; a 503 is first
+    confirmed by one stream info request, so an election is waited out as before. A store
+    created again under the name is used by the handle's one-shot operations; a watch that
+    ran across the delete ends with :class:`StoreNotFoundError`, and so does a download
+    (or with :class:`ObjectNotFoundError`, the object not being in the new store).
     """
 
     def __init__(
@@ -137,6 +145,9 @@ class ObjectStore:
         self._marker_ttl = marker_ttl
         self._batched = batched  # the stream's allow_batched; None until checked
         self._fallback_logged = False
+        # Every operation that reaches the server runs in it: a store deleted by anyone is
+        # StoreNotFoundError naming it, whatever the server answered (10059, or a 503).
+        self._missing = missing_store(js, name)
 
     def __repr__(self) -> str:
         enc = f" encryption={self._cipher.keyring!r}" if self._cipher is not None else ""
@@ -184,6 +195,8 @@ class ObjectStore:
             SourceChangedError: the file changed while it was read (an UploadFailedError:
                 nothing stored).
             UploadFailedError: the upload failed (no meta written, its chunks removed).
+            StoreNotFoundError: the store was deleted (by any client), also during the upload
+                (no meta written, its chunks gone with the store).
             CommitUnknownError: the meta record's ack was lost and could not be asked again
                 before the connection's ``retry_deadline``; the object may or may not exist.
 
@@ -198,17 +211,18 @@ class ObjectStore:
         # A chunk and its headers must fit the server's max_payload (it would drop the
         # connection otherwise): shrink the chunks to fit (sealed chunks are larger).
         chunk_size = min(chunk_size, self._chunk_room(ttl_headers))
-        return await upload(
-            self,
-            name,
-            source,
-            ttl_headers=ttl_headers,
-            chunk_size=chunk_size,
-            description=description,
-            headers=headers,
-            metadata=meta,
-            progress=progress,
-        )
+        async with self._missing:
+            return await upload(
+                self,
+                name,
+                source,
+                ttl_headers=ttl_headers,
+                chunk_size=chunk_size,
+                description=description,
+                headers=headers,
+                metadata=meta,
+                progress=progress,
+            )
 
     def _chunk_room(self, ttl_headers: dict[str, str]) -> int:
         """The largest (plaintext) chunk that fits the server's max_payload when stored."""
@@ -246,13 +260,15 @@ class ObjectStore:
         Raises:
             ObjectNotFoundError: no such object.
             ObjectChangedError: the record changed under every retry; nothing was written.
+            StoreNotFoundError: the store was deleted (by any client).
 
         Once started it runs to its end even when cancelled (in the background): a tombstone
         is never left without the purge of its chunks.
         """
         validate_object_name(name)
         # Run to the end even if cancelled: a tombstone without the purge would orphan chunks.
-        await run_attempts_to_end(lambda caller_gone: self._delete(name, caller_gone))
+        async with self._missing:
+            await run_attempts_to_end(lambda caller_gone: self._delete(name, caller_gone))
 
     async def _delete(self, name: str, caller_gone: CallerGone) -> None:
         for attempt in attempts(f"delete of {name!r}"):
@@ -323,6 +339,7 @@ class ObjectStore:
             ObjectNotFoundError: no such object; ObjectExistsError: ``new_name`` is taken.
             ObjectChangedError: the record changed under every retry; nothing was written.
             InvalidObjectNameError, ClientValidationError: bad input, nothing written.
+            StoreNotFoundError: the store was deleted (by any client).
         """
         validate_object_name(name)
         _check_record_text(description, meta, headers)
@@ -344,12 +361,13 @@ class ObjectStore:
                 options=info.options,
             )
 
-        if target == name:
-            return await self._update_in_place(name, change)
-        # Run to the end even if cancelled: never a copy without the source's tombstone.
-        return await run_attempts_to_end(
-            lambda caller_gone: self._rename(name, target, change, caller_gone)
-        )
+        async with self._missing:
+            if target == name:
+                return await self._update_in_place(name, change)
+            # Run to the end even if cancelled: never a copy without the source's tombstone.
+            return await run_attempts_to_end(
+                lambda caller_gone: self._rename(name, target, change, caller_gone)
+            )
 
     async def _update_in_place(
         self, name: str, change: Callable[[ObjectInfo], ObjectInfo]
@@ -427,6 +445,7 @@ class ObjectStore:
                 InvalidBucketNameError, InvalidObjectNameError: a target ``ObjectInfo`` with
                 an invalid store or object name (nothing written).
             ObjectChangedError: ``name`` changed under every retry; nothing was written.
+            StoreNotFoundError: the store was deleted (by any client).
         """
         validate_object_name(name)
         info = target if isinstance(target, ObjectInfo) else await self.info(target)
@@ -444,11 +463,16 @@ class ObjectStore:
         Raises:
             ObjectExistsError: ``name`` is an object that is not a link.
             ObjectChangedError: ``name`` changed under every retry; nothing was written.
+            StoreNotFoundError: the store was deleted (by any client).
         """
         validate_object_name(name)
         return await self._write_link(name, ObjectLink(bucket=store.name))
 
     async def _write_link(self, name: str, link: ObjectLink) -> ObjectInfo:
+        async with self._missing:
+            return await self._write_link_record(name, link)
+
+    async def _write_link_record(self, name: str, link: ObjectLink) -> ObjectInfo:
         for _ in attempts(f"link {name!r}"):
             existing = await read_record(self, name)
             if existing is not None and existing.live and not existing.info.is_link:
@@ -481,21 +505,24 @@ class ObjectStore:
 
         Raises:
             ClientValidationError: the store was opened without ``encryption=``.
+            StoreNotFoundError: the store was deleted (by any client).
             JetStreamError: a listing, read or upload failed (run it again to continue).
         """
         if self._cipher is None:
             raise ClientValidationError(f"store {self.name!r} was opened without encryption=")
-        return await rekey_store(self, self._cipher)
+        async with self._missing:
+            return await rekey_store(self, self._cipher)
 
     async def seal(self) -> None:
         """Make the store read-only, for good.
 
         Raises:
-            StreamNotFoundError: the store was deleted.
+            StoreNotFoundError: the store was deleted (by any client).
         """
-        info = await self._js.stream_info(self.stream)
-        info.config.sealed = True
-        await self._js.update_stream(info.config)
+        async with self._missing:
+            info = await self._js.stream_info(self.stream)
+            info.config.sealed = True
+            await self._js.update_stream(info.config)
 
     async def cleanup(self, *, older_than: timedelta = _DEFAULT_CLEANUP_AGE) -> int:
         """Remove chunks no meta record refers to (left by a crashed or killed uploader) whose
@@ -505,7 +532,12 @@ class ObjectStore:
 
         Raises:
             JetStreamError: the store could not be scanned or purged.
+            StoreNotFoundError: the store was deleted (by any client).
         """
+        async with self._missing:
+            return await self._remove_orphans(older_than)
+
+    async def _remove_orphans(self, older_than: timedelta) -> int:
         referenced = await self._referenced_nuids()
         if referenced is None:
             return 0
@@ -536,9 +568,11 @@ class ObjectStore:
         Raises:
             ObjectNotFoundError: no such object (or deleted, unless ``include_deleted``).
             InvalidObjectMetaError: its meta record is not ADR-20 JSON or fails its checks.
+            StoreNotFoundError: the store was deleted (by any client).
         """
         validate_object_name(name)
-        info = await self._current_info(name, include_deleted=include_deleted)
+        async with self._missing:
+            info = await self._current_info(name, include_deleted=include_deleted)
         if info is None:
             raise ObjectNotFoundError(name)
         return info
@@ -565,6 +599,8 @@ class ObjectStore:
             ObjectLinkError: (on entering) the links loop or chain too deep.
             DigestMismatchError: (while reading) corrupt or incomplete.
             RequestTimeoutError: (while reading) no chunk for ``stall_timeout`` seconds.
+            StoreNotFoundError: the store was deleted (on entering, or while reading); a link
+                into a deleted store names that store.
         """
         validate_object_name(name)
         check_stall_timeout(stall_timeout)
@@ -578,6 +614,7 @@ class ObjectStore:
             DigestMismatchError: corrupt or incomplete; RequestTimeoutError: no chunk for
             ``stall_timeout`` seconds; ClientValidationError: a bad ``stall_timeout``;
             InvalidObjectMetaError, ObjectLinkError: as :meth:`open`.
+            StoreNotFoundError: as :meth:`open`.
         """
         async with self.open(name, stall_timeout=stall_timeout) as reader:
             return await reader.read()
@@ -600,8 +637,8 @@ class ObjectStore:
 
         Raises:
             ObjectNotFoundError, DigestMismatchError, RequestTimeoutError, ClientValidationError,
-            InvalidObjectMetaError, ObjectLinkError: as :meth:`get_bytes`; OSError from the
-            file system (e.g. the directory is not writable).
+            InvalidObjectMetaError, ObjectLinkError, StoreNotFoundError: as :meth:`get_bytes`;
+            OSError from the file system (e.g. the directory is not writable).
             ClientValidationError: ``path`` is not a str path, holds a NUL or names no file
                 (``""``, ``"."``, ``".."``, ``"/"``); nothing is read or created.
         """
@@ -617,15 +654,17 @@ class ObjectStore:
 
         Raises:
             JetStreamError: the store could not be scanned.
+            StoreNotFoundError: the store was deleted, also while it was listed.
         """
-        async for info in self._infos(include_deleted=include_deleted):
-            yield info
+        async with self._missing:
+            async for info in self._infos(include_deleted=include_deleted):
+                yield info
 
     async def status(self) -> StoreStatus:
         """The store's configuration, size and sealed state.
 
         Raises:
-            StoreNotFoundError: the store was deleted.
+            StoreNotFoundError: the store was deleted (by any client).
         """
         info = await store_info(self._js, self.name)
         return StoreStatus(
@@ -646,14 +685,20 @@ class ObjectStore:
 
         Raises:
             ClientValidationError: both ``include_history`` and ``updates_only``.
-            StreamNotFoundError: the store was deleted.
+            StoreNotFoundError: the store was deleted, also while it was watched (even if a
+                store of its name was created again meanwhile).
         """
         if include_history and updates_only:
             raise ClientValidationError("include_history and updates_only exclude each other")
         policy = "all" if include_history else "new" if updates_only else "last_per_subject"
-        async with OrderedConsumer(
-            self._js, self.stream, filter_subjects=[f"$O.{self.name}.M.>"], deliver_policy=policy
-        ) as consumer:
+        consumer = OrderedConsumer(
+            self._js,
+            self.stream,
+            filter_subjects=[f"$O.{self.name}.M.>"],
+            deliver_policy=policy,
+            detect_recreation=True,  # a watch never goes on in a store created again
+        )
+        async with self._missing, consumer:
             async for message in consumer:
                 info = self._readable(message.subject, message.data, message.headers)
                 if info is not None:
@@ -849,10 +894,8 @@ async def store_info(js: JetStream, name: str) -> StreamInfo:
         StoreNotFoundError: no such store, or a stream that is not an object store.
     """
     validate_bucket_name(name)
-    try:
+    async with missing_store(js, name):
         info = await js.stream_info(stream_name(name))
-    except StreamNotFoundError as exc:
-        raise StoreNotFoundError(f"object store {name!r} not found", code=exc.code) from exc
     if f"$O.{name}.M.>" not in info.config.subjects:
-        raise StoreNotFoundError(f"stream {info.config.name!r} is not an object store")
+        raise StoreNotFoundError(name, f"stream {info.config.name!r} is not an object store")
     return info

@@ -17,7 +17,6 @@ may point at them) and :class:`CommitUnknownError` raised.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 from collections.abc import AsyncIterator, Callable
@@ -38,6 +37,7 @@ from jetstream import (
     NoRespondersError,
     PermissionDeniedError,
     ServerError,
+    StreamNotFoundError,
 )
 from jetstream._resource import aclose_iterator
 
@@ -212,13 +212,16 @@ async def _abandon(
     exc: BaseException,
     publisher: _Publisher | None = None,
 ) -> NoReturn:
-    """Settle what was sent, purge the new chunks, then raise: UploadFailedError for an error,
-    anything else (a cancellation) as it is.
+    """Settle what was sent, purge the new chunks, then raise: StoreNotFoundError when the
+    store is gone, UploadFailedError for any other error, anything else (a cancellation) as
+    it is.
 
     The purge waits for the publisher to settle: chunks still in flight would otherwise be
     stored after it. The cleanup is shielded (a cancelled upload still cleans up) and bounded
     by the connection's timeouts; cancelled again, it finishes in the background."""
-    await run_to_end(_settle_and_purge(store, subject, publisher))
+    store_gone = await run_to_end(_settle_and_purge(store, subject, publisher))
+    if store_gone and isinstance(exc, Exception):  # whatever the upload got, that is why
+        raise store._missing.error() from exc
     if isinstance(exc, BatchPublishDisabledError):
         store._batched = False  # the stream changed since it was checked: acked next time
         raise UploadFailedError(
@@ -230,10 +233,11 @@ async def _abandon(
     raise exc
 
 
-async def _settle_and_purge(store: ObjectStore, subject: str, publisher: _Publisher | None) -> None:
+async def _settle_and_purge(store: ObjectStore, subject: str, publisher: _Publisher | None) -> bool:
+    """True when the purge found the store gone (and the chunks with it)."""
     if publisher is not None:
         await publisher.abandon()
-    await _purge(store, subject)
+    return await _purge(store, subject)
 
 
 async def _send_chunks(
@@ -286,8 +290,13 @@ def _report(progress: Progress | None, done: int, total: int | None) -> None:
         progress(done, total)
 
 
-async def _purge(store: ObjectStore, subject: str) -> None:
+async def _purge(store: ObjectStore, subject: str) -> bool:
     """Best effort: what a failed purge leaves, cleanup() removes; its error must never hide
-    the upload's own (a closed connection included)."""
-    with contextlib.suppress(JetStreamError, nats.errors.Error, OSError):
+    the upload's own (a closed connection included). True when the store is gone."""
+    try:
         await store._js.purge_stream(store.stream, subject=subject)
+    except StreamNotFoundError:
+        return True
+    except (JetStreamError, nats.errors.Error, OSError):
+        pass
+    return False

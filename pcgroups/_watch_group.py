@@ -22,8 +22,9 @@ from typing import Final, Self
 
 import msgspec
 
-from jetstream import ClientValidationError, ConsumerConfig, JetStream, StreamNotFoundError
-from kvstore import Bucket, BucketNotFoundError
+from jetstream import ClientValidationError, ConsumerConfig, JetStream
+from kvstore import Bucket
+from kvstore._missing import missing_bucket
 
 from ._assign import elastic_stream_name, validate_group_names, validate_member_name
 from ._consume import consume_elastic
@@ -93,7 +94,7 @@ async def create_bucket_group(
     _checked_bucket(bucket)
     validate_group_names(bucket.stream, group)
     names = _member_names(group, members)
-    try:
+    async with missing_bucket(bucket.js, bucket.name):
         held = (await bucket.js.stream_info(bucket.stream)).state.last_seq
         config = await create_elastic(
             bucket.js,
@@ -104,8 +105,6 @@ async def create_bucket_group(
             max_buffered_msgs=max_buffered_msgs,
             max_buffered_bytes=max_buffered_bytes,
         )
-    except StreamNotFoundError as exc:
-        raise BucketNotFoundError(f"bucket {bucket.name!r} not found", code=exc.code) from exc
     await _wait_sourced(bucket.js, elastic_stream_name(bucket.stream, group), held)
     if names:
         config = await add_members(bucket.js, bucket.stream, group, names)

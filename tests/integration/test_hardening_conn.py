@@ -250,7 +250,7 @@ async def test_every_public_call_on_a_closed_context_raises_connection_closed(
             "consumer": "c",
             "group": "PCG",
         },
-        no_io={"close", "ensure_open", "note_error"},
+        no_io={"close", "ensure_open", "check_loop", "note_error"},
         overrides={
             "add_stream": lambda: closed.add_stream(StreamConfig(name="X", subjects=["x"])),
             "update_stream": lambda: closed.update_stream(StreamConfig(name=stream)),
