@@ -7,6 +7,7 @@ standby instance of the member never starts a key while the handler still works 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import pathlib
 from collections.abc import AsyncIterator, Callable
@@ -226,3 +227,49 @@ async def test_in_progress_keeps_a_key_from_the_standby_while_its_partition_move
         )
         assert journals.again() == set()
         assert {x.instance for x in journals.lines() if x.tag == "S"} >= {"m2"}
+
+
+async def test_a_handler_that_overruns_its_ack_wait_is_cancelled_and_its_message_handed_back(
+    js: jetstream.JetStream,
+    nats_server: jetstream.EmbeddedServer,
+    stream: str,
+) -> None:
+    """``stop()`` while a handler hangs (no ``in_progress()``): it is cancelled once its
+    message's ``ack_wait`` has run out, and only then does the standby instance get the
+    message, at once (nak'ed; before: the stopping instance stopped pulling, its pin
+    lapsed, and the standby got the message while the handler still ran)."""
+    await one_partition_elastic(js, stream, ["m1"])
+    events: list[tuple[str, str, float]] = []  # (instance, what, when)
+    loop = asyncio.get_running_loop()
+
+    def handler(instance: str) -> Callable[[pcgroups.GroupMessage], object]:
+        async def handle(msg: pcgroups.GroupMessage) -> None:
+            events.append((instance, f"start {msg.data.decode()}", loop.time()))
+            if msg.data == b"0" and instance == "a":
+                try:
+                    await asyncio.Event().wait()  # hangs
+                finally:
+                    events.append((instance, "cancelled", loop.time()))
+            await msg.ack()
+
+        return handle
+
+    config = jetstream.ConsumerConfig(ack_wait=ACK_WAIT)
+    async with contextlib.AsyncExitStack() as stack:
+        conns = [await stack.enter_async_context(await jetstream.connect(nats_server.url))]
+        conns.append(await stack.enter_async_context(await jetstream.connect(nats_server.url)))
+        a = pcgroups.consume_elastic(conns[0], stream, "g", "m1", handler("a"), config=config)
+        b = pcgroups.consume_elastic(conns[1], stream, "g", "m1", handler("b"), config=config)
+        await stack.enter_async_context(a)
+        await js.publish(f"{stream}.k0", b"0")
+        await wait_for(lambda: bool(events), "a starts")
+        await stack.enter_async_context(b)
+        await js.publish(f"{stream}.k0", b"1")
+        stopped_at = loop.time()
+        await a.stop()
+        await wait_for(lambda: any(e[:2] == ("b", "start 1") for e in events), "b takes over")
+    cancelled = next(t for i, what, t in events if what == "cancelled")
+    b_first = next((what, t) for i, what, t in events if i == "b")
+    assert b_first[0] == "start 0" and b_first[1] >= cancelled  # never both at once
+    assert cancelled - stopped_at >= ACK_WAIT * 0.8  # it had its ack_wait
+    assert b_first[1] - cancelled < ACK_WAIT / 2  # handed back at once
