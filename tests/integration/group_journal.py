@@ -66,8 +66,10 @@ class Member:
         flush: bool = False,
         timeout: float = 5.0,
         group: str = "g",
+        iterate: bool = False,
     ) -> Member:
-        """Start ``member`` (KIND static, elastic or watch: then ``stream`` is the bucket)."""
+        """Start ``member`` (KIND static, elastic or watch: then ``stream`` is the bucket),
+        with a handler or (``iterate``) iterated."""
         path = journal_dir / instance
         options = [
             f"--ack-wait={ack_wait}",
@@ -86,6 +88,7 @@ class Member:
             str(path),
             *options,
             *(["--flush"] if flush else []),
+            *(["--iterate"] if iterate else []),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             cwd=ROOT,

@@ -18,9 +18,10 @@ journal file (one ``os.write`` per line, so a kill -9 loses nothing already writ
 machine). It prints ``ready`` once it has joined.
 
 Usage: python pcg_journal_member.py URL KIND STREAM GROUP MEMBER JOURNAL [--ack-wait S]
-       [--max-ack-pending N] [--delay S] [--flush] [--timeout S]
+       [--max-ack-pending N] [--delay S] [--flush] [--timeout S] [--iterate]
        (KIND static|elastic|watch; for watch, STREAM is the bucket; --timeout: the request
-       timeout of the member's connection)
+       timeout of the member's connection; --iterate: the same work in an ``async for`` over
+       the member instead of a handler)
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ def arguments(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--delay", type=float, default=0.001)
     parser.add_argument("--flush", action="store_true")
     parser.add_argument("--timeout", type=float, default=5.0)
+    parser.add_argument("--iterate", action="store_true")
     return parser.parse_args(argv)
 
 
@@ -116,18 +118,22 @@ async def main(args: argparse.Namespace) -> None:
             ack_wait=args.ack_wait,  # type: ignore[arg-type]  # seconds are accepted
             max_ack_pending=args.max_ack_pending,
         )
+        handler = None if args.iterate else handle
         if args.kind == "watch":
             bucket = await kvstore.open_bucket(js, args.stream)
             running: Any = pcgroups.watch_group(
-                bucket, args.group, args.member, handle, config=config
+                bucket, args.group, args.member, handler, config=config
             )
         else:
             consume = pcgroups.consume_static if args.kind == "static" else pcgroups.consume_elastic
-            running = consume(js, args.stream, args.group, args.member, handle, config=config)
+            running = consume(js, args.stream, args.group, args.member, handler, config=config)
         async with running:
             print("ready", flush=True)
             asked = asyncio.Event()
             stopper = asyncio.create_task(stop_on_request(running, journal, asked))
+            if args.iterate:
+                async for item in running:
+                    await handle(item)
             await running.done()
             if not asked.is_set():
                 stopper.cancel()

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import pathlib
 from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import pytest
 
@@ -27,7 +28,7 @@ ACK_WAIT = 2.0  # seconds
 
 @contextlib.asynccontextmanager
 async def members(
-    url: str, tmp: pathlib.Path, *specs: tuple[str, str, str, str], **options: float
+    url: str, tmp: pathlib.Path, *specs: tuple[str, str, str, str], **options: Any
 ) -> AsyncIterator[dict[str, Member]]:
     """A process per (kind, stream, member, instance), ready; all killed on the way out."""
     started: dict[str, Member] = {}
@@ -36,7 +37,7 @@ async def members(
         for kind, stream, member, instance in specs:
             started[instance] = await Member.start(
                 url, kind, stream, member, instance, tmp, **options
-            )  # type: ignore[arg-type]
+            )
         for m in started.values():
             await m.ready()
         yield started
@@ -85,22 +86,35 @@ async def test_a_late_ack_brings_back_only_the_late_message(
     """Handlers of 60% of ``ack_wait`` and one of 130% (``max_ack_pending`` 1): the late
     message comes again (its ack came too late), nothing else does; before, every later
     message waited in the member's buffer behind the redelivery until its own ack timer ran
-    out, and ran twice. Static, elastic and watch-group members side by side."""
+    out, and ran twice. Static, elastic and watch-group members side by side, with a handler
+    and iterated."""
     plans = [f"k0:{n}:{'2.6/1.2' if n == 1 else '1.2'}" for n in range(6)]
     async with contextlib.AsyncExitStack() as stack:
         static = await stack.enter_async_context(group_stream(js, unique_name("pls"), partitions=1))
         await pcgroups.create_static(js, static, "g", max_members=1, members=["m1"])
         elastic = await stack.enter_async_context(group_stream(js, unique_name("ple")))
         await one_partition_elastic(js, elastic, ["m1"])
+        await pcgroups.create_elastic(
+            js, elastic, "i", max_members=1, filters=[PartitioningFilter(f"{elastic}.*", [1])]
+        )
+        await pcgroups.add_members(js, elastic, "i", ["m1"])
         bucket = await make_bucket(history=10)
-        await pcgroups.create_bucket_group(bucket, "g", max_members=1, members=["m1"])
-        stack.push_async_callback(pcgroups.delete_bucket_group, bucket, "g")
+        for group in ("g", "i"):
+            await pcgroups.create_bucket_group(bucket, group, max_members=1, members=["m1"])
+            stack.push_async_callback(pcgroups.delete_bucket_group, bucket, group)
         specs = [
             ("static", static, "m1", "static"),
             ("elastic", elastic, "m1", "elastic"),
             ("watch", bucket.name, "m1", "watch"),
         ]
         running = await stack.enter_async_context(members(nats_server.url, tmp_path, *specs))
+        iterated = [
+            ("elastic", elastic, "m1", "elastic-iter"),
+            ("watch", bucket.name, "m1", "watch-iter"),
+        ]
+        running |= await stack.enter_async_context(
+            members(nats_server.url, tmp_path, *iterated, iterate=True, group="i")
+        )
         for plan in plans:
             await js.publish(f"{static}.k0", plan.encode())
             await js.publish(f"{elastic}.k0", plan.encode())
@@ -191,11 +205,13 @@ async def test_a_membership_change_lets_the_handler_finish_then_hands_over_at_on
         assert 0 < (taken_over - finished) / 1e9 < 1.5
 
 
+@pytest.mark.parametrize("iterate", [False, True], ids=["handler", "iterated"])
 async def test_in_progress_keeps_a_key_from_the_standby_while_its_partition_moves(
     js: jetstream.JetStream,
     nats_server: jetstream.EmbeddedServer,
     stream: str,
     tmp_path: pathlib.Path,
+    iterate: bool,
 ) -> None:
     """A 4 s handler calling ``in_progress()`` every 0.5 s (``ack_wait`` 2 s) while a new
     member takes some of its member's partitions, a standby instance of that member
@@ -211,7 +227,7 @@ async def test_in_progress_keeps_a_key_from_the_standby_while_its_partition_move
         ("elastic", stream, "m1", "m1b"),
         ("elastic", stream, "m2", "m2"),
     ]
-    async with members(nats_server.url, tmp_path, *specs) as running:
+    async with members(nats_server.url, tmp_path, *specs, iterate=iterate) as running:
         journals = Journals(list(running.values()))
         keys = ["k0", "k1"]  # one in each partition: whichever moves, the other stays
         assert {pcgroups.hash_partition(k.encode(), 2) for k in keys} == {0, 1}
