@@ -863,8 +863,8 @@ class Puller:
 
 async def _refresh(message: PullMessage) -> None:
     """Restart ``message``'s ``ack_wait`` (best effort: a connection that failed meanwhile is
-    the watch's concern)."""
-    with contextlib.suppress(JetStreamError):
+    the watch's concern; a reply subject that is not UTF-8 cannot be published to)."""
+    with contextlib.suppress(JetStreamError, UnicodeError):
         await message.in_progress()
 
 

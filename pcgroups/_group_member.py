@@ -110,6 +110,7 @@ class GroupMember:
         self._tasks: set[asyncio.Task[Any]] = set()  # every other task of the member
         self._leave_by: float | None = None  # loop time by which leaving ends, once stopping
         self._hurried = False  # leaving was cut short: nothing more waits
+        self._impatient = asyncio.Event()  # stopping, a running handler is not waited for
         self._finishing = False  # the messages in progress are being waited for
         self._deadline: asyncio.Timeout | None = None  # the supervisor's, while it runs
         self._interrupt: asyncio.Timeout | None = None  # of a step stopping cuts short
@@ -186,8 +187,13 @@ class GroupMember:
         first. Returns once every task of the member has ended; cancelled meanwhile, or when
         the server does not answer, it cuts all that short (the handler is cancelled; the
         server finishes it: the pin lapses, unacknowledged messages come back after
-        ``ack_wait``) and still waits for that. Safe to call from a handler and more than
-        once."""
+        ``ack_wait``) and still waits for that. Called by a task that is being cancelled (the
+        exit of an ``async with`` block that was cancelled, or timed out), it does not wait
+        for the handler: it is cancelled, its message nak'ed. Safe to call from a handler and
+        more than once."""
+        current = asyncio.current_task()
+        if current is not None and current.cancelling():
+            self._impatient.set()
         self._end(None)
         task = self._task
         if task is None or self._pump is asyncio.current_task() or task is asyncio.current_task():
@@ -444,23 +450,30 @@ class GroupMember:
         take the keys over) and the buffer is kept alive. Each message may take as long as
         its ``ack_wait`` allows from its delivery or its last ``in_progress()``; a handler
         that overruns it is cancelled. Stopping, this waits only while the server answers
-        (otherwise the member hurries), and a hurry cuts it short; leaving's time starts
-        once it is over."""
+        (otherwise the member hurries) and not for a stop from a task being cancelled; a
+        hurry cuts it short; leaving's time starts once it is over."""
         loop = asyncio.get_running_loop()
         self._finishing = True
         if self._deadline is not None and not self._hurried:
             self._deadline.reschedule(None)
+        settled = self._spawn(self._all_settled.wait())
+        impatient = self._spawn(self._impatient.wait())
         try:
-            while self._unsettled and not (self._handler is None and self._stopping):
+            while self._unsettled and self._patient():
                 left = self._overdue_at() - loop.time()
                 if left <= 0:
                     break
                 if self._stopping and not await answers(self._js.nc, self._js.timeout):
                     self._hurry()  # nobody to hand over to: leave now
                     break
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._all_settled.wait(), min(left, self._js.timeout))
+                await asyncio.wait(
+                    {settled, impatient},
+                    timeout=min(left, self._js.timeout),
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
         finally:
+            settled.cancel()
+            impatient.cancel()
             self._finishing = False
             if self._stopping:
                 self._start_leaving(loop.time())
@@ -469,6 +482,11 @@ class GroupMember:
         await asyncio.wait({pump})
         self._unsettled.clear()  # overdue: the server gives them out again anyway
         self._all_settled.set()
+
+    def _patient(self) -> bool:
+        """Whether messages in progress are waited for: stopping, only a running handler,
+        and not when the stop came from a task being cancelled."""
+        return not self._stopping or (self._handler is not None and not self._impatient.is_set())
 
     def _overdue_at(self) -> float:
         """When the last of the messages in progress runs out of ``ack_wait``."""

@@ -89,10 +89,11 @@ async def start_members(
     received something."""
     static, elastic, watch, stuck = (asyncio.Event() for _ in range(4))
     template = jetstream.ConsumerConfig(ack_wait=2.0)
+    patient = jetstream.ConsumerConfig(ack_wait=30.0)  # a stop would wait that long for it
     owners = [
         _handled(pcgroups.consume_static(js, "S", "g", "m1", _acking(static), config=template)),
         _iterated(pcgroups.consume_elastic(js, "E", "g", "m1", config=template), elastic),
-        _handled(pcgroups.consume_elastic(js, "E", "h", "m1", _stuck(stuck), config=template)),
+        _handled(pcgroups.consume_elastic(js, "E", "h", "m1", _stuck(stuck), config=patient)),
         # two instances of one member: the pinned one receives, the other waits
         _handled(pcgroups.watch_group(bucket, "g", "m1", _acking(watch), config=template)),
         _iterated(pcgroups.watch_group(bucket, "g", "m1", config=template), watch),
