@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import pathlib
+import random
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -289,3 +291,75 @@ async def test_a_handler_that_overruns_its_ack_wait_is_cancelled_and_its_message
     assert b_first[0] == "start 0" and b_first[1] >= cancelled  # never both at once
     assert cancelled - stopped_at >= ACK_WAIT * 0.8  # it had its ack_wait
     assert b_first[1] - cancelled < ACK_WAIT / 2  # handed back at once
+
+
+TRIALS = int(os.environ.get("JETSTORE_GROUP_TRIALS", "4"))
+TRIAL_KEYS = 12
+TRIAL_MESSAGES = 48
+
+
+async def churn_trial(
+    js: jetstream.JetStream, url: str, stream: str, tmp: pathlib.Path, seed: int, mpa: int
+) -> str:
+    """One trial on ``stream`` (see below): "ok", "again <n>" or "broken: <why>"."""
+    rng = random.Random(seed)
+    await pcgroups.create_elastic(
+        js, stream, "g", max_members=4, filters=[PartitioningFilter(f"{stream}.*", [1])]
+    )
+    await pcgroups.add_members(js, stream, "g", ["m1", "m2"])
+    specs = [("elastic", stream, f"m{i}", f"m{i}") for i in (1, 2, 3)]
+    async with members(url, tmp, *specs, max_ack_pending=mpa) as running:
+        journals = Journals(list(running.values()))
+        for i in range(TRIAL_MESSAGES):
+            key, n = f"k{i % TRIAL_KEYS}", i // TRIAL_KEYS
+            work = rng.uniform(0.3, 0.9) * ACK_WAIT
+            await js.publish(f"{stream}.{key}", f"{key}:{n}:{work:.3f}".encode())
+        changes = [("add", "m3"), ("drop", "m1"), ("add", "m1"), ("drop", "m3")]
+        for step, (what, name) in enumerate(changes, 1):
+            await wait_for(
+                lambda step=step: len(journals.processed()) >= 8 * step,  # type: ignore[misc]
+                f"progress before change {step}",
+                timeout=120,
+            )
+            change = pcgroups.add_members if what == "add" else pcgroups.delete_members
+            await change(js, stream, "g", [name])
+        await wait_for(
+            lambda: len(journals.processed()) == TRIAL_MESSAGES and journals.idle(),
+            "every message",
+            timeout=180,
+            state=journals.summary,
+        )
+        expected = {(f"k{i % TRIAL_KEYS}", i // TRIAL_KEYS) for i in range(TRIAL_MESSAGES)}
+        try:
+            journals.check(expected, ack_wait=ACK_WAIT, strict_order=True)
+        except AssertionError as exc:
+            return f"broken: {exc}"
+        again = journals.again()
+        return f"again {len(again)}" if again else "ok"
+
+
+@pytest.mark.groups_long
+@pytest.mark.timeout(60 * TRIALS * 3)
+@pytest.mark.parametrize("max_ack_pending", [1, 4])
+async def test_handlers_near_ack_wait_across_membership_changes(
+    js: jetstream.JetStream,
+    nats_server: jetstream.EmbeddedServer,
+    unique_name: Callable[[str], str],
+    tmp_path: pathlib.Path,
+    max_ack_pending: int,
+) -> None:
+    """Trials: 48 messages over 12 keys, each handled for 30-90% of ``ack_wait``, while
+    members are added and dropped (a change every 8 messages processed); the journals must
+    show every message processed once, each key in order and by one member at a time.
+    ``JETSTORE_GROUP_TRIALS`` sets the number of trials (default 4)."""
+    outcomes: list[str] = []
+    for trial in range(TRIALS):
+        trial_dir = tmp_path / str(trial)
+        trial_dir.mkdir()
+        async with group_stream(js, unique_name(f"plt{trial}")) as stream:
+            outcome = await churn_trial(
+                js, nats_server.url, stream, trial_dir, trial, max_ack_pending
+            )
+            outcomes.append(outcome)
+    print(f"max_ack_pending={max_ack_pending}: {outcomes}")
+    assert outcomes == ["ok"] * TRIALS
