@@ -77,7 +77,7 @@ _log = logging.getLogger("jetstream")
 _ORDERED_POLICIES = frozenset({"all", "last", "new", "last_per_subject"})
 _IDLE_SCAN_CHECK = 1.0  # seconds without a message before a scan asks whether it is complete
 _CLOSED_CHECK = 0.1  # seconds between looks at a connection whose closing is not told
-DEFAULT_ACK_WAIT = 30.0  # the server's, for a consumer created without one
+_SERVER_ACK_WAIT = 30.0  # the default of the server, for a consumer created without one
 MessageCallback = Callable[[PullMessage], Awaitable[None] | None]
 
 
@@ -177,7 +177,7 @@ def _ack_deadline(config: ConsumerConfig | None) -> float | None:
     shortest of ``ack_wait`` (the server's default 30 s) and ``backoff`` (None: no acks)."""
     if config is None or config.ack_policy == "none":
         return None
-    waits = [DEFAULT_ACK_WAIT if config.ack_wait is None else config.ack_wait.total_seconds()]
+    waits = [_SERVER_ACK_WAIT if config.ack_wait is None else config.ack_wait.total_seconds()]
     waits += [step.total_seconds() for step in config.backoff or ()]
     return min(waits)
 

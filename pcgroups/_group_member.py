@@ -452,20 +452,34 @@ class GroupMember:
         that overruns it is cancelled. Stopping, this waits only while the server answers
         (otherwise the member hurries) and not for a stop from a task being cancelled; a
         hurry cuts it short; leaving's time starts once it is over."""
-        loop = asyncio.get_running_loop()
         self._finishing = True
         if self._deadline is not None and not self._hurried:
             self._deadline.reschedule(None)
+        try:
+            if self._unsettled and self._patient():
+                await self._wait_in_progress()
+        finally:
+            self._finishing = False
+            if self._stopping:
+                self._start_leaving(asyncio.get_running_loop().time())
+        if self._unsettled and not pump.done():  # a handler overran its message's ack_wait
+            await cancel_and_wait(pump)
+        await asyncio.wait({pump})
+        self._unsettled.clear()  # overdue: the server gives them out again anyway
+        self._all_settled.set()
+
+    async def _wait_in_progress(self) -> None:
+        loop = asyncio.get_running_loop()
         settled = self._spawn(self._all_settled.wait())
         impatient = self._spawn(self._impatient.wait())
         try:
             while self._unsettled and self._patient():
                 left = self._overdue_at() - loop.time()
                 if left <= 0:
-                    break
+                    return
                 if self._stopping and not await answers(self._js.nc, self._js.timeout):
                     self._hurry()  # nobody to hand over to: leave now
-                    break
+                    return
                 await asyncio.wait(
                     {settled, impatient},
                     timeout=min(left, self._js.timeout),
@@ -474,14 +488,6 @@ class GroupMember:
         finally:
             settled.cancel()
             impatient.cancel()
-            self._finishing = False
-            if self._stopping:
-                self._start_leaving(loop.time())
-        if self._unsettled and not pump.done():  # a handler overran its message's ack_wait
-            await cancel_and_wait(pump)
-        await asyncio.wait({pump})
-        self._unsettled.clear()  # overdue: the server gives them out again anyway
-        self._all_settled.set()
 
     def _patient(self) -> bool:
         """Whether messages in progress are waited for: stopping, only a running handler,
