@@ -32,7 +32,7 @@ from ._errors import (
     is_auth_refusal,
 )
 
-__all__ = ["close_client", "describe_failure", "open_client", "reader_gone"]
+__all__ = ["answers", "close_client", "describe_failure", "open_client", "reader_gone"]
 
 _TLS_FAILURES = (
     ssl.SSLError,
@@ -125,6 +125,18 @@ def reader_gone(nc: Client) -> bool:
     its server went away (writes then fail on the socket, or go nowhere)."""
     task = nc._reading_task
     return nc.is_connected and task is not None and task.done()
+
+
+async def answers(nc: Client, timeout: float) -> bool:
+    """Whether the server answers a ping within ``timeout`` seconds (False at once when
+    ``nc`` is not connected, closed, or reads nothing any more); never raises."""
+    if not nc.is_connected or reader_gone(nc):
+        return False
+    try:
+        await nc.flush(timeout)  # type: ignore[arg-type]  # a float works: asyncio.wait_for
+    except Exception:  # timed out, disconnected or closed meanwhile
+        return False
+    return True
 
 
 def _nkeys_errors() -> tuple[type[Exception], ...]:

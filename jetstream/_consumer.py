@@ -82,6 +82,7 @@ _log = logging.getLogger("jetstream")
 _ORDERED_POLICIES = frozenset({"all", "last", "new", "last_per_subject"})
 _IDLE_SCAN_CHECK = 1.0  # seconds without a message before a scan asks whether it is complete
 _CLOSED_CHECK = 0.1  # seconds between looks at a connection whose closing is not told
+_SERVER_ACK_WAIT = 30.0  # the default of the server, for a consumer created without one
 MessageCallback = Callable[[PullMessage], Awaitable[None] | None]
 
 
@@ -177,6 +178,16 @@ class MessageStream(AsyncResource):
         await self.stop()
 
 
+def _ack_deadline(config: ConsumerConfig | None) -> float | None:
+    """Seconds after which the consumer's server gives a delivered message out again: the
+    shortest of ``ack_wait`` (the server's default 30 s) and ``backoff`` (None: no acks)."""
+    if config is None or config.ack_policy == "none":
+        return None
+    waits = [_SERVER_ACK_WAIT if config.ack_wait is None else config.ack_wait.total_seconds()]
+    waits += [step.total_seconds() for step in config.backoff or ()]
+    return min(waits)
+
+
 class _StartingStream:
     """What ``consume()`` returns: await it, or use it with ``async with`` directly."""
 
@@ -260,6 +271,7 @@ class Consumer:
         threshold_bytes: int | None = None,
         error_callback: ErrorCallback | None = None,
         group: str | None = None,
+        keep_buffered: bool = False,
     ) -> _StartingStream:
         """Receive messages continuously; ``await`` it or use ``async with`` to get a
         :class:`MessageStream`. With ``callback`` each message is passed to it (sync or async)
@@ -279,7 +291,17 @@ class Consumer:
         last message (``Nats-Pin-Id``); a ``423`` (another client is pinned now) is not an
         error: the pin is dropped and the pulls wait, without it, until the group pins this
         client again. ``expires`` then defaults to half the consumer's ``priority_timeout``
-        (1..30 s), since the pin is kept only by pulling again within that timeout.
+        (1..30 s), since the pin is kept only by pulling again within that timeout; while the
+        buffer is full, a pull that can take nothing keeps it.
+
+        ``keep_buffered``: messages waiting in the buffer do not time out. The consumer's
+        ``ack_wait`` runs from the moment the server sends a message; one that waits behind a
+        slow callback would otherwise be delivered again (and then also run twice). A waiting
+        message gets an in-progress (``+WPI``) before half of ``ack_wait`` has passed, and one
+        handed out after waiting more than 5% of it gets one first, so the callback has at
+        least 95% of ``ack_wait`` from its start. Messages taken at once cost nothing. Off
+        by default: kept messages stay with this consume, however long its callback takes,
+        instead of going to another client of the consumer.
 
         Raises:
             ClientValidationError: conflicting or out-of-range options, or a bad ``group``
@@ -294,7 +316,15 @@ class Consumer:
             threshold_messages=threshold_messages,
             threshold_bytes=threshold_bytes,
         )
-        puller = Puller(self._js, self.stream, self.name, options, on_error=error_callback, pin=pin)
+        puller = Puller(
+            self._js,
+            self.stream,
+            self.name,
+            options,
+            on_error=error_callback,
+            pin=pin,
+            ack_wait=_ack_deadline(self.cached_info.config) if keep_buffered else None,
+        )
         return _StartingStream(MessageStream(puller, callback, error_callback))
 
     async def fetch(

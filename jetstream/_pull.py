@@ -24,6 +24,7 @@ import contextlib
 import dataclasses
 import enum
 import logging
+import math
 from typing import TYPE_CHECKING, Any, Final
 
 from nats.aio.client import Client
@@ -47,6 +48,7 @@ from ._errors import (
     StreamNotFoundError,
     UndecodableMessageError,
 )
+from ._keep_alive import BufferKeepAlive
 from ._message import AckReply, parse_ack_reply, parse_headers
 from ._nats_errors import nats_errors
 from ._priority import PriorityPin
@@ -57,11 +59,11 @@ from ._pull_options import (
     PullOptions,
     pull_options,
 )
-from ._pull_window import Limit, PullWindow
+from ._pull_window import Limit, PullRequest, PullWindow
 from ._wire_text import shown_bytes
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Coroutine
 
     from ._context import JetStream
     from ._delivery import DeliveryClient
@@ -103,7 +105,17 @@ class PullMessage:
     Consumers skip such messages (:func:`skipped`); callers never receive one.
     """
 
-    __slots__ = ("_meta", "_nc", "data", "headers", "reply", "size", "subject", "undecodable")
+    __slots__ = (
+        "_meta",
+        "_nc",
+        "data",
+        "headers",
+        "refreshed_at",
+        "reply",
+        "size",
+        "subject",
+        "undecodable",
+    )
 
     def __init__(
         self,
@@ -123,6 +135,9 @@ class PullMessage:
         self._nc = nc
         self._meta: AckReply | None = None
         self.undecodable = undecodable
+        self.refreshed_at = 0.0
+        """Event-loop time of its delivery to a consume, or of its last :meth:`in_progress`:
+        its ``ack_wait`` runs from about then."""
 
     @property
     def metadata(self) -> AckReply:
@@ -165,6 +180,7 @@ class PullMessage:
             ConnectionClosedError, DisconnectedError: the connection is closed or down.
             RequestTimeoutError: ``wait`` and no confirmation within the request timeout.
         """
+        self.refreshed_at = asyncio.get_running_loop().time()
         if not wait:
             await self._reply_with(b"+WPI")
             return
@@ -279,6 +295,10 @@ class ItemQueue:
     def drop_oldest(self) -> None:
         """Remove the oldest item (after :meth:`peek_message`)."""
         self._items.popleft()
+
+    def messages(self) -> list[PullMessage]:
+        """The messages waiting, oldest first."""
+        return [item for item in self._items if type(item) is PullMessage]
 
     async def get(self, timeout: float | None = None) -> Item:
         """The oldest item, waiting for one; with ``timeout``, TimeoutError after that many
@@ -437,7 +457,17 @@ class Puller:
     heartbeats, a reconnect, no responders and a deleted consumer are put in the queue as
     :class:`ResetSignal` instead, for an owner that recreates the consumer. ``skip_now(puller,
     message)`` is offered an undecodable delivery that arrives with nothing queued before it;
-    when it returns True (the owner skipped it) the message is not queued.
+    when it returns True (the owner skipped it) the message is not queued. ``ack_wait`` (the
+    consumer's, in seconds) keeps buffered messages from timing out
+    (:mod:`jetstream._keep_alive`).
+
+    With a pinned priority group the pin lasts only while pulls keep coming
+    (``priority_timeout`` after the last one). When the window is full no pull goes out, so a
+    *ping* does, at least every ``expires``: a pull that carries the pin but can take nothing
+    (``max_bytes`` 1, smaller than any message: the server ends it with a 409 when a message
+    is there) and whose reply subject nobody listens to (its statuses must not reach the
+    window's accounting). A slow callback therefore keeps its pin, and another client does
+    not get the next messages while this one still works through its buffer.
     """
 
     def __init__(
@@ -451,9 +481,14 @@ class Puller:
         signal_resets: bool = False,
         pin: PriorityPin | None = None,
         skip_now: Callable[[Puller, PullMessage], bool] | None = None,
+        ack_wait: float | None = None,
     ) -> None:
         self._js = js
         self._pin = pin
+        self._keeper = None if ack_wait is None else BufferKeepAlive(ack_wait)
+        self._ping_inbox = ""  # the reply subject of pings: nobody listens to it
+        self._requested_at = 0.0  # when the last pull or ping went out
+        self._planned: float = 0.0  # when the sleeping watch wakes (inf: only when told)
         self._stream = stream
         self._consumer = consumer
         self._next_subject = js.api.consumer_next(stream, consumer)
@@ -493,6 +528,7 @@ class Puller:
         self._js.ensure_open()
         nc = self._js.nc
         await self._inbox.open("subscribing for pulls")
+        self._ping_inbox = nc.new_inbox()
         self._subscribed = True
         self._reconnects = nc.stats.get("reconnects", 0)
         self._loop = asyncio.get_running_loop()
@@ -538,11 +574,16 @@ class Puller:
         self.queue.put_nowait(None)
 
     def took(self, message: PullMessage) -> None:
-        """The caller took ``message`` from the queue: free its room in the window."""
+        """The caller took ``message`` from the queue: free its room in the window. Kept
+        alive, one that waited long gets an in-progress on its way out, so that the caller
+        has nearly all of its ``ack_wait``."""
         window = self._window
         window.taken(message.size)
         if window.has_room():  # cheap, and false for most messages
             self._schedule_pull()
+        keeper = self._keeper
+        if keeper is not None and keeper.stale(message, self._loop.time()):
+            self._in_background(_refresh(message))
 
     async def skip(self, message: PullMessage) -> None:
         """Report a ``message`` the caller will not get: an undecodable one is counted and
@@ -570,14 +611,18 @@ class Puller:
         if idle:  # the heartbeat clock starts with the first pull out
             self._last_activity = now
             self._kick()
+        self._requested_at = now
         return pull.encode(None if self._pin is None else self._pin.fields())
 
     def _schedule_pull(self) -> None:
         body = self._next_pull()
         if body is not None:
-            task = self._loop.create_task(self._send_pull(body))
-            self._sends.add(task)  # referenced until done, cancelled by stop()
-            task.add_done_callback(self._sends.discard)
+            self._in_background(self._send_pull(body))
+
+    def _in_background(self, send: Coroutine[Any, Any, None]) -> None:
+        task = self._loop.create_task(send)
+        self._sends.add(task)  # referenced until done, cancelled by stop()
+        task.add_done_callback(self._sends.discard)
 
     async def _pull_more(self) -> None:
         body = self._next_pull()
@@ -594,9 +639,10 @@ class Puller:
     # -- incoming -----------------------------------------------------------------------------
 
     def _receive(self, message: PullMessage) -> None:
-        self._last_activity = self._loop.time()
+        now = self._last_activity = self._loop.time()
         headers = message.headers
         if message.reply:  # a delivery, whatever headers its writer gave it (see status_of)
+            message.refreshed_at = now
             if self._pin is not None:
                 self._pin.seen(headers)
             self._window.delivered(message.size)
@@ -608,6 +654,8 @@ class Puller:
                     self.took(message)
                     return
             self.queue.put_nowait(message)
+            if self._keeper is not None and self._planned > now + self._keeper.every:
+                self._kick()  # the watch sleeps past this message's refresh
             return
         status, description = st.status_of(headers)
         if status is not None and not self._stopped:
@@ -772,6 +820,13 @@ class Puller:
             times.append(self._last_activity + 2 * self._window.heartbeat)
         if self._window.retry_at > now:
             times.append(self._window.retry_at)
+        if self._keeper is not None:
+            check = self._keeper.next_check(self.queue.messages())
+            if check is not None:
+                times.append(check)
+        ping = self._ping_due()
+        if ping is not None:
+            times.append(ping)
         return min(times, default=None)
 
     async def _sleep_until(self, when: float | None) -> None:
@@ -780,11 +835,13 @@ class Puller:
             return
         wake = self._loop.create_future()
         self._wake = wake
+        self._planned = math.inf if when is None else when
         timer = None if when is None else self._loop.call_at(when, _resolve, wake)
         try:
             await wake
         finally:
             self._wake = None
+            self._planned = 0.0  # awake: it looks at everything before it sleeps again
             self._kicked = False
             if timer is not None:
                 timer.cancel()
@@ -829,7 +886,45 @@ class Puller:
             if self._reset_or(ResetReason.HEARTBEAT, self._warn, missed):
                 return False
         await self._pull_more()  # also a pull rate-limited or refused earlier
+        await self._refresh_buffered()
+        await self._keep_pin()
         return True
+
+    async def _refresh_buffered(self) -> None:
+        """An in-progress for each buffered message that has waited long (see
+        :mod:`jetstream._keep_alive`); best effort: a connection that failed meanwhile is
+        the watch's next concern."""
+        if self._keeper is None:
+            return
+        for message in self._keeper.due(self.queue.messages(), self._loop.time()):
+            await _refresh(message)
+
+    def _ping_due(self) -> float | None:
+        """When a ping must keep the pin (None: no pin, or a pull is out that will end, and be
+        followed by another pull or a ping, within ``expires``)."""
+        pin = self._pin
+        if pin is None or not pin.id or self._window.pending_msgs > 0:
+            return None
+        return self._requested_at + self._opts.expires
+
+    async def _keep_pin(self) -> None:
+        due = self._ping_due()
+        now = self._loop.time()
+        if due is None or due > now or self._pin is None:
+            return
+        self._requested_at = now
+        ping = PullRequest(batch=1, max_bytes=1, expires=self._opts.expires, heartbeat=0)
+        with contextlib.suppress(Exception):  # disconnected: the watch re-pulls on reconnect
+            await self._js.nc.publish(
+                self._next_subject, ping.encode(self._pin.fields()), reply=self._ping_inbox
+            )
+
+
+async def _refresh(message: PullMessage) -> None:
+    """Restart ``message``'s ``ack_wait`` (best effort: a connection that failed meanwhile is
+    the watch's concern; a reply subject that is not UTF-8 cannot be published to)."""
+    with contextlib.suppress(JetStreamError, UnicodeError):
+        await message.in_progress()
 
 
 def _resolve(future: asyncio.Future[None]) -> None:

@@ -220,10 +220,12 @@ def consume_elastic(
     created as orbit.go creates it (filters of its partitions, priority group ``PCG``, pinned,
     explicit acks, deleted by the server ``ack_wait`` after its last pull). The member
     follows membership changes: added, it joins; dropped, it stops consuming and its consumer
-    is deleted (nothing stays pinned); its partitions changed, it waits until the messages it
-    handed out are settled (at most ``ack_wait``), then recreates its consumer, so another
-    member never gets a key while this one still works on it. A missing consumer is
-    recreated. ``handler`` and ``config`` as in :func:`consume_static`.
+    is deleted (nothing stays pinned); its partitions changed, it lets the messages in
+    progress finish (a running handler, iterated messages until settled; each as long as its
+    ``ack_wait`` lasts from its delivery or its last ``in_progress()``), keeping its pin
+    meanwhile, then recreates its consumer, so another member never gets a key while this
+    one still works on it. A missing consumer is recreated. ``handler`` and ``config`` as in
+    :func:`consume_static`.
 
     The member ends with :class:`GroupDeletedError` when the group is deleted and with
     :class:`GroupConfigChangedError` when ``max_members``, the partitioning filters or the

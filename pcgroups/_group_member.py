@@ -2,21 +2,30 @@
 
 Two tasks: the *watch* follows the group's config key and computes the member's consumer
 config (None = owns nothing); the *supervisor* makes the consumer match it and consumes
-with our ADR-37 ``consume(group="PCG")``. On a change of the member's partitions the
-supervisor stops pulling, waits until the messages it handed out are settled (bounded by
-``ack_wait``), and only then lets the old consumer go (deleted by the instance holding the
-pin, as orbit does). On a work-queue stream the server refuses a consumer whose filters
-overlap another's (10100), so the member taking over a partition cannot receive its
-messages before the previous owner has finished: no two members work on one key at once.
+with our ADR-37 ``consume(group="PCG")``, one message at a time, taking the next one only
+when the handler (or the iterating caller) wants it; what the server sent meanwhile is kept
+alive in the buffer (``keep_buffered``), so it never times out there and runs twice.
+
+On a change of the member's partitions the supervisor takes no more messages and waits
+until those in progress are settled (a running handler returned, iterated messages acked,
+nak'ed or termed), each for as long as its ``ack_wait`` allows from its delivery or its last
+``in_progress()``; meanwhile the consume goes on pulling, so the member keeps its pin and no
+other instance of it gets their keys. Only then does it let the old consumer go (deleted by
+the instance holding the pin, as orbit does). On a work-queue stream the server refuses a
+consumer whose filters overlap another's (10100), so the member taking over a partition
+cannot receive its messages before the previous owner has finished: no two members work on
+one key at once.
 
 Ending is bounded. Once the member stops (``stop()``, the group deleted, an error), a step of
-following the config that waits for the server or for ``ack_wait`` (joining, settling,
-handing over) is cut short at once, and leaving (the consume's wind-down with its naks, the
-pin's release, the config watch's consumer) gets twice the request timeout in all: what is
-not done by then the server does by itself (unacknowledged messages come back after
-``ack_wait``, the pin lapses after ``priority_timeout``). Every task a member starts has
-ended when it has. A member whose tasks are cancelled directly (an event loop shutting down
-while it runs) ends at once without leaving, as if its process had died.
+following the config that waits for the server (joining, handing over) is cut short at once;
+a running handler finishes first as above, while the server answers pings; then leaving (the
+consume's wind-down with its naks, the pin's release, the config watch's consumer) gets
+twice the request timeout in all: what is not done by then the server does by itself
+(unacknowledged messages come back after ``ack_wait``, the pin lapses after
+``priority_timeout``). A server that does not answer, or a cancelled ``stop()``, ends the
+member at once (the handler is cancelled): within twice the request timeout. Every task a
+member starts has ended when it has. A member whose tasks are cancelled directly (an event
+loop shutting down while it runs) ends at once without leaving, as if its process had died.
 """
 
 from __future__ import annotations
@@ -41,8 +50,9 @@ from jetstream import (
     JetStream,
     JetStreamError,
 )
+from jetstream._connection import answers
 from jetstream._consumer import MessageStream
-from jetstream._pull import PullMessage
+from jetstream._pull import PullMessage, cancel_and_wait
 from kvstore import Op
 
 from ._assign import PRIORITY_GROUP, config_key
@@ -71,10 +81,10 @@ class GroupMember:
 
     ``async with`` starts it (and stops it on exit, also when the block is cancelled). With a
     handler it runs by itself; without one, iterate it for :class:`GroupMessage` objects.
-    ``stop()`` ends it (releasing the pin so another instance of the member takes over at
-    once) within twice the request timeout, whatever the server does; ``done()`` waits for
-    the end and raises what ended it (:class:`GroupDeletedError`,
-    :class:`GroupConfigChangedError`, ``ConnectionClosedError`` ...).
+    ``stop()`` lets a running handler finish, then ends it (releasing the pin so another
+    instance of the member takes over at once); ``done()`` waits for the end and raises what
+    ended it (:class:`GroupDeletedError`, :class:`GroupConfigChangedError`,
+    ``ConnectionClosedError`` ...).
     """
 
     def __init__(self, js: JetStream, kind: GroupKind, handler: Handler | None) -> None:
@@ -87,9 +97,11 @@ class GroupMember:
         self._stopping = False
         self._error: BaseException | None = None
         self._queue: asyncio.Queue[GroupMessage | None] = asyncio.Queue(maxsize=1)
-        self._unsettled: set[GroupMessage] = set()
+        self._wanted = asyncio.Event()  # the iterator waits for a message
+        self._unsettled: set[GroupMessage] = set()  # in progress (see _begin)
         self._all_settled = asyncio.Event()
         self._all_settled.set()
+        self._abandoned: list[PullMessage] = []  # their handler was cancelled: nak'ed first
         self._consumer: Consumer | None = None
         self._stream: MessageStream | None = None  # the consume running now
         self._pump: asyncio.Task[None] | None = None
@@ -97,6 +109,9 @@ class GroupMember:
         self._task: asyncio.Task[None] | None = None  # the supervisor
         self._tasks: set[asyncio.Task[Any]] = set()  # every other task of the member
         self._leave_by: float | None = None  # loop time by which leaving ends, once stopping
+        self._hurried = False  # leaving was cut short: nothing more waits
+        self._impatient = asyncio.Event()  # stopping, a running handler is not waited for
+        self._finishing = False  # the messages in progress are being waited for
         self._deadline: asyncio.Timeout | None = None  # the supervisor's, while it runs
         self._interrupt: asyncio.Timeout | None = None  # of a step stopping cuts short
         self._iter_done = False
@@ -164,11 +179,21 @@ class GroupMember:
         await self.stop()
 
     async def stop(self) -> None:
-        """Stop consuming and end, within twice the request timeout (a handler that is
-        running finishes first, if it does within one). Returns once every task of the member
-        has ended; cancelled meanwhile, it cuts leaving short (the server finishes it: the
-        pin lapses, unacknowledged messages come back after ``ack_wait``) and still waits for
-        that. Safe to call from a handler and more than once."""
+        """Stop consuming and end. A running handler finishes first, as long as its message's
+        ``ack_wait`` lasts from its delivery or its last ``in_progress()`` and the server
+        answers (no other instance of the member gets its keys meanwhile); then what was
+        received but not handled is nak'ed and the pin released, within twice the request
+        timeout. Messages handed to an iterating caller are not waited for: settle them
+        first. Returns once every task of the member has ended; cancelled meanwhile, or when
+        the server does not answer, it cuts all that short (the handler is cancelled; the
+        server finishes it: the pin lapses, unacknowledged messages come back after
+        ``ack_wait``) and still waits for that. Called by a task that is being cancelled (the
+        exit of an ``async with`` block that was cancelled, or timed out), it does not wait
+        for the handler: it is cancelled, its message nak'ed. Safe to call from a handler and
+        more than once."""
+        current = asyncio.current_task()
+        if current is not None and current.cancelling():
+            self._impatient.set()
         self._end(None)
         task = self._task
         if task is None or self._pump is asyncio.current_task() or task is asyncio.current_task():
@@ -202,15 +227,25 @@ class GroupMember:
         self._stopping = True
         self._changed.set()
         now = asyncio.get_running_loop().time()
-        self._leave_by = now + _LEAVE_TIMEOUTS * self._js.timeout
-        if self._deadline is not None:
-            self._deadline.reschedule(self._leave_by)
+        if not self._finishing:  # else leaving's time starts once they have finished
+            self._start_leaving(now)
         if self._interrupt is not None:
             self._interrupt.reschedule(now)
 
+    def _start_leaving(self, now: float) -> None:
+        """Leaving gets its time from ``now`` on (not after a hurry)."""
+        if not self._hurried:
+            self._leave_by = now + _LEAVE_TIMEOUTS * self._js.timeout
+            self._set_deadline()
+
     def _hurry(self) -> None:
-        """Leave now: what leaving has not done yet is left to the server."""
+        """Leave now: a running handler is cancelled, what leaving has not done yet is left
+        to the server."""
+        self._hurried = True
         self._leave_by = asyncio.get_running_loop().time()
+        self._set_deadline()
+
+    def _set_deadline(self) -> None:
         if self._deadline is not None and not self._deadline.expired():
             self._deadline.reschedule(self._leave_by)
 
@@ -224,7 +259,13 @@ class GroupMember:
     async def __anext__(self) -> GroupMessage:
         if self._iter_done:
             raise StopAsyncIteration
-        item = await self._queue.get()
+        if self._queue.empty():
+            self._wanted.set()  # the supervisor takes the next message only now
+        try:
+            item = await self._queue.get()
+        except asyncio.CancelledError:
+            self._wanted.clear()
+            raise
         if item is None:
             self._iter_done = True
             if self._error is not None:
@@ -292,7 +333,6 @@ class GroupMember:
             ended = await self._session(consumer)
             if self._stopping:
                 return
-            await self._unless_stopping(self._wait_settled)
             if ended:  # the consumer went away (deleted, timed out): join again
                 await self._wait_change(_REJOIN_DELAY)
             else:
@@ -355,7 +395,9 @@ class GroupMember:
             ConnectionClosedError: the connection closed.
         """
         self._last = None
-        stream = await consumer.consume(group=PRIORITY_GROUP, expires=self._kind.pull_expires)
+        stream = await consumer.consume(
+            group=PRIORITY_GROUP, expires=self._kind.pull_expires, keep_buffered=True
+        )
         self._stream = stream
         pump = self._pump = self._spawn(self._run_pump(stream))
         changed = self._spawn(self._changed.wait())
@@ -372,20 +414,20 @@ class GroupMember:
         return not self._changed.is_set()
 
     async def _wind_down(self, stream: MessageStream, pump: asyncio.Task[None]) -> None:
-        """Stop pulling. A running handler finishes (if it does within the request timeout,
-        as the drain's round trip must); what was received but not handled is nak'ed in order
-        once the pulls are gone, so whoever gets the partition next receives it at once and
-        before newer messages (dropped, it would come back only after ``ack_wait``, behind
-        them; nak'ed while a pull of ours still waited, the server would hand it straight
-        back to that pull)."""
+        """Take no more messages; let those in progress finish (:meth:`_let_finish`); then
+        stop pulling. What was received but not handled is nak'ed in order once the pulls are
+        gone (after a message whose handler was cancelled), so whoever gets the partition next
+        receives it at once and before newer messages (dropped, it would come back only after
+        ``ack_wait``, behind them; nak'ed while a pull of ours still waited, the server would
+        hand it straight back to that pull)."""
         self._draining = True
         self._held = []
         try:
-            if self._handler is None and not pump.done():
-                pump.cancel()  # it waits to hand a message to the iterator
-                await asyncio.wait({pump})
+            if self._handler is None or not self._unsettled:
+                await cancel_and_wait(pump)  # it waits for a message (or to be asked for one)
+            await self._let_finish(pump)
             self._held.extend(m.raw for m in self._take_queued())  # the oldest
-            rest = pump if not pump.done() else self._spawn(self._hold_rest(stream))
+            rest = self._spawn(self._hold_rest(stream))
             drain = self._spawn(stream.drain())  # unsubscribes
             _, pending = await asyncio.wait({drain, rest}, timeout=self._js.timeout)
             if pending:  # the server did not answer the drain: give up on the rest
@@ -393,11 +435,69 @@ class GroupMember:
                 for task in pending:
                     task.cancel()
                 await asyncio.wait(pending)
-            if self._held and self._stopping:
+            if self._stopping:
                 await self._nak_held()
             # on a hand over the consumer is deleted: the work queue gives them out again
         finally:
             self._draining = False
+            self._abandoned = []
+
+    async def _let_finish(self, pump: asyncio.Task[None]) -> None:
+        """Wait until the messages in progress are settled: a running handler returned, the
+        messages handed to the iterator acked, nak'ed or termed (when stopping, those are
+        not waited for: the caller stopped, it settles them itself). The consume goes on
+        pulling meanwhile: the pin stays (another instance of the member would otherwise
+        take the keys over) and the buffer is kept alive. Each message may take as long as
+        its ``ack_wait`` allows from its delivery or its last ``in_progress()``; a handler
+        that overruns it is cancelled. Stopping, this waits only while the server answers
+        (otherwise the member hurries) and not for a stop from a task being cancelled; a
+        hurry cuts it short; leaving's time starts once it is over."""
+        self._finishing = True
+        if self._deadline is not None and not self._hurried:
+            self._deadline.reschedule(None)
+        try:
+            if self._unsettled and self._patient():
+                await self._wait_in_progress()
+        finally:
+            self._finishing = False
+            if self._stopping:
+                self._start_leaving(asyncio.get_running_loop().time())
+        if self._unsettled and not pump.done():  # a handler overran its message's ack_wait
+            await cancel_and_wait(pump)
+        await asyncio.wait({pump})
+        self._unsettled.clear()  # overdue: the server gives them out again anyway
+        self._all_settled.set()
+
+    async def _wait_in_progress(self) -> None:
+        loop = asyncio.get_running_loop()
+        settled = self._spawn(self._all_settled.wait())
+        impatient = self._spawn(self._impatient.wait())
+        try:
+            while self._unsettled and self._patient():
+                left = self._overdue_at() - loop.time()
+                if left <= 0:
+                    return
+                if self._stopping and not await answers(self._js.nc, self._js.timeout):
+                    self._hurry()  # nobody to hand over to: leave now
+                    return
+                await asyncio.wait(
+                    {settled, impatient},
+                    timeout=min(left, self._js.timeout),
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+        finally:
+            settled.cancel()
+            impatient.cancel()
+
+    def _patient(self) -> bool:
+        """Whether messages in progress are waited for: stopping, only a running handler,
+        and not when the stop came from a task being cancelled."""
+        return not self._stopping or (self._handler is not None and not self._impatient.is_set())
+
+    def _overdue_at(self) -> float:
+        """When the last of the messages in progress runs out of ``ack_wait``."""
+        ack_wait = self._kind.ack_wait
+        return max(m.raw.refreshed_at for m in self._unsettled) + ack_wait
 
     async def _hold_rest(self, stream: MessageStream) -> None:
         with contextlib.suppress(JetStreamError):
@@ -411,7 +511,7 @@ class GroupMember:
         ``ack_wait``. (On 2.15.1 the first one or two of them were still seen to come back
         only after ``ack_wait``, behind newer ones: per-key order across a takeover needs
         ``max_ack_pending=1``.)"""
-        held, self._held = self._held, []
+        held, self._held = [*self._abandoned, *self._held], []
         with contextlib.suppress(JetStreamError):  # unsent: redelivered after ack_wait
             for msg in held[:-1]:
                 await msg.nak()
@@ -429,37 +529,47 @@ class GroupMember:
         return taken
 
     async def _run_pump(self, stream: MessageStream) -> None:
+        """Hand the stream's messages out one at a time: to the handler, or to the iterator
+        when it asks for one (what is not taken stays in the stream's buffer, kept alive)."""
+        if self._handler is None:
+            await self._feed_iterator(stream)
+            return
         async for msg in stream:
             self._last = msg
-            if self._draining:
-                self._held.append(msg)
-                continue
-            message = GroupMessage(msg, self._settled)
-            self._unsettled.add(message)
-            self._all_settled.clear()
-            if self._handler is None:
-                await self._queue.put(message)
-                continue
+            message = GroupMessage(msg, _ignore)  # in progress until the handler returns
+            self._begin(message)
             try:
                 result = self._handler(message)
                 if inspect.isawaitable(result):
                     await result
+            except asyncio.CancelledError:
+                self._abandoned.append(msg)  # cut short: nak'ed if the member stops
+                raise
             except Exception:  # the handler's problem: the message is redelivered later
                 _log.exception("group member %s: handler failed", self._kind.member)
-            self._settled(message)  # in handler mode, in flight only while the handler runs
+            finally:
+                self._settled(message)
+            if self._draining:
+                return
+
+    async def _feed_iterator(self, stream: MessageStream) -> None:
+        await self._wanted.wait()
+        async for msg in stream:
+            self._wanted.clear()
+            self._last = msg
+            message = GroupMessage(msg, self._settled)  # in progress until settled
+            self._begin(message)
+            self._queue.put_nowait(message)
+            await self._wanted.wait()
+
+    def _begin(self, message: GroupMessage) -> None:
+        self._unsettled.add(message)
+        self._all_settled.clear()
 
     def _settled(self, message: GroupMessage) -> None:
         self._unsettled.discard(message)
         if not self._unsettled:
             self._all_settled.set()
-
-    async def _wait_settled(self) -> None:
-        """Wait until the messages handed out are settled, at most ``ack_wait`` (after which
-        the server redelivers them anyway)."""
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._all_settled.wait(), self._kind.ack_wait)
-        self._unsettled.clear()
-        self._all_settled.set()
 
     async def _is_pinned(self, consumer: Consumer) -> bool:
         pin = consumer.pin_id(PRIORITY_GROUP)
@@ -520,6 +630,10 @@ class GroupMember:
             self._stream = None
             self._take_queued()
             self._queue.put_nowait(None)
+
+
+def _ignore(message: GroupMessage) -> None:
+    """Settling does not end a handler's message being in progress: the handler does."""
 
 
 def _is_member(config: Any, member: str) -> bool:

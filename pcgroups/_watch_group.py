@@ -224,10 +224,11 @@ class BucketGroupWatch:
         await self.stop()
 
     async def stop(self) -> None:
-        """Stop consuming and end; changes received but not handled are handed back at once.
-        Ends within twice the request timeout whatever the server does, every task of the
-        member ended (see :meth:`GroupMember.stop`). Safe to call from a handler and more
-        than once."""
+        """Stop consuming and end: a running handler finishes first (while its change's
+        ``ack_wait`` lasts and the server answers), then changes received but not handled are
+        handed back at once, within twice the request timeout whatever the server does, every
+        task of the member ended (see :meth:`GroupMember.stop`). Safe to call from a handler
+        and more than once."""
         await self._member.stop()
 
     async def done(self) -> None:

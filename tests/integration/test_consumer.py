@@ -119,6 +119,32 @@ async def test_consume_with_a_callback_then_drain(js: JetStream, stream: str) ->
     assert len(seen) == 100 and len(set(seen)) == 100
 
 
+async def test_kept_buffered_messages_do_not_time_out_while_they_wait(
+    js: JetStream, stream: str
+) -> None:
+    """A callback of 60% of ``ack_wait`` behind which four messages wait: with
+    ``keep_buffered`` each is delivered once (before, the later ones timed out in the buffer
+    and came again), and none times out under its callback either."""
+    await _publish(js, stream, 5)
+    config = ConsumerConfig(durable_name="kb", ack_wait=2.0, max_ack_pending=10, **EXPLICIT)  # type: ignore[arg-type]
+    consumer = await js.create_consumer(stream, config)
+    seen: list[tuple[int, int]] = []  # (n, delivered)
+    everything = asyncio.Event()
+
+    async def handle(message: jetstream.PullMessage) -> None:
+        await asyncio.sleep(1.2)
+        seen.append((int(message.data), message.metadata.delivered))
+        await message.ack()
+        if len(seen) == 5:
+            everything.set()
+
+    async with consumer.consume(handle, keep_buffered=True):
+        await asyncio.wait_for(everything.wait(), 15)
+    info = await js.consumer_info(stream, "kb")
+    assert seen == [(n, 1) for n in range(5)]
+    assert info.delivered.consumer_seq == 5  # no delivery but the first of each
+
+
 async def test_a_deleted_consumer_ends_consume_with_a_typed_error(
     js: JetStream, stream: str
 ) -> None:

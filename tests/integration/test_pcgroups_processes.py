@@ -12,11 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
-import itertools
-import os
 import pathlib
-import sys
 import time
 from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -26,6 +22,7 @@ import pytest
 import jetstream
 import pcgroups
 from pcgroups import PartitioningFilter
+from tests.integration.group_journal import DEADLINE, Journals, Line, Member, wait_for
 from tests.integration.group_streams import group_stream
 
 pytestmark = pytest.mark.integration
@@ -33,164 +30,8 @@ KEYS = 200
 MESSAGES = 10_000
 ACK_WAIT = 2.0  # seconds: short, so takeovers are quick in tests
 DELAY = 0.001  # the longest work per message (uniform 0..DELAY)
-DEADLINE = 60.0
 CHURN_GAP = MESSAGES // 20  # messages processed between two membership changes
-SCRIPT = pathlib.Path(__file__).with_name("pcg_journal_member.py")
-ROOT = SCRIPT.parent.parent.parent
-
-
-@dataclasses.dataclass(frozen=True)
-class Line:
-    tag: str  # S(tart), E(nd), A(cked)
-    key: str
-    n: int
-    delivered: int
-    t: int  # monotonic ns, one clock for all processes
-    instance: str
-
-
-class Member:
-    """One member instance in a child process, journalling to ``<dir>/<instance>``."""
-
-    def __init__(self, proc: asyncio.subprocess.Process, instance: str, path: pathlib.Path):
-        self.proc = proc
-        self.instance = instance
-        self.path = path
-        self.ended_at: int | None = None  # when it was killed (monotonic ns)
-
-    @classmethod
-    async def start(
-        cls,
-        url: str,
-        kind: str,
-        stream: str,
-        member: str,
-        instance: str,
-        journal_dir: pathlib.Path,
-        max_ack_pending: int,
-        flush: bool,
-    ) -> Member:
-        path = journal_dir / instance
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            str(SCRIPT),
-            url,
-            kind,
-            stream,
-            "g",
-            member,
-            str(ACK_WAIT),
-            str(max_ack_pending),
-            str(DELAY),
-            str(path),
-            "1" if flush else "0",
-            stdout=asyncio.subprocess.PIPE,
-            cwd=ROOT,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-        )
-        return cls(proc, instance, path)
-
-    async def ready(self) -> None:
-        assert self.proc.stdout is not None
-        line = await asyncio.wait_for(self.proc.stdout.readline(), DEADLINE)
-        assert line == b"ready\n", f"{self.instance} did not start: {line!r}"
-
-    def lines(self) -> list[Line]:
-        if not self.path.exists():
-            return []
-        out = []
-        # Read while the member appends: the last line may be half written yet.
-        *whole, _partial = self.path.read_text().split("\n")
-        for raw in whole:
-            tag, key, n, delivered, t = raw.split()
-            out.append(Line(tag, key, int(n), int(delivered), int(t), self.instance))
-        return out
-
-    async def kill(self) -> None:
-        if self.proc.returncode is None:
-            self.ended_at = time.monotonic_ns()
-            with contextlib.suppress(ProcessLookupError):
-                self.proc.kill()  # SIGKILL: no goodbye, the pin stays until it times out
-        await self.proc.wait()
-
-
-class Journals:
-    """The members' journals, read together."""
-
-    def __init__(self, members: list[Member]) -> None:
-        self.members = members
-
-    def lines(self) -> list[Line]:
-        return sorted((line for m in self.members for line in m.lines()), key=lambda x: x.t)
-
-    def summary(self) -> dict[str, tuple[int, int]]:
-        """Per instance: (messages started, acks journalled), for failure messages."""
-        out = {}
-        for m in self.members:
-            tags = [x.tag for x in m.lines()]
-            out[m.instance] = (tags.count("S"), tags.count("A"))
-        return out
-
-    def processed(self) -> set[tuple[str, int]]:
-        """Messages whose work ended (an E line; a process killed right after it may not
-        have journalled the ack although the server got it)."""
-        return {(x.key, x.n) for x in self.lines() if x.tag == "E"}
-
-    def check(self, *, strict_order: bool) -> dict[str, int]:
-        """Assert the invariants; return counts (redeliveries ...).
-
-        ``strict_order``: each key's processing never goes back (a message is started again
-        only before any newer one of its key); otherwise only its first processing of each
-        message is in order."""
-        lines = self.lines()
-        everything = {(f"k{i % KEYS}", i // KEYS) for i in range(MESSAGES)}
-        assert {(x.key, x.n) for x in lines if x.tag == "E"} == everything, "not all processed"
-        ended = {m.instance: m.ended_at for m in self.members}
-        runs = self._runs(lines, ended)
-        for key, items in runs.items():
-            for (_, end, who), (start, _, other) in itertools.pairwise(items):
-                assert start >= end, f"{key}: {who} and {other} worked on it at once"
-        starts: dict[str, list[int]] = defaultdict(list)
-        for x in lines:
-            if x.tag == "S":
-                starts[x.key].append(x.n)
-        for key, numbers in starts.items():
-            seen = list(dict.fromkeys(numbers))
-            assert seen == sorted(seen), f"{key}: first processing out of order: {numbers}"
-            if strict_order:
-                assert numbers == sorted(numbers), f"{key}: processing went back: {numbers}"
-        acked_at: dict[tuple[str, int], int] = {}
-        redelivered = 0
-        for x in lines:
-            if x.tag == "A":
-                acked_at.setdefault((x.key, x.n), x.t)
-            elif x.tag == "S":
-                first_ack = acked_at.get((x.key, x.n))
-                assert first_ack is None, f"{x.key}:{x.n} came again after it was acknowledged"
-                redelivered += x.delivered > 1
-        return {"redelivered": redelivered, "starts": sum(len(s) for s in starts.values())}
-
-    @staticmethod
-    def _runs(
-        lines: list[Line], ended: dict[str, int | None]
-    ) -> dict[str, list[tuple[int, int, str]]]:
-        """Per key, the (start, end, instance) of every processing in start order; one that
-        never ended (its process was killed) lasts until the kill."""
-        open_: dict[tuple[str, str, int], int] = {}
-        runs: dict[str, list[tuple[int, int, str]]] = defaultdict(list)
-        for x in lines:
-            if x.tag == "S":
-                open_[(x.instance, x.key, x.n)] = x.t
-            elif x.tag == "E":
-                start = open_.pop((x.instance, x.key, x.n))
-                runs[x.key].append((start, x.t, x.instance))
-        for (instance, key, _), start in open_.items():
-            end = ended[instance]
-            assert end is not None, f"{instance} left {key} unfinished while alive"
-            runs[key].append((start, end, instance))
-        for items in runs.values():
-            items.sort()
-        return runs
+EVERYTHING = {(f"k{i % KEYS}", i // KEYS) for i in range(MESSAGES)}
 
 
 async def publish(js: jetstream.JetStream, stream: str) -> None:
@@ -202,18 +43,6 @@ async def publish(js: jetstream.JetStream, stream: str) -> None:
                 for i in range(first, min(first + 64, MESSAGES))
             )
         )
-
-
-async def wait_for(
-    condition: Callable[[], bool],
-    what: str,
-    timeout: float = DEADLINE,
-    state: Callable[[], object] = lambda: "",
-) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what} {state()}"
-        await asyncio.sleep(0.1)
 
 
 async def settled_static(js: jetstream.JetStream, stream: str, members: list[str]) -> None:
@@ -269,7 +98,16 @@ async def running(
     try:
         for member, instance in instances:
             members[instance] = await Member.start(
-                url, kind, stream, member, instance, tmp, mpa, flush
+                url,
+                kind,
+                stream,
+                member,
+                instance,
+                tmp,
+                ack_wait=ACK_WAIT,
+                max_ack_pending=mpa,
+                delay=DELAY,
+                flush=flush,
             )
         for m in members.values():
             await m.ready()
@@ -320,7 +158,7 @@ async def test_static_members_in_processes_with_a_kill_9(
             lambda: len(journals.processed()) == MESSAGES, "every message", state=journals.summary
         )
         await settled_static(js, static_stream, ["m1", "m2", "m3"])
-        counts = journals.check(strict_order=True)
+        counts = journals.check(EVERYTHING, ack_wait=ACK_WAIT, strict_order=True)
     print(f"static kill -9 takeover {takeover:.3f}s, {counts}")
     # the pin times out (priority_timeout = ack_wait) after the dead instance's last pull;
     # the standby's next pull (at most one pull expiry later) is pinned
@@ -352,7 +190,7 @@ async def test_elastic_members_in_processes_with_a_kill_9(
             lambda: len(journals.processed()) == MESSAGES, "every message", state=journals.summary
         )
         await settled_elastic(js, source)
-        counts = journals.check(strict_order=True)
+        counts = journals.check(EVERYTHING, ack_wait=ACK_WAIT, strict_order=True)
     print(f"elastic kill -9 takeover {takeover:.3f}s, {counts}")
     assert takeover < ACK_WAIT + 2 * max(ACK_WAIT / 2, 1.0) + 2
 
@@ -405,7 +243,7 @@ async def test_elastic_membership_churn_in_processes(
             lambda: len(journals.processed()) == MESSAGES, "every message", state=journals.summary
         )
         await settled_elastic(js, source)
-        counts = journals.check(strict_order=True)
+        counts = journals.check(EVERYTHING, ack_wait=ACK_WAIT, strict_order=True)
     owners: dict[str, set[str]] = defaultdict(set)
     for x in journals.lines():
         owners[x.key].add(x.instance)
@@ -453,7 +291,7 @@ async def test_elastic_member_killed_then_dropped_hands_over_in_order(
             lambda: len(journals.processed()) == MESSAGES, "every message", state=journals.summary
         )
         await settled_elastic(js, source)
-        counts = journals.check(strict_order=True)
+        counts = journals.check(EVERYTHING, ack_wait=ACK_WAIT, strict_order=True)
     print(f"elastic kill -9 + drop: takeover {takeover:.3f}s, {counts}")
     # nobody is left to delete the dead member's consumer: the server does, for its
     # inactive_threshold (= ack_wait); 2.15.1 took 6.8-7.3 s for it with ack_wait 2 s (the

@@ -241,3 +241,38 @@ async def test_a_pull_without_the_group_is_refused(js: JetStream, stream: str) -
     await js.publish(f"{stream}.x", b"")
     with pytest.raises(jetstream.PullRequestError, match="400"):
         await consumer.next(timeout=1)
+
+
+async def test_a_pinned_client_with_a_full_buffer_keeps_its_pin(
+    js: JetStream, stream: str, clients: Callable[[], Awaitable[Client]]
+) -> None:
+    """A slow pinned client whose buffer is full sends no pull, yet keeps its pin (a pull
+    that can take nothing goes out instead): the other client gets none of the messages
+    while the pinned one still works through its buffer (before: the pin lapsed
+    ``priority_timeout`` after its last pull and the other client received the rest)."""
+    a, b = await clients(), await clients()
+    taken: list[str] = []
+    async with a.consumer.consume(group=GROUP, max_messages=2) as slow:
+        await js.publish(f"{stream}.first", b"")
+        first = await asyncio.wait_for(anext(slow), 5)  # the pin is a's
+        taken.append(first.subject)
+        await b.start()
+        for i in range(6):
+            await js.publish(f"{stream}.{i}", b"")
+        while (await js.consumer_info(stream, "C")).num_ack_pending < 3:  # 1 taken + 2
+            await asyncio.sleep(0.05)
+        loop = asyncio.get_running_loop()
+        end = loop.time() + 3 * TIMEOUT  # the buffer stays full: no pull can go out
+        while loop.time() < end:
+            await js.publish(f"{stream}.later", b"")
+            await asyncio.sleep(0.2)
+        assert b.got == []
+        (state,) = (await js.consumer_info(stream, "C")).priority_groups or []
+        assert state.pinned_client_id == a.consumer.pin_id(GROUP)
+        await first.ack()
+        for _ in range(2):  # what the buffer held is a's, in order
+            msg = await anext(slow)
+            taken.append(msg.subject)
+            await msg.ack()
+    assert taken == [f"{stream}.first", f"{stream}.0", f"{stream}.1"]
+    assert b.errors == []

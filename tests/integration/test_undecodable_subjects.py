@@ -227,6 +227,32 @@ async def test_consume_fetch_and_next_skip_it_terminate_it_and_report_it(
     assert js.skipped_messages == 3
 
 
+async def test_a_kept_alive_buffer_skips_it_after_it_waited(
+    js: JetStream, nats_server: jetstream.EmbeddedServer, stream: str
+) -> None:
+    """``keep_buffered``: the message waits behind a slow callback and gets in-progress
+    calls like the others, then is skipped and terminated; nothing is delivered twice."""
+    await js.publish(f"{stream}.a", b"1")
+    await plant(nats_server.url, f"{stream}.".encode() + NOT_UTF8)
+    await js.publish(f"{stream}.z", b"2")
+    config = ConsumerConfig(durable_name="kb", ack_policy="explicit", ack_wait=2)
+    consumer = await js.create_consumer(stream, config)
+    got = []
+    async with asyncio.timeout(DEADLINE):
+        async with consumer.consume(keep_buffered=True) as messages:
+            async for message in messages:
+                await asyncio.sleep(1.5)  # the others wait in the buffer meanwhile
+                got.append((message.subject, message.metadata.delivered))
+                await message.ack()
+                if len(got) == 2:
+                    await message.in_progress(wait=True)  # the acks and the term were applied
+                    break
+            assert messages.skipped == 1
+        info = await consumer.info()
+    assert got == [(f"{stream}.a", 1), (f"{stream}.z", 1)]
+    assert info.delivered.consumer_seq == 3 and info.num_ack_pending == 0
+
+
 async def test_a_core_subscription_keeps_receiving_after_a_subject_that_is_not_utf8(
     js: JetStream, nats_server: jetstream.EmbeddedServer, unique_name: Callable[[str], str]
 ) -> None:
