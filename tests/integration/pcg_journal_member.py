@@ -13,7 +13,8 @@ machine). It prints ``ready`` once it has joined.
 
 Usage: python pcg_journal_member.py URL KIND STREAM GROUP MEMBER ACK_WAIT MAX_ACK_PENDING
        DELAY JOURNAL FLUSH    (KIND static|elastic, DELAY the longest work per message in
-       seconds, FLUSH 1 to wait for the server to have each ack before journalling it)
+       seconds, or LOW:HIGH for work of LOW to HIGH seconds, FLUSH 1 to wait for the server
+       to have each ack before journalling it)
 """
 
 from __future__ import annotations
@@ -41,13 +42,14 @@ class JournalFile:
 async def main(argv: list[str]) -> None:
     url, kind, stream, group, member, ack_wait, pending, delay, path, flush = argv
     journal = JournalFile(path)
-    longest = float(delay)
+    shortest, _, longest = delay.rpartition(":")
+    work = (float(shortest or 0), float(longest))
 
     async with await jetstream.connect(url) as js:
 
         async def handle(msg: pcgroups.GroupMessage) -> None:
             journal.line("S", msg)
-            await asyncio.sleep(random.uniform(0, longest))
+            await asyncio.sleep(random.uniform(*work))
             journal.line("E", msg)
             await msg.ack()
             if flush == "1":  # the server has the ack (survives a kill -9 of this process)

@@ -69,7 +69,11 @@ class Member:
         journal_dir: pathlib.Path,
         max_ack_pending: int,
         flush: bool,
+        *,
+        ack_wait: float = ACK_WAIT,
+        delay: str = str(DELAY),
     ) -> Member:
+        """``delay``: the work per message, ``HIGH`` or ``LOW:HIGH`` seconds."""
         path = journal_dir / instance
         proc = await asyncio.create_subprocess_exec(
             sys.executable,
@@ -79,9 +83,9 @@ class Member:
             stream,
             "g",
             member,
-            str(ACK_WAIT),
+            str(ack_wait),
             str(max_ack_pending),
-            str(DELAY),
+            delay,
             str(path),
             "1" if flush else "0",
             stdout=asyncio.subprocess.PIPE,
@@ -136,20 +140,17 @@ class Journals:
         have journalled the ack although the server got it)."""
         return {(x.key, x.n) for x in self.lines() if x.tag == "E"}
 
-    def check(self, *, strict_order: bool) -> dict[str, int]:
-        """Assert the invariants; return counts (redeliveries ...).
+    def check(self, *, strict_order: bool, messages: int = MESSAGES) -> dict[str, int]:
+        """Assert the invariants for the first ``messages`` of :func:`publish`; return counts
+        (redeliveries ...).
 
         ``strict_order``: each key's processing never goes back (a message is started again
         only before any newer one of its key); otherwise only its first processing of each
         message is in order."""
         lines = self.lines()
-        everything = {(f"k{i % KEYS}", i // KEYS) for i in range(MESSAGES)}
+        everything = {(f"k{i % KEYS}", i // KEYS) for i in range(messages)}
         assert {(x.key, x.n) for x in lines if x.tag == "E"} == everything, "not all processed"
-        ended = {m.instance: m.ended_at for m in self.members}
-        runs = self._runs(lines, ended)
-        for key, items in runs.items():
-            for (_, end, who), (start, _, other) in itertools.pairwise(items):
-                assert start >= end, f"{key}: {who} and {other} worked on it at once"
+        self.check_exclusive(lines)
         starts: dict[str, list[int]] = defaultdict(list)
         for x in lines:
             if x.tag == "S":
@@ -169,6 +170,16 @@ class Journals:
                 assert first_ack is None, f"{x.key}:{x.n} came again after it was acknowledged"
                 redelivered += x.delivered > 1
         return {"redelivered": redelivered, "starts": sum(len(s) for s in starts.values())}
+
+    def check_exclusive(self, lines: list[Line] | None = None) -> None:
+        """Assert that no two instances worked on one key at once: in ``lines`` (the whole
+        run), or so far (a message still in work counts until now)."""
+        now = time.monotonic_ns()
+        ended = {m.instance: m.ended_at or (now if lines is None else None) for m in self.members}
+        runs = self._runs(self.lines() if lines is None else lines, ended)
+        for key, items in runs.items():
+            for (_, end, who), (start, _, other) in itertools.pairwise(items):
+                assert start >= end, f"{key}: {who} and {other} worked on it at once"
 
     @staticmethod
     def _runs(
@@ -193,13 +204,14 @@ class Journals:
         return runs
 
 
-async def publish(js: jetstream.JetStream, stream: str) -> None:
-    """The 10,000 messages, ``<stream>.<key>`` carrying ``<key>:<n>``, published 64 at a time."""
-    for first in range(0, MESSAGES, 64):
+async def publish(js: jetstream.JetStream, stream: str, messages: int = MESSAGES) -> None:
+    """The 10,000 messages (or the first ``messages``), ``<stream>.<key>`` carrying
+    ``<key>:<n>``, published 64 at a time."""
+    for first in range(0, messages, 64):
         await asyncio.gather(
             *(
                 js.publish(f"{stream}.k{i % KEYS}", f"k{i % KEYS}:{i // KEYS}".encode())
-                for i in range(first, min(first + 64, MESSAGES))
+                for i in range(first, min(first + 64, messages))
             )
         )
 

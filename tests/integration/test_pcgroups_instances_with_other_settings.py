@@ -1,0 +1,123 @@
+"""Two instances of one member whose consumer settings differ (a rolling upgrade changing
+``ack_wait``), in separate processes journalling the start, end and ack of each message on one
+clock (``pcg_journal_member.py``, checked by ``test_pcgroups_processes.Journals``): the new
+instance never takes the member's consumer while the old one uses it, neither when the old one
+is asked to step down in the middle of a handler nor while it waits for messages; it takes the
+consumer over once the old instance is gone (killed here: after the old ``ack_wait``), so each
+key is worked on by one process at a time and no acknowledged message comes again."""
+
+from __future__ import annotations
+
+import pathlib
+import time
+from collections.abc import AsyncIterator, Callable
+
+import pytest
+
+import jetstream
+import pcgroups
+from pcgroups import PartitioningFilter
+from tests.integration.group_streams import group_stream
+from tests.integration.test_pcgroups_processes import (
+    Journals,
+    Line,
+    Member,
+    publish,
+    settled_elastic,
+    settled_static,
+    wait_for,
+)
+
+pytestmark = pytest.mark.integration
+MESSAGES = 10  # keys k0 .. k9, one message each
+OLD_ACK_WAIT = 2.0
+NEW_ACK_WAIT = 3.0
+WORK = "1.0:1.0"  # seconds per message: within either ack_wait
+STEP_DOWNS = 2
+
+
+@pytest.fixture(params=["static", "elastic"])
+async def group(
+    request: pytest.FixtureRequest, js: jetstream.JetStream, unique_name: Callable[[str], str]
+) -> AsyncIterator[tuple[str, str]]:
+    """(kind, stream) of a group ``g`` with one member ``m1`` owning every partition."""
+    kind = request.param
+    async with group_stream(js, unique_name("pio"), partitions=1 if kind == "static" else 0) as stream:
+        if kind == "static":
+            await pcgroups.create_static(js, stream, "g", max_members=1, members=["m1"])
+        else:
+            await pcgroups.create_elastic(
+                js, stream, "g", max_members=1, filters=[PartitioningFilter(f"{stream}.*", (1,))]
+            )
+            await pcgroups.add_members(js, stream, "g", ["m1"])
+        yield kind, stream
+
+
+async def test_an_instance_with_other_settings_waits_until_the_other_is_gone(
+    js: jetstream.JetStream,
+    nats_server: jetstream.EmbeddedServer,
+    group: tuple[str, str],
+    tmp_path: pathlib.Path,
+) -> None:
+    kind, stream = group
+    url = nats_server.url
+    old = await Member.start(
+        url, kind, stream, "m1", "old", tmp_path, 1, True, ack_wait=OLD_ACK_WAIT, delay=WORK
+    )
+    new = None
+    try:
+        await old.ready()
+        await publish(js, stream, MESSAGES)
+        journals = Journals([old])
+        await wait_for(lambda: bool(old.lines()), "the old instance works")
+        new = await Member.start(
+            url, kind, stream, "m1", "new", tmp_path, 1, True, ack_wait=NEW_ACK_WAIT, delay=WORK
+        )
+        await new.ready()
+        journals = Journals([old, new])
+        step_down = pcgroups.static_step_down if kind == "static" else pcgroups.elastic_step_down
+        for _ in range(STEP_DOWNS):  # in the middle of a handler of the old instance
+            started = await next_start(journals)
+            await step_down(js, stream, "g", "m1")
+            await wait_for(lambda: ended(journals, started), "the handler ends")
+        await next_start(journals)
+        await old.kill()  # in a handler: its message comes back once its ack_wait is over
+        killed_at = old.ended_at
+        assert killed_at is not None
+        await wait_for(lambda: len(journals.processed()) == MESSAGES, "every message", 30)
+        if kind == "static":
+            await settled_static(js, stream, ["m1"])
+        else:
+            await settled_elastic(js, stream)
+        counts = journals.check(strict_order=True, messages=MESSAGES)
+    finally:
+        await old.kill()
+        if new is not None:
+            await new.kill()
+    new_starts = [x.t for x in new.lines() if x.tag == "S"]
+    print(f"{kind}: {counts}, the new instance started {(new_starts[0] - killed_at) / 1e9:.2f}s "
+          "after the kill")  # fmt: skip
+    assert new_starts, "the new instance never took over"
+    assert min(new_starts) > killed_at, "the new instance worked while the old one was alive"
+
+
+async def next_start(journals: Journals) -> Line:
+    """Wait until a message is started after now; that start, which must be the old
+    instance's (the new one waits while the old one lives)."""
+    now = time.monotonic_ns()
+    await wait_for(lambda: bool(starts_after(journals, now)), "a start")
+    first = starts_after(journals, now)[0]
+    journals.check_exclusive()
+    assert first.instance == "old", f"the new instance worked while the old one was alive: {first}"
+    return first
+
+
+def starts_after(journals: Journals, t: int) -> list[Line]:
+    return [x for x in journals.lines() if x.tag == "S" and x.t > t]
+
+
+def ended(journals: Journals, start: Line) -> bool:
+    return any(
+        (x.tag, x.key, x.n, x.instance) == ("E", start.key, start.n, start.instance)
+        for x in journals.lines()
+    )
