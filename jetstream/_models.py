@@ -248,6 +248,9 @@ def _normalize_durations(config: object, fields: tuple[str, ...]) -> None:
 class SequenceInfo(msgspec.Struct, frozen=True):
     consumer_seq: int = 0
     stream_seq: int = 0
+    last_active: datetime | None = None
+    """When the last message was delivered (``delivered``) or acknowledged (``ack_floor``),
+    by the server's clock; None before the first."""
 
 
 class PriorityGroupState(msgspec.Struct, frozen=True):
@@ -281,6 +284,9 @@ class ConsumerInfo(msgspec.Struct, frozen=True):
     push_bound: bool = False
     priority_groups: list[PriorityGroupState] | None = None
     """The state of each priority group (pinned client id and time)."""
+    ts: datetime | None = None
+    """When the server answered, by its clock (compare with ``created`` and
+    ``delivered.last_active``)."""
 
 
 class ConsumerNamesResponse(msgspec.Struct, frozen=True):

@@ -50,6 +50,7 @@ from ._errors import (
     InvalidGroupNameError,
     InvalidMemberMappingError,
     InvalidPartitioningFilterError,
+    MemberConsumerRefusedError,
     MemberNotFoundError,
 )
 from ._group_member import GroupMember
@@ -101,6 +102,7 @@ __all__ = [
     "InvalidMemberMappingError",
     "InvalidPartitioningFilterError",
     "KeyChange",
+    "MemberConsumerRefusedError",
     "MemberMapping",
     "MemberNotFoundError",
     "PartitioningFilter",

@@ -14,16 +14,18 @@ the caller's, the server's defaults otherwise.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 import msgspec
 
 from jetstream import (
     ClientValidationError,
     ConsumerConfig,
+    ConsumerNotFoundError,
     JetStream,
 )
 
@@ -112,16 +114,31 @@ class GroupKind:
         return msgspec.structs.replace(self.template, **fields)
 
     async def create(self, js: JetStream, config: ConsumerConfig) -> None:
-        """Create the member's consumer: static create-or-update, elastic create (orbit's
-        calls; the member replaces an elastic consumer of another config itself).
+        """Create the member's consumer (done already with this config: nothing happens).
 
         Raises:
-            ConsumerExistsError: (elastic) the name holds another config.
+            ConsumerExistsError: the name holds another config (the member replaces it with
+                :meth:`replace` once no instance uses it).
             JetStreamError: the server refused (e.g. 10100 while members' filters still
                 overlap on the work queue; the member retries).
         """
-        action: Literal["create", ""] = "create" if self.elastic else ""
-        await js.create_consumer_info(self.consumer_stream, config, action=action)
+        await js.create_consumer_info(self.consumer_stream, config, action="create")
+
+    async def replace(self, js: JetStream, config: ConsumerConfig) -> None:
+        """Replace the member's consumer that holds another config: an elastic one is deleted
+        and created again (orbit's way: its new partitions may lie behind the old
+        consumer's position), a static durable is updated (it keeps its position).
+
+        Raises:
+            ConsumerExistsError: (elastic) created again meanwhile by another instance.
+            JetStreamError: the server refused (an update of a setting it cannot change).
+        """
+        if self.elastic:
+            with contextlib.suppress(ConsumerNotFoundError):
+                await js.delete_consumer(self.consumer_stream, self.consumer_name)
+            await self.create(js, config)
+        else:
+            await js.create_consumer_info(self.consumer_stream, config, action="")
 
 
 def _decoded(decode: Callable[[bytes], Any], validate: Callable[[Any], None]) -> Any:

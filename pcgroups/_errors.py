@@ -13,7 +13,9 @@
     ├── MemberNotFoundError                  step down of a name that is not a member
     ├── CorruptGroupConfigError              the stored value is not a valid orbit config
     ├── GroupDeletedError                    a consuming member's group was deleted
-    └── GroupConfigChangedError              its partitioning (static: its config) changed
+    ├── GroupConfigChangedError              its partitioning (static: its config) changed
+    └── MemberConsumerRefusedError           the server refused a member's consumer the same
+                                             way 3 times in a row: the member ended
 
 Validation errors are raised before anything is written.
 """
@@ -32,6 +34,7 @@ __all__ = [
     "InvalidGroupNameError",
     "InvalidMemberMappingError",
     "InvalidPartitioningFilterError",
+    "MemberConsumerRefusedError",
     "MemberNotFoundError",
 ]
 
@@ -112,3 +115,18 @@ class GroupConfigChangedError(JetStreamError):
         )
         self.stream = stream
         self.group = group
+
+
+class MemberConsumerRefusedError(JetStreamError):
+    """The server refused a member's consumer the same way three times in a row (a setting
+    it never accepts: a limit of the stream or account, a config another client wrote that
+    the server cannot serve ...): the member ended. ``code`` and ``err_code`` are the
+    server's, ``description`` quotes its text; the server's error is the ``__cause__``."""
+
+    def __init__(self, member: str, refusal: JetStreamError) -> None:
+        super().__init__(
+            f"the server refuses the consumer of group member {member!r}: {refusal.description}",
+            code=refusal.code,
+            err_code=refusal.err_code,
+        )
+        self.member = member

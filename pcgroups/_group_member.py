@@ -28,6 +28,7 @@ import inspect
 import logging
 import random
 from collections.abc import Awaitable, Callable, Coroutine
+from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Self, TypeVar
 
@@ -40,13 +41,20 @@ from jetstream import (
     ConsumerNotFoundError,
     JetStream,
     JetStreamError,
+    ServerError,
 )
 from jetstream._consumer import MessageStream
 from jetstream._pull import PullMessage
 from kvstore import Op
 
 from ._assign import PRIORITY_GROUP, config_key
-from ._errors import GroupConfigChangedError, GroupDeletedError, MemberNotFoundError
+from ._consumer_use import consumer_in_use, settings_differences
+from ._errors import (
+    GroupConfigChangedError,
+    GroupDeletedError,
+    MemberConsumerRefusedError,
+    MemberNotFoundError,
+)
 from ._message import GroupMessage
 from ._store import existing_bucket, read_config
 
@@ -63,6 +71,8 @@ _JOIN_RETRY: Final = (0.25, 0.5)  # a join refused (10100: the previous owner of
 _REJOIN_DELAY: Final = 0.2  # after a consume ended (consumer deleted): retry soon
 _BACKOFF: Final = (0.4, 0.5)  # orbit: an unpinned instance waits 400-499 ms on a change
 _LEAVE_TIMEOUTS: Final = 2  # leaving takes at most this many request timeouts (js.timeout)
+_REFUSALS: Final = 3  # the same refusal of the member's consumer this often in a row ends it
+_RETRIED: Final = frozenset({10100})  # refusals that pass: work-queue filters overlapping
 
 
 class GroupMember:
@@ -103,6 +113,9 @@ class GroupMember:
         self._draining = False
         self._held: list[PullMessage] = []  # received while winding down: nak'ed after
         self._last: PullMessage | None = None  # the last message of the current consumer
+        self._bound: datetime | None = None  # when the consumer it joined last was created
+        self._differences: list[str] = []  # the other settings last warned about
+        self._refusals = (0, 0)  # (err_code, times in a row) of the server's refusals
 
     @property
     def member(self) -> str:
@@ -324,27 +337,76 @@ class GroupMember:
 
         Raises:
             ConnectionClosedError: the connection is closed (ends the member).
+            ClientValidationError: the consumer cannot be asked for (its request is larger
+                than the server's max_payload, say): it never could.
+            MemberConsumerRefusedError: the server refused it the same way 3 times in a row.
         """
         kind = self._kind
         try:
             try:
                 await kind.create(self._js, desired)
             except ConsumerExistsError:
-                # another config under our name: replace it unless an instance holding the pin
-                # is still working with it (it deletes it itself once its messages are settled)
-                info = await self._js.consumer_info(kind.consumer_stream, kind.consumer_name)
-                if any(g.pinned for g in info.priority_groups or ()):
+                if not await self._replace(desired):
                     return None
-                with contextlib.suppress(ConsumerNotFoundError):
-                    await self._js.delete_consumer(kind.consumer_stream, kind.consumer_name)
-                await kind.create(self._js, desired)
             self._consumer = await self._js.consumer(kind.consumer_stream, kind.consumer_name)
-        except ConnectionClosedError:
+        except (ConnectionClosedError, ClientValidationError):
             raise
         except JetStreamError as exc:  # 10100 while filters overlap, stream gone ...: retry
             _log.debug("member %s cannot join yet: %r", kind.member, exc)
+            self._count_refusal(exc)
             return None
+        self._refusals = (0, 0)
+        self._bound = self._consumer.cached_info.created
         return self._consumer
+
+    async def _replace(self, desired: ConsumerConfig) -> bool:
+        """The member's consumer holds another config (its partitions before a change, or
+        another instance's settings): replace it if no instance uses it, else False (the
+        join is retried; an instance that stops using it lets it go: the pinned one deletes
+        it on a change of partitions, the server an elastic one once nobody pulls). See
+        ``_consumer_use``."""
+        kind = self._kind
+        info = await self._js.consumer_info(kind.consumer_stream, kind.consumer_name)
+        if info.config is not None:
+            self._warn_differences(settings_differences(info.config, desired))
+        pin = "" if self._consumer is None else self._consumer.pin_id(PRIORITY_GROUP)
+        busy = consumer_in_use(info, bound=self._bound, pin=pin)
+        if busy is not None:
+            _log.debug("member %s: its consumer is in use (%s): waiting", kind.member, busy)
+            return False
+        await kind.replace(self._js, desired)
+        return True
+
+    def _warn_differences(self, differences: list[str]) -> None:
+        """Say once per difference that another instance runs with other settings."""
+        if not differences or differences == self._differences:
+            return
+        self._differences = differences
+        kind = self._kind
+        _log.warning(
+            "group member %s (%s group %s on %s): its consumer %s has other settings: %s. "
+            "Another instance of the member runs with them; this one waits until no instance "
+            "uses that consumer, then replaces it",
+            kind.member, kind.kind, kind.group, kind.stream, kind.consumer_name,
+            "; ".join(differences),
+        )  # fmt: skip
+
+    def _count_refusal(self, exc: JetStreamError) -> None:
+        """Count the server's refusals of the member's consumer: the same one (a 400, but for
+        10100, which lasts only while members apply a change of partitions) three times in a
+        row can only be a setting it never accepts.
+
+        Raises:
+            MemberConsumerRefusedError: the third one in a row.
+        """
+        if not isinstance(exc, ServerError) or exc.code != 400 or exc.err_code in _RETRIED:
+            self._refusals = (0, 0)
+            return
+        code, count = self._refusals
+        count = count + 1 if code == exc.err_code else 1
+        self._refusals = (exc.err_code, count)
+        if count >= _REFUSALS:
+            raise MemberConsumerRefusedError(self._kind.member, exc) from exc
 
     async def _session(self, consumer: Consumer) -> bool:
         """Consume until the desired config changes or the member stops (False), or the
