@@ -70,12 +70,13 @@ class GroupNotFoundError(JetStreamError):
 
 class GroupExistsError(JetStreamError):
     """A group of that name exists on the stream with a different configuration (orbit
-    refuses to change it in place: delete and create again)."""
+    refuses to change it in place: delete and create again), or something else holds a
+    name the group needs (``reason`` says what)."""
 
-    def __init__(self, stream: str, group: str, kind: str) -> None:
+    def __init__(self, stream: str, group: str, kind: str, reason: str = "") -> None:
         super().__init__(
-            f"the {kind} consumer group {group!r} on stream {stream!r} exists with another "
-            "configuration"
+            f"the {kind} consumer group {group!r} on stream {stream!r} "
+            + (reason or "exists with another configuration")
         )
         self.stream = stream
         self.group = group
@@ -96,7 +97,8 @@ class MemberNotFoundError(JetStreamError):
 
 
 class GroupDeletedError(JetStreamError):
-    """The group's config was deleted (or purged) while a member consumed: the member ended."""
+    """The group's config was deleted (or purged, or the whole config bucket deleted) while a
+    member consumed: the member ended."""
 
     def __init__(self, stream: str, group: str, kind: str) -> None:
         super().__init__(f"the {kind} consumer group {group!r} on stream {stream!r} was deleted")

@@ -42,6 +42,7 @@ from jetstream import (
     JetStream,
     JetStreamError,
     ServerError,
+    StreamNotFoundError,
 )
 from jetstream._consumer import MessageStream
 from jetstream._pull import PullMessage
@@ -262,6 +263,8 @@ class GroupMember:
                     if desired != self._desired:
                         self._desired = desired
                         self._changed.set()
+        except StreamNotFoundError:  # the whole config bucket was deleted, with the group
+            self._end(GroupDeletedError(kind.stream, kind.group, kind.kind))
         except JetStreamError as exc:
             self._end(exc)
 
