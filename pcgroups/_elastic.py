@@ -45,6 +45,7 @@ from ._errors import (
     InvalidGroupConfigError,
     InvalidPartitioningFilterError,
 )
+from ._filter_limits import check_group_filters
 from ._models import (
     ELASTIC_BUCKET,
     ElasticConfig,
@@ -163,10 +164,11 @@ async def create_elastic(
 
     Raises:
         InvalidGroupNameError: a bad stream or group name.
-        InvalidGroupConfigError: ``max_members`` below 1, negative limits;
-            ``InvalidPartitioningFilterError`` for a filter without ``*`` or trailing ``>``,
-            a bad subject, wildcard indexes that are repeated or not ``*`` tokens of it.
-            Nothing is sent.
+        InvalidGroupConfigError: ``max_members`` below 1, negative limits, more filter
+            subjects per member than :data:`MAX_MEMBER_FILTERS` (``max_members`` x filters)
+            or than a request can hold; ``InvalidPartitioningFilterError`` for a filter
+            without ``*`` or trailing ``>``, a bad subject, wildcard indexes that are
+            repeated or not ``*`` tokens of it, a filter covering another. Nothing is sent.
         StreamNotFoundError: no such stream; nothing is written.
         GroupExistsError: the group (or its work-queue stream) exists with another
             partitioning, or a stream that is no group's work queue has its name; nothing
@@ -181,6 +183,12 @@ async def create_elastic(
         max_buffered_bytes=_checked_limit(max_buffered_bytes, "max_buffered_bytes"),
     )
     validate_elastic_config(config)
+    check_group_filters(
+        config.max_members,
+        [pf.filter for pf in config.partitioning_filters or ()],
+        js.nc.max_payload,
+        overlap=InvalidPartitioningFilterError,
+    )
     info = await js.stream_info(stream)
     bucket = await ensure_bucket(js, ELASTIC_BUCKET, replicas=info.config.num_replicas)
     existing = await _existing(bucket, stream, group)

@@ -6,6 +6,8 @@
     │   │   │                                vs mappings, buffered limits)
     │   │   ├── InvalidPartitioningFilterError  empty filter, no wildcard, bad wildcard indexes
     │   │   └── InvalidMemberMappingError       mappings that do not cover each partition once
+    │   ├── InvalidMemberConfigError         a member's ConsumerConfig template the server
+    │   │                                    never accepts (push deliver_subject, ...)
     │   └── InvalidNameError
     │       └── InvalidGroupNameError        a stream, group or member name we cannot use
     ├── GroupNotFoundError                   no config for <stream>.<group> (or no bucket)
@@ -32,6 +34,7 @@ __all__ = [
     "GroupNotFoundError",
     "InvalidGroupConfigError",
     "InvalidGroupNameError",
+    "InvalidMemberConfigError",
     "InvalidMemberMappingError",
     "InvalidPartitioningFilterError",
     "MemberConsumerRefusedError",
@@ -52,6 +55,12 @@ class InvalidPartitioningFilterError(InvalidGroupConfigError):
 class InvalidMemberMappingError(InvalidGroupConfigError):
     """Member mappings do not assign each partition ``0 .. max_members-1`` to exactly one
     member, repeat a member, or have more mappings than partitions."""
+
+
+class InvalidMemberConfigError(ClientValidationError):
+    """A member's ``ConsumerConfig`` template is not one, or is one the server refuses for
+    every consumer (a push ``deliver_subject``, more ``backoff`` steps than ``max_deliver``,
+    a start position its ``deliver_policy`` does not take ...)."""
 
 
 class InvalidGroupNameError(InvalidNameError):

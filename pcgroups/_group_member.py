@@ -139,6 +139,8 @@ class GroupMember:
             GroupNotFoundError: no such group.
             MemberNotFoundError: (static) the member is not in the group.
             CorruptGroupConfigError: the stored config is unreadable.
+            InvalidGroupConfigError: the config gives this member filters the server refuses
+                (more than ``MAX_MEMBER_FILTERS``, one covering another).
         """
         kind = self._kind
         bucket = await existing_bucket(self._js, kind.bucket)

@@ -8,6 +8,7 @@ key is worked on by one process at a time and no acknowledged message comes agai
 
 from __future__ import annotations
 
+import functools
 import pathlib
 import time
 from collections.abc import AsyncIterator, Callable
@@ -42,7 +43,8 @@ async def group(
 ) -> AsyncIterator[tuple[str, str]]:
     """(kind, stream) of a group ``g`` with one member ``m1`` owning every partition."""
     kind = request.param
-    async with group_stream(js, unique_name("pio"), partitions=1 if kind == "static" else 0) as stream:
+    partitions = 1 if kind == "static" else 0
+    async with group_stream(js, unique_name("pio"), partitions=partitions) as stream:
         if kind == "static":
             await pcgroups.create_static(js, stream, "g", max_members=1, members=["m1"])
         else:
@@ -79,7 +81,7 @@ async def test_an_instance_with_other_settings_waits_until_the_other_is_gone(
         for _ in range(STEP_DOWNS):  # in the middle of a handler of the old instance
             started = await next_start(journals)
             await step_down(js, stream, "g", "m1")
-            await wait_for(lambda: ended(journals, started), "the handler ends")
+            await wait_for(functools.partial(ended, journals, started), "the handler ends")
         await next_start(journals)
         await old.kill()  # in a handler: its message comes back once its ack_wait is over
         killed_at = old.ended_at
