@@ -1,5 +1,18 @@
-"""Fixtures shared by the integration modules (the Spark session lives in spark_session)."""
+"""Fixtures shared by the integration modules (the Spark session lives in spark_session), and
+the long consumer-group trials, run only when asked for (``-m groups_long``)."""
+
+import pytest
 
 from .spark_session import spark
 
 __all__ = ["spark"]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Deselect ``groups_long`` trials unless the ``-m`` expression names them."""
+    if "groups_long" in (config.getoption("markexpr") or ""):
+        return
+    long = [item for item in items if item.get_closest_marker("groups_long")]
+    if long:
+        config.hook.pytest_deselected(items=long)
+        items[:] = [item for item in items if not item.get_closest_marker("groups_long")]

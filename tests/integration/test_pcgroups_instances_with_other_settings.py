@@ -35,6 +35,9 @@ OLD_ACK_WAIT = 2.0
 NEW_ACK_WAIT = 3.0
 WORK = "1.0:1.0"  # seconds per message: within either ack_wait
 STEP_DOWNS = 2
+TOGETHER = 20  # messages for two instances starting at once (keys k0 .. k19)
+SHORT_WORK = "0.05:0.1"
+LONG_TRIALS = 15
 
 
 @pytest.fixture(params=["static", "elastic"])
@@ -61,8 +64,37 @@ async def test_an_instance_with_other_settings_waits_until_the_other_is_gone(
     group: tuple[str, str],
     tmp_path: pathlib.Path,
 ) -> None:
+    await step_downs_then_a_kill(js, nats_server.url, group, tmp_path)
+
+
+async def test_instances_with_other_settings_starting_together_never_share_a_key(
+    js: jetstream.JetStream,
+    nats_server: jetstream.EmbeddedServer,
+    group: tuple[str, str],
+    tmp_path: pathlib.Path,
+) -> None:
+    await starting_together(js, nats_server.url, group, tmp_path)
+
+
+@pytest.mark.groups_long
+@pytest.mark.parametrize("trial", range(LONG_TRIALS))
+async def test_many_trials_of_instances_with_other_settings(
+    js: jetstream.JetStream,
+    nats_server: jetstream.EmbeddedServer,
+    group: tuple[str, str],
+    tmp_path: pathlib.Path,
+    trial: int,
+) -> None:
+    await starting_together(js, nats_server.url, group, tmp_path)
+    await step_downs_then_a_kill(js, nats_server.url, group, tmp_path)
+
+
+async def step_downs_then_a_kill(
+    js: jetstream.JetStream, url: str, group: tuple[str, str], tmp_path: pathlib.Path
+) -> None:
+    """The old instance works; the new one starts; the old one is asked to step down in the
+    middle of a handler, twice; then it is killed in a handler."""
     kind, stream = group
-    url = nats_server.url
     old = await Member.start(
         url, kind, stream, "m1", "old", tmp_path, 1, True, ack_wait=OLD_ACK_WAIT, delay=WORK
     )
@@ -87,20 +119,51 @@ async def test_an_instance_with_other_settings_waits_until_the_other_is_gone(
         killed_at = old.ended_at
         assert killed_at is not None
         await wait_for(lambda: len(journals.processed()) == MESSAGES, "every message", 30)
-        if kind == "static":
-            await settled_static(js, stream, ["m1"])
-        else:
-            await settled_elastic(js, stream)
+        await settled(js, kind, stream)
         counts = journals.check(strict_order=True, messages=MESSAGES)
     finally:
         await old.kill()
         if new is not None:
             await new.kill()
     new_starts = [x.t for x in new.lines() if x.tag == "S"]
+    assert new_starts, "the new instance never took over"
     print(f"{kind}: {counts}, the new instance started {(new_starts[0] - killed_at) / 1e9:.2f}s "
           "after the kill")  # fmt: skip
-    assert new_starts, "the new instance never took over"
     assert min(new_starts) > killed_at, "the new instance worked while the old one was alive"
+
+
+async def starting_together(
+    js: jetstream.JetStream, url: str, group: tuple[str, str], tmp_path: pathlib.Path
+) -> None:
+    """Both instances start at once: one gets the member's consumer, the other waits."""
+    kind, stream = group
+    await publish(js, stream, TOGETHER)
+    members = [
+        await Member.start(
+            url, kind, stream, "m1", name, tmp_path, 1, True, ack_wait=ack_wait, delay=SHORT_WORK
+        )
+        for name, ack_wait in (("a", OLD_ACK_WAIT), ("b", NEW_ACK_WAIT))
+    ]
+    journals = Journals(members)
+    try:
+        for member in members:
+            await member.ready()
+        await wait_for(lambda: len(journals.processed()) == TOGETHER, "every message", 30)
+        await settled(js, kind, stream)
+        counts = journals.check(strict_order=True, messages=TOGETHER)
+    finally:
+        for member in members:
+            await member.kill()
+    working = {x.instance for x in journals.lines()}
+    print(f"{kind}, starting together: {counts}, working: {working}")
+    assert len(working) == 1, "both instances worked"
+
+
+async def settled(js: jetstream.JetStream, kind: str, stream: str) -> None:
+    if kind == "static":
+        await settled_static(js, stream, ["m1"])
+    else:
+        await settled_elastic(js, stream)
 
 
 async def next_start(journals: Journals) -> Line:
