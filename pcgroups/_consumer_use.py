@@ -73,8 +73,10 @@ def settings_differences(existing: ConsumerConfig, desired: ConsumerConfig) -> l
 
 
 def _shown(value: Any) -> str:
+    """A setting for a log line: another client's strings are repr'd (no line breaks)."""
     if isinstance(value, timedelta):
         return f"{value.total_seconds():g}s"
     if isinstance(value, list):
         return "[" + ", ".join(_shown(v) for v in value) + "]"
-    return str(msgspec.to_builtins(value))
+    value = msgspec.to_builtins(value)
+    return repr(value) if isinstance(value, str) else str(value)

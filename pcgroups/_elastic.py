@@ -45,7 +45,7 @@ from ._errors import (
     InvalidGroupConfigError,
     InvalidPartitioningFilterError,
 )
-from ._filter_limits import check_group_filters
+from ._filter_limits import check_elastic_filters
 from ._models import (
     ELASTIC_BUCKET,
     ElasticConfig,
@@ -183,12 +183,8 @@ async def create_elastic(
         max_buffered_bytes=_checked_limit(max_buffered_bytes, "max_buffered_bytes"),
     )
     validate_elastic_config(config)
-    check_group_filters(
-        config.max_members,
-        [pf.filter for pf in config.partitioning_filters or ()],
-        js.nc.max_payload,
-        overlap=InvalidPartitioningFilterError,
-    )
+    filter_subjects = [pf.filter for pf in config.partitioning_filters or ()]
+    check_elastic_filters(config.max_members, filter_subjects, js.nc.max_payload)
     info = await js.stream_info(stream)
     bucket = await ensure_bucket(js, ELASTIC_BUCKET, replicas=info.config.num_replicas)
     existing = await _existing(bucket, stream, group)

@@ -15,13 +15,17 @@ from typing import Final
 
 import msgspec
 
-from ._errors import InvalidGroupConfigError
+from ._assign import static_member_filters
+from ._errors import InvalidGroupConfigError, InvalidPartitioningFilterError
+from ._models import StaticConfig
 
 __all__ = [
     "MAX_MEMBER_FILTERS",
+    "check_covering",
+    "check_elastic_filters",
     "check_filter_count",
     "check_filters_fit",
-    "check_group_filters",
+    "check_static_filters",
     "covering_pair",
     "subject_is_subset",
 ]
@@ -90,30 +94,37 @@ def check_filters_fit(filters: Sequence[str], max_payload: int) -> None:
     size = len(msgspec.json.encode(list(filters))) + _REQUEST_SLACK
     if size > max_payload:
         raise InvalidGroupConfigError(
-            f"the filter subjects of a member owning every partition take {size:,} bytes in "
-            f"its consumer create request, more than the server's max_payload ({max_payload:,})"
+            f"a member's filter subjects take {size:,} bytes in its consumer create request, "
+            f"more than the server's max_payload ({max_payload:,})"
         )
 
 
-def check_group_filters(
-    max_members: int,
-    filters: Sequence[str],
-    max_payload: int,
-    overlap: type[InvalidGroupConfigError] = InvalidGroupConfigError,
+def check_covering(
+    filters: Sequence[str], error: type[InvalidGroupConfigError] = InvalidGroupConfigError
 ) -> None:
-    """Refuse a group whose filters the server would refuse in a member's consumer: one
-    covering another, or, for a member owning every partition (the only member there is, at
-    first), too many of them or too many bytes.
+    """Refuse filters one of which covers another.
 
     Raises:
-        InvalidGroupConfigError: ``overlap`` (a subclass) for filters covering one another.
+        InvalidGroupConfigError: ``error`` (a subclass) naming the two.
     """
     pair = covering_pair(filters)
     if pair is not None:
-        raise overlap(
+        raise error(
             f"filter {pair[1]!r} covers filter {pair[0]!r} (every subject of the second matches "
             "the first): the server refuses them together"
         )
+
+
+def check_elastic_filters(max_members: int, filters: Sequence[str], max_payload: int) -> None:
+    """Refuse an elastic group whose member's consumer the server would refuse: filters
+    covering one another, or, for a member owning every partition (the first member alone
+    does, and any member may come to), too many filter subjects or bytes.
+
+    Raises:
+        InvalidPartitioningFilterError: filters covering one another.
+        InvalidGroupConfigError: too many filter subjects or bytes for one member.
+    """
+    check_covering(filters, InvalidPartitioningFilterError)
     per_partition = max(1, len(filters))
     check_filter_count(
         max_members * per_partition,
@@ -121,3 +132,26 @@ def check_group_filters(
     )
     everything = [f"{p}.{f}" for f in filters or (">",) for p in range(max_members)]
     check_filters_fit(everything, max_payload)
+
+
+def check_static_filters(config: StaticConfig, max_payload: int) -> None:
+    """Refuse a static group whose members' consumers the server would refuse: filters
+    covering one another, or a member (its membership is fixed: the one with the most
+    partitions) with too many filter subjects or bytes.
+
+    Raises:
+        InvalidGroupConfigError: which of these it is.
+    """
+    if config.member_mappings:  # orbit gives mapped members "<p>.>" whatever the filters
+        biggest = max(config.member_mappings, key=lambda m: len(m.partitions))
+        member, count = biggest.member, len(biggest.partitions)
+    elif config.members:
+        check_covering(config.filters)
+        ordered = sorted(set(config.members))  # the first gets the remainder's partition too
+        member = ordered[0]
+        count = -(-config.max_members // min(len(ordered), config.max_members))
+        count *= max(1, len(config.filters))
+    else:
+        return  # nobody consumes
+    check_filter_count(count, f"member {member!r} of the static group")
+    check_filters_fit(static_member_filters(config, member), max_payload)

@@ -174,10 +174,16 @@ async def test_more_filters_than_a_member_consumer_can_take_are_refused(
         )
     with pytest.raises(pcgroups.InvalidGroupConfigError, match="MAX_MEMBER_FILTERS"):
         await pcgroups.create_static(js, static_stream, "g", max_members=TOO_MANY, members=["m1"])
+    mapped = [pcgroups.MemberMapping("m1", tuple(range(MAX_MEMBER_FILTERS + 1)))]
+    mapped.append(pcgroups.MemberMapping("m2", tuple(range(MAX_MEMBER_FILTERS + 1, TOO_MANY))))
+    with pytest.raises(pcgroups.InvalidGroupConfigError, match="'m2'"):  # the biggest
+        await pcgroups.create_static(
+            js, static_stream, "g", max_members=TOO_MANY, member_mappings=mapped
+        )
     long_filter = f"{static_stream}." + "x" * 1100  # 1,000 partitions of it: over 1 MB
     with pytest.raises(pcgroups.InvalidGroupConfigError, match="max_payload"):
         await pcgroups.create_static(
-            js, static_stream, "g", max_members=1000, filters=[long_filter]
+            js, static_stream, "g", max_members=1000, members=["m1"], filters=[long_filter]
         )
     bucket = await make_bucket()
     with pytest.raises(pcgroups.InvalidGroupConfigError, match="MAX_MEMBER_FILTERS"):
@@ -185,6 +191,9 @@ async def test_more_filters_than_a_member_consumer_can_take_are_refused(
     await nothing_written(js, source)
     await nothing_written(js, static_stream)
     assert await pcgroups.list_elastic(js, bucket.stream) == []
+    # a static group's membership is fixed: 20,000 partitions over 10 members are 2,000 each
+    members = [f"m{i}" for i in range(10)]
+    await pcgroups.create_static(js, static_stream, "g", max_members=TOO_MANY, members=members)
 
 
 async def test_a_member_at_the_limit_consumes(js: jetstream.JetStream, source: str) -> None:

@@ -16,7 +16,12 @@ from jetstream import ConsumerConfig, ConsumerInfo
 from jetstream._models import PriorityGroupState, SequenceInfo
 from pcgroups._consume import GroupKind
 from pcgroups._consumer_use import consumer_in_use, settings_differences
-from pcgroups._filter_limits import check_filter_count, covering_pair, subject_is_subset
+from pcgroups._filter_limits import (
+    check_filter_count,
+    check_static_filters,
+    covering_pair,
+    subject_is_subset,
+)
 
 
 @pytest.mark.parametrize(
@@ -52,6 +57,25 @@ def test_the_filter_limit_is_named() -> None:
         check_filter_count(pcgroups.MAX_MEMBER_FILTERS + 1, "one more")
     assert "MAX_MEMBER_FILTERS" in str(info.value)
     assert isinstance(info.value, ValueError)
+
+
+def test_a_static_groups_biggest_member_is_held_to_the_limit() -> None:
+    limit = pcgroups.MAX_MEMBER_FILTERS
+    fits = pcgroups.StaticConfig(max_members=limit * 3, members=("c", "a", "b"))
+    check_static_filters(fits, 1 << 20)  # limit partitions each
+    over = pcgroups.StaticConfig(max_members=limit * 3 + 1, members=("c", "a", "b"))
+    with pytest.raises(pcgroups.InvalidGroupConfigError, match="'a'"):  # a gets one more
+        check_static_filters(over, 1 << 20)
+    doubled = pcgroups.StaticConfig(max_members=limit, members=("a", "b"), filters=("x", "y.>"))
+    check_static_filters(doubled, 1 << 20)  # limit / 2 partitions x 2 filters
+    with pytest.raises(pcgroups.InvalidGroupConfigError, match="covers"):
+        check_static_filters(
+            pcgroups.StaticConfig(max_members=2, members=("a",), filters=("x.*", "x.y")), 1 << 20
+        )
+    with pytest.raises(pcgroups.InvalidGroupConfigError, match="max_payload"):
+        check_static_filters(pcgroups.StaticConfig(max_members=2, members=("a",)), 100)
+    nobody = pcgroups.StaticConfig(max_members=limit * 10)
+    check_static_filters(nobody, 1 << 20)
 
 
 @pytest.mark.parametrize(
