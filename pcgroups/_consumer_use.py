@@ -35,8 +35,9 @@ def consumer_in_use(info: ConsumerInfo, *, bound: datetime | None, pin: str) -> 
     - a message was delivered less than the consumer's ``ack_wait`` ago and is not
       acknowledged yet (its handler may still run; after ``ack_wait`` the server gives it
       out again anyway);
-    - another instance created the consumer less than ``ack_wait`` ago (its first pull may
-      be on its way).
+    - another instance created the consumer less than ``ack_wait`` ago and it has delivered
+      nothing yet (the creator's first pull may be on its way; once it has delivered, its
+      instances hold the pin and pull).
     """
     now = info.ts or datetime.now(UTC)
     config = info.config or ConsumerConfig()
@@ -49,7 +50,9 @@ def consumer_in_use(info: ConsumerInfo, *, bound: datetime | None, pin: str) -> 
     last = info.delivered.last_active
     if info.num_ack_pending and last is not None and now - last < ack_wait:
         return f"{info.num_ack_pending} message(s) delivered and not acknowledged"
-    if info.created is not None and info.created != bound and now - info.created < ack_wait:
+    created = info.created
+    fresh = created is not None and created != bound and now - created < ack_wait
+    if fresh and not info.delivered.consumer_seq:
         return "just created by another instance"
     return None
 

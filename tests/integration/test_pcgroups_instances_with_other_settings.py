@@ -8,10 +8,11 @@ key is worked on by one process at a time and no acknowledged message comes agai
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import pathlib
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
@@ -74,6 +75,46 @@ async def test_instances_with_other_settings_starting_together_never_share_a_key
     tmp_path: pathlib.Path,
 ) -> None:
     await starting_together(js, nats_server.url, group, tmp_path)
+
+
+async def test_a_rolling_upgrade_hands_over_once_the_old_instance_stops(
+    js: jetstream.JetStream, nats_server: jetstream.EmbeddedServer, group: tuple[str, str]
+) -> None:
+    """In one process: the new instance waits while the old one runs, and takes over as soon
+    as the old one has stopped (nothing of it in use any more), not an ``ack_wait`` later."""
+    kind, stream = group
+    consume = pcgroups.consume_static if kind == "static" else pcgroups.consume_elastic
+    got: dict[str, list[bytes]] = {"old": [], "new": []}
+    arrived = asyncio.Event()
+
+    def handler(name: str) -> Callable[[pcgroups.GroupMessage], Awaitable[None]]:
+        async def handle(msg: pcgroups.GroupMessage) -> None:
+            got[name].append(msg.data)
+            await msg.ack()
+            arrived.set()
+
+        return handle
+
+    async def send(data: bytes) -> None:
+        arrived.clear()
+        await js.publish(f"{stream}.k", data)
+        await asyncio.wait_for(arrived.wait(), 30)
+
+    def template(ack_wait: float) -> jetstream.ConsumerConfig:
+        return jetstream.ConsumerConfig(ack_wait=ack_wait, max_ack_pending=1)  # type: ignore[arg-type]
+
+    async with await jetstream.connect(nats_server.url) as other:
+        old = consume(js, stream, "g", "m1", handler("old"), config=template(OLD_ACK_WAIT))
+        new = consume(other, stream, "g", "m1", handler("new"), config=template(NEW_ACK_WAIT))
+        async with old, new:
+            await send(b"1")
+            await send(b"2")
+            await old.stop()
+            stopped = time.monotonic()
+            await send(b"3")
+            print(f"{kind}: the new instance got a message {time.monotonic() - stopped:.2f}s "
+                  "after the old one stopped")  # fmt: skip
+    assert got == {"old": [b"1", b"2"], "new": [b"3"]}
 
 
 @pytest.mark.groups_long

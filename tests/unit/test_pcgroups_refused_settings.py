@@ -173,6 +173,7 @@ def pinned(pin: str) -> list[PriorityGroupState]:
         ),
         ({"created": NOW - timedelta(seconds=1)}, True),  # its creator's first pull may come
         ({"created": NOW - timedelta(seconds=3)}, False),
+        ({"created": NOW - timedelta(seconds=1), "delivered": SequenceInfo(2, 2, LONG_AGO)}, False),
     ],
 )
 def test_a_consumer_is_in_use_while_an_instance_may_work_with_it(
