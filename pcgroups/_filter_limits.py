@@ -110,8 +110,8 @@ def check_covering(
     pair = covering_pair(filters)
     if pair is not None:
         raise error(
-            f"filter {pair[1]!r} covers filter {pair[0]!r} (every subject of the second matches "
-            "the first): the server refuses them together"
+            f"filter {pair[1]!r} covers filter {pair[0]!r} (it matches every subject "
+            f"{pair[0]!r} does): the server refuses them together"
         )
 
 

@@ -373,7 +373,10 @@ class GroupMember:
         kind = self._kind
         info = await self._js.consumer_info(kind.consumer_stream, kind.consumer_name)
         if info.config is not None:
-            self._warn_differences(settings_differences(info.config, desired))
+            differences = settings_differences(info.config, desired)
+            if not differences and info.config.filter_subjects == desired.filter_subjects:
+                differences = ["fields this instance leaves to the server's defaults differ"]
+            self._warn_differences(differences)
         pin = "" if self._consumer is None else self._consumer.pin_id(PRIORITY_GROUP)
         busy = consumer_in_use(info, bound=self._bound, pin=pin)
         if busy is not None:
@@ -398,13 +401,15 @@ class GroupMember:
 
     def _count_refusal(self, exc: JetStreamError) -> None:
         """Count the server's refusals of the member's consumer: the same one (a 400, but for
-        10100, which lasts only while members apply a change of partitions) three times in a
-        row can only be a setting it never accepts.
+        10100, which lasts only while members apply a change of partitions, and a consumer
+        made meanwhile by another instance) three times in a row can only be a setting it
+        never accepts.
 
         Raises:
             MemberConsumerRefusedError: the third one in a row.
         """
-        if not isinstance(exc, ServerError) or exc.code != 400 or exc.err_code in _RETRIED:
+        passing = isinstance(exc, ConsumerExistsError) or exc.err_code in _RETRIED
+        if not isinstance(exc, ServerError) or exc.code != 400 or passing:
             self._refusals = (0, 0)
             return
         code, count = self._refusals

@@ -204,6 +204,30 @@ def test_settings_differences_name_the_field_and_both_values() -> None:
     assert settings_differences(existing, same) == []
 
 
+def test_only_the_same_refusal_three_times_in_a_row_ends_a_member() -> None:
+    member = pcgroups.consume_elastic(None, "orders", "g", "m1")  # type: ignore[arg-type]
+
+    def refusal(err_code: int, code: int = 400) -> jetstream.ServerError:
+        return jetstream.ServerError("refused", code=code, err_code=err_code)
+
+    passing = [
+        refusal(10100),  # work-queue filters overlap while members apply a change
+        jetstream.ConsumerExistsError("made meanwhile", code=400, err_code=10148),
+        refusal(10059, code=404),  # the stream is missing (for now)
+        jetstream.RequestTimeoutError("no answer"),
+    ]
+    for error in passing:
+        for _ in range(3):
+            member._count_refusal(error)
+    member._count_refusal(refusal(10138))
+    member._count_refusal(refusal(10138))
+    member._count_refusal(refusal(10116))  # another one: counting starts again
+    member._count_refusal(refusal(10116))
+    with pytest.raises(pcgroups.MemberConsumerRefusedError) as ended:
+        member._count_refusal(refusal(10116))
+    assert (ended.value.code, ended.value.err_code, ended.value.member) == (400, 10116, "m1")
+
+
 def test_errors_are_in_the_tree() -> None:
     assert issubclass(pcgroups.InvalidMemberConfigError, jetstream.ClientValidationError)
     assert issubclass(pcgroups.MemberConsumerRefusedError, jetstream.JetStreamError)
