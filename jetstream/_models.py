@@ -26,6 +26,7 @@ __all__ = [
     "ConsumerConfig",
     "ConsumerInfo",
     "ConsumerNamesResponse",
+    "ConsumerPauseResponse",
     "MsgGetResponse",
     "PriorityGroupState",
     "PubAck",
@@ -287,6 +288,8 @@ class ConsumerInfo(msgspec.Struct, frozen=True):
     ts: datetime | None = None
     """When the server answered, by its clock (compare with ``created`` and
     ``delivered.last_active``)."""
+    paused: bool = False
+    """Its deliveries are paused (``pause_consumer``)."""
 
 
 class ConsumerNamesResponse(msgspec.Struct, frozen=True):
@@ -338,6 +341,13 @@ class PurgeResponse(msgspec.Struct, frozen=True):
 
     success: bool = False
     purged: int = 0
+
+
+class ConsumerPauseResponse(msgspec.Struct, frozen=True):
+    """Reply of ``CONSUMER.PAUSE``."""
+
+    paused: bool = False
+    pause_until: datetime | None = None
 
 
 class SuccessResponse(msgspec.Struct, frozen=True):

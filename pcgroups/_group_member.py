@@ -28,7 +28,7 @@ import inspect
 import logging
 import random
 from collections.abc import Awaitable, Callable, Coroutine
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Self, TypeVar
 
@@ -38,6 +38,7 @@ from jetstream import (
     Consumer,
     ConsumerConfig,
     ConsumerExistsError,
+    ConsumerInfo,
     ConsumerNotFoundError,
     JetStream,
     JetStreamError,
@@ -74,6 +75,7 @@ _BACKOFF: Final = (0.4, 0.5)  # orbit: an unpinned instance waits 400-499 ms on 
 _LEAVE_TIMEOUTS: Final = 2  # leaving takes at most this many request timeouts (js.timeout)
 _REFUSALS: Final = 3  # the same refusal of the member's consumer this often in a row ends it
 _RETRIED: Final = frozenset({10100})  # refusals that pass: work-queue filters overlapping
+_PAUSE_LOOKS: Final = 5  # consumer infos to see a pause applied before giving up this join
 
 
 class GroupMember:
@@ -369,21 +371,57 @@ class GroupMember:
         another instance's settings): replace it if no instance uses it, else False (the
         join is retried; an instance that stops using it lets it go: the pinned one deletes
         it on a change of partitions, the server an elastic one once nobody pulls). See
-        ``_consumer_use``."""
+        ``_consumer_use``.
+
+        A look at its info and the replacement are two requests: a message handed to an
+        instance in between would go to a second one too. So once it looks unused its
+        deliveries are paused, it is looked at again, and only then replaced (an elastic
+        one deleted and created anew, a static one updated and let go on) or let go on."""
+        kind, js = self._kind, self._js
+        info = await js.consumer_info(kind.consumer_stream, kind.consumer_name)
+        self._warn_about(info, desired)
+        if self._used(info):
+            return False
+        until = (info.ts or datetime.now(UTC)) + timedelta(seconds=_LEAVE_TIMEOUTS * js.timeout)
+        await js.pause_consumer(kind.consumer_stream, kind.consumer_name, until)
+        replaced = False
+        try:
+            paused = await self._paused_info()
+            if paused is not None and not self._used(paused):  # nothing is handed out now
+                await kind.replace(js, desired)
+                replaced = True
+        finally:
+            if not (replaced and kind.elastic):  # a static update keeps the pause
+                with contextlib.suppress(JetStreamError):
+                    await js.pause_consumer(kind.consumer_stream, kind.consumer_name, None)
+        return replaced
+
+    async def _paused_info(self) -> ConsumerInfo | None:
+        """The consumer's info once it shows the pause (a cluster applies it a moment after
+        answering), or None if it does not after a few looks."""
         kind = self._kind
-        info = await self._js.consumer_info(kind.consumer_stream, kind.consumer_name)
-        if info.config is not None:
-            differences = settings_differences(info.config, desired)
-            if not differences and info.config.filter_subjects == desired.filter_subjects:
-                differences = ["fields this instance leaves to the server's defaults differ"]
-            self._warn_differences(differences)
+        for _ in range(_PAUSE_LOOKS):
+            info = await self._js.consumer_info(kind.consumer_stream, kind.consumer_name)
+            if info.paused:
+                return info
+        return None
+
+    def _used(self, info: ConsumerInfo) -> bool:
+        """Whether an instance other than this one may be working with the consumer."""
         pin = "" if self._consumer is None else self._consumer.pin_id(PRIORITY_GROUP)
         busy = consumer_in_use(info, bound=self._bound, pin=pin)
         if busy is not None:
-            _log.debug("member %s: its consumer is in use (%s): waiting", kind.member, busy)
-            return False
-        await kind.replace(self._js, desired)
-        return True
+            _log.debug("member %s: its consumer is in use (%s): waiting", self.member, busy)
+        return busy is not None
+
+    def _warn_about(self, info: ConsumerInfo, desired: ConsumerConfig) -> None:
+        """Say (once) when the consumer has settings other than this instance's."""
+        if info.config is None:
+            return
+        differences = settings_differences(info.config, desired)
+        if not differences and info.config.filter_subjects == desired.filter_subjects:
+            differences = ["fields this instance leaves to the server's defaults differ"]
+        self._warn_differences(differences)
 
     def _warn_differences(self, differences: list[str]) -> None:
         """Say once per difference that another instance runs with other settings."""

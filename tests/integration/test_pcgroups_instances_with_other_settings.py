@@ -39,6 +39,8 @@ STEP_DOWNS = 2
 TOGETHER = 20  # messages for two instances starting at once (keys k0 .. k19)
 SHORT_WORK = "0.05:0.1"
 LONG_TRIALS = 15
+LOOPED = 600  # messages worked through while step-downs come every 20 ms (200 keys)
+LOOP_WORK = "0.005:0.01"
 
 
 @pytest.fixture(params=["static", "elastic"])
@@ -75,6 +77,47 @@ async def test_instances_with_other_settings_starting_together_never_share_a_key
     tmp_path: pathlib.Path,
 ) -> None:
     await starting_together(js, nats_server.url, group, tmp_path)
+
+
+async def test_step_downs_in_a_loop_never_let_two_instances_share_a_key(
+    js: jetstream.JetStream,
+    nats_server: jetstream.EmbeddedServer,
+    unique_name: Callable[[str], str],
+    tmp_path: pathlib.Path,
+) -> None:
+    """The pinned instance unpinned every 20 ms while it works through short messages: after
+    each unpin its waiting pull is refused (423) at the next message and pulled again, and
+    for that moment nothing shows it uses the consumer (no pin, no pull, nothing unacked).
+    The instance with other settings must not take the consumer away then: before its
+    deliveries were paused for the last look, it did about once in 60 step-downs of the
+    long trials, and the message in the old instance's hands went to both."""
+    async with group_stream(js, unique_name("pil")) as stream:
+        await pcgroups.create_elastic(
+            js, stream, "g", max_members=1, filters=[PartitioningFilter(f"{stream}.*", (1,))]
+        )
+        await pcgroups.add_members(js, stream, "g", ["m1"])
+        await publish(js, stream, LOOPED)
+        members = [
+            await Member.start(
+                nats_server.url, "elastic", stream, "m1", name, tmp_path, 1, True,
+                ack_wait=ack_wait, delay=LOOP_WORK,
+            )
+            for name, ack_wait in (("old", OLD_ACK_WAIT), ("new", NEW_ACK_WAIT))
+        ]  # fmt: skip
+        journals = Journals(members)
+        try:
+            for member in members:
+                await member.ready()
+            while len(journals.processed()) < LOOPED:
+                await pcgroups.elastic_step_down(js, stream, "g", "m1")
+                journals.check_exclusive()
+                await asyncio.sleep(0.02)  # the pace of the step-downs, no synchronisation
+            await settled_elastic(js, stream)
+            counts = journals.check(strict_order=True, messages=LOOPED)
+        finally:
+            for member in members:
+                await member.kill()
+    print(f"step-downs in a loop: {counts}, {journals.summary()}")
 
 
 async def test_a_rolling_upgrade_hands_over_once_the_old_instance_stops(
