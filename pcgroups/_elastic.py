@@ -214,11 +214,22 @@ async def _store_new(
     try:
         await bucket.create(config_key(stream, group), encode_elastic_config(config))
     except KeyExistsError:  # created meanwhile by another client
-        stored = await _existing(bucket, stream, group)
-        if stored is None or not _same_partitioning(stored, config):
-            raise GroupExistsError(stream, group, _KIND) from None
-        return stored
+        return await _stored_same(bucket, stream, group, config)
     return config
+
+
+async def _stored_same(
+    bucket: Bucket, stream: str, group: str, config: ElasticConfig
+) -> ElasticConfig:
+    """The config another create stored first, if it has the same partitioning.
+
+    Raises:
+        GroupExistsError: it has another partitioning (or was deleted meanwhile).
+    """
+    stored = await _existing(bucket, stream, group)
+    if stored is None or not _same_partitioning(stored, config):
+        raise GroupExistsError(stream, group, _KIND) from None
+    return stored
 
 
 async def _replace_left_queue(
@@ -244,7 +255,10 @@ async def _replace_left_queue(
             stream, group, _KIND, f"cannot be created: the stream {queue.name!r} exists and is "
             "not a consumer group's work queue",
         )  # fmt: skip
-    stored = await _store_new(bucket, stream, group, config)
+    try:
+        await bucket.create(config_key(stream, group), encode_elastic_config(config))
+    except KeyExistsError:  # another create won: it replaces the work queue
+        return await _stored_same(bucket, stream, group, config)
     for _ in range(CAS_ATTEMPTS):
         with contextlib.suppress(StreamNotFoundError):
             await js.delete_stream(queue.name)
@@ -253,7 +267,7 @@ async def _replace_left_queue(
             break
         except StreamExistsError:  # made again meanwhile by a create that loses the config
             continue
-    return stored
+    return config
 
 
 async def _is_left_queue(js: JetStream, stream: str, group: str) -> bool:

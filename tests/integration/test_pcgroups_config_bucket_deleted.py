@@ -118,3 +118,29 @@ async def test_a_stream_with_a_work_queue_name_that_is_no_work_queue_is_left_alo
     assert (await js.stream_info(name)).state.messages == 1
     with pytest.raises(pcgroups.GroupNotFoundError):
         await pcgroups.elastic_config(js, source, "g")
+
+
+async def test_concurrent_creates_over_a_left_work_queue_agree_on_one_partitioning(
+    js: jetstream.JetStream, source: str
+) -> None:
+    """Three creates at once (two alike) over the work queue a deleted bucket left: the ones
+    that return agree with the stored config, the others raise ``GroupExistsError``, and the
+    work queue is partitioned as the stored config says."""
+    queue = pcgroups.elastic_stream_name(source, "g")
+    for _ in range(5):
+        await pcgroups.create_elastic(js, source, "g", max_members=2)
+        await kvstore.delete_bucket(js, pcgroups.ELASTIC_BUCKET)
+        results = await asyncio.gather(
+            *(pcgroups.create_elastic(js, source, "g", max_members=n) for n in (3, 4, 4)),
+            return_exceptions=True,
+        )
+        stored = await pcgroups.elastic_config(js, source, "g")
+        for result in results:
+            if isinstance(result, pcgroups.ElasticConfig):
+                assert result == stored
+            else:
+                assert isinstance(result, pcgroups.GroupExistsError), result
+        sources = (await js.stream_info(queue)).config.sources or []
+        dest = sources[0]["subject_transforms"][0]["dest"]
+        assert dest == f"{{{{Partition({stored.max_members})}}}}.>"
+        await pcgroups.delete_elastic(js, source, "g")

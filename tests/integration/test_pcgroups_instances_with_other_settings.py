@@ -4,7 +4,13 @@ clock (``pcg_journal_member.py``, checked by ``test_pcgroups_processes.Journals`
 instance never takes the member's consumer while the old one uses it, neither when the old one
 is asked to step down in the middle of a handler nor while it waits for messages; it takes the
 consumer over once the old instance is gone (killed here: after the old ``ack_wait``), so each
-key is worked on by one process at a time and no acknowledged message comes again."""
+key is worked on by one process at a time and no acknowledged message comes again.
+
+Also: both starting at once (one works, the other waits); step-downs every 20 ms through 600
+short messages (right after an unpin nothing shows the old instance at work, so the last look
+before a replacement is taken with the consumer's deliveries paused); a rolling upgrade in one
+process (the new instance takes over right after the old one's ``stop()``). ``-m groups_long``
+runs 15 trials of the first two for each kind of group."""
 
 from __future__ import annotations
 
