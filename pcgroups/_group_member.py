@@ -28,7 +28,6 @@ import inspect
 import logging
 import random
 from collections.abc import Awaitable, Callable, Coroutine
-from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Self, TypeVar
 
@@ -37,12 +36,9 @@ from jetstream import (
     ConnectionClosedError,
     Consumer,
     ConsumerConfig,
-    ConsumerExistsError,
-    ConsumerInfo,
     ConsumerNotFoundError,
     JetStream,
     JetStreamError,
-    ServerError,
     StreamNotFoundError,
 )
 from jetstream._consumer import MessageStream
@@ -50,13 +46,8 @@ from jetstream._pull import PullMessage
 from kvstore import Op
 
 from ._assign import PRIORITY_GROUP, config_key
-from ._consumer_use import consumer_in_use, settings_differences
-from ._errors import (
-    GroupConfigChangedError,
-    GroupDeletedError,
-    MemberConsumerRefusedError,
-    MemberNotFoundError,
-)
+from ._errors import GroupConfigChangedError, GroupDeletedError, MemberNotFoundError
+from ._join import MemberJoin
 from ._message import GroupMessage
 from ._store import existing_bucket, read_config
 
@@ -73,9 +64,6 @@ _JOIN_RETRY: Final = (0.25, 0.5)  # a join refused (10100: the previous owner of
 _REJOIN_DELAY: Final = 0.2  # after a consume ended (consumer deleted): retry soon
 _BACKOFF: Final = (0.4, 0.5)  # orbit: an unpinned instance waits 400-499 ms on a change
 _LEAVE_TIMEOUTS: Final = 2  # leaving takes at most this many request timeouts (js.timeout)
-_REFUSALS: Final = 3  # the same refusal of the member's consumer this often in a row ends it
-_RETRIED: Final = frozenset({10100})  # refusals that pass: work-queue filters overlapping
-_PAUSE_LOOKS: Final = 5  # consumer infos to see a pause applied before giving up this join
 
 
 class GroupMember:
@@ -116,9 +104,7 @@ class GroupMember:
         self._draining = False
         self._held: list[PullMessage] = []  # received while winding down: nak'ed after
         self._last: PullMessage | None = None  # the last message of the current consumer
-        self._bound: datetime | None = None  # when the consumer it joined last was created
-        self._differences: list[str] = []  # the other settings last warned about
-        self._refusals = (0, 0)  # (err_code, times in a row) of the server's refusals
+        self._joining = MemberJoin(js, kind)
 
     @property
     def member(self) -> str:
@@ -340,121 +326,18 @@ class GroupMember:
             await asyncio.wait_for(self._changed.wait(), seconds)
 
     async def _join(self, desired: ConsumerConfig) -> Consumer | None:
-        """Create the member's consumer; None when it cannot be now (retried later).
+        """Create (or take over) the member's consumer; None when it cannot be now (retried
+        later). See ``_join``.
 
         Raises:
-            ConnectionClosedError: the connection is closed (ends the member).
-            ClientValidationError: the consumer cannot be asked for (its request is larger
-                than the server's max_payload, say): it never could.
-            MemberConsumerRefusedError: the server refused it the same way 3 times in a row.
+            ConnectionClosedError, ClientValidationError, MemberConsumerRefusedError: as
+                :meth:`MemberJoin.join` (they end the member).
         """
-        kind = self._kind
-        try:
-            try:
-                await kind.create(self._js, desired)
-            except ConsumerExistsError:
-                if not await self._replace(desired):
-                    return None
-            self._consumer = await self._js.consumer(kind.consumer_stream, kind.consumer_name)
-        except (ConnectionClosedError, ClientValidationError):
-            raise
-        except JetStreamError as exc:  # 10100 while filters overlap, stream gone ...: retry
-            _log.debug("member %s cannot join yet: %r", kind.member, exc)
-            self._count_refusal(exc)
-            return None
-        self._refusals = (0, 0)
-        self._bound = self._consumer.cached_info.created
-        return self._consumer
-
-    async def _replace(self, desired: ConsumerConfig) -> bool:
-        """The member's consumer holds another config (its partitions before a change, or
-        another instance's settings): replace it if no instance uses it, else False (the
-        join is retried; an instance that stops using it lets it go: the pinned one deletes
-        it on a change of partitions, the server an elastic one once nobody pulls). See
-        ``_consumer_use``.
-
-        A look at its info and the replacement are two requests: a message handed to an
-        instance in between would go to a second one too. So once it looks unused its
-        deliveries are paused, it is looked at again, and only then replaced (an elastic
-        one deleted and created anew, a static one updated and let go on) or let go on."""
-        kind, js = self._kind, self._js
-        info = await js.consumer_info(kind.consumer_stream, kind.consumer_name)
-        self._warn_about(info, desired)
-        if self._used(info):
-            return False
-        until = (info.ts or datetime.now(UTC)) + timedelta(seconds=_LEAVE_TIMEOUTS * js.timeout)
-        await js.pause_consumer(kind.consumer_stream, kind.consumer_name, until)
-        replaced = False
-        try:
-            paused = await self._paused_info()
-            if paused is not None and not self._used(paused):  # nothing is handed out now
-                await kind.replace(js, desired)
-                replaced = True
-        finally:
-            if not (replaced and kind.elastic):  # a static update keeps the pause
-                with contextlib.suppress(JetStreamError):
-                    await js.pause_consumer(kind.consumer_stream, kind.consumer_name, None)
-        return replaced
-
-    async def _paused_info(self) -> ConsumerInfo | None:
-        """The consumer's info once it shows the pause (a cluster applies it a moment after
-        answering), or None if it does not after a few looks."""
-        kind = self._kind
-        for _ in range(_PAUSE_LOOKS):
-            info = await self._js.consumer_info(kind.consumer_stream, kind.consumer_name)
-            if info.paused:
-                return info
-        return None
-
-    def _used(self, info: ConsumerInfo) -> bool:
-        """Whether an instance other than this one may be working with the consumer."""
         pin = "" if self._consumer is None else self._consumer.pin_id(PRIORITY_GROUP)
-        busy = consumer_in_use(info, bound=self._bound, pin=pin)
-        if busy is not None:
-            _log.debug("member %s: its consumer is in use (%s): waiting", self.member, busy)
-        return busy is not None
-
-    def _warn_about(self, info: ConsumerInfo, desired: ConsumerConfig) -> None:
-        """Say (once) when the consumer has settings other than this instance's."""
-        if info.config is None:
-            return
-        differences = settings_differences(info.config, desired)
-        if not differences and info.config.filter_subjects == desired.filter_subjects:
-            differences = ["fields this instance leaves to the server's defaults differ"]
-        self._warn_differences(differences)
-
-    def _warn_differences(self, differences: list[str]) -> None:
-        """Say once per difference that another instance runs with other settings."""
-        if not differences or differences == self._differences:
-            return
-        self._differences = differences
-        kind = self._kind
-        _log.warning(
-            "group member %s (%s group %s on %s): its consumer %s has other settings: %s. "
-            "Another instance of the member runs with them; this one waits until no instance "
-            "uses that consumer, then replaces it",
-            kind.member, kind.kind, kind.group, kind.stream, kind.consumer_name,
-            "; ".join(differences),
-        )  # fmt: skip
-
-    def _count_refusal(self, exc: JetStreamError) -> None:
-        """Count the server's refusals of the member's consumer: the same one (a 400, but for
-        10100, which lasts only while members apply a change of partitions, and a consumer
-        made meanwhile by another instance) three times in a row can only be a setting it
-        never accepts.
-
-        Raises:
-            MemberConsumerRefusedError: the third one in a row.
-        """
-        passing = isinstance(exc, ConsumerExistsError) or exc.err_code in _RETRIED
-        if not isinstance(exc, ServerError) or exc.code != 400 or passing:
-            self._refusals = (0, 0)
-            return
-        code, count = self._refusals
-        count = count + 1 if code == exc.err_code else 1
-        self._refusals = (exc.err_code, count)
-        if count >= _REFUSALS:
-            raise MemberConsumerRefusedError(self._kind.member, exc) from exc
+        consumer = await self._joining.join(desired, pin)
+        if consumer is not None:
+            self._consumer = consumer
+        return consumer
 
     async def _session(self, consumer: Consumer) -> bool:
         """Consume until the desired config changes or the member stops (False), or the

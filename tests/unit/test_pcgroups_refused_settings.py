@@ -22,6 +22,7 @@ from pcgroups._filter_limits import (
     covering_pair,
     subject_is_subset,
 )
+from pcgroups._join import MemberJoin
 
 
 @pytest.mark.parametrize(
@@ -205,7 +206,7 @@ def test_settings_differences_name_the_field_and_both_values() -> None:
 
 
 def test_only_the_same_refusal_three_times_in_a_row_ends_a_member() -> None:
-    member = pcgroups.consume_elastic(None, "orders", "g", "m1")  # type: ignore[arg-type]
+    joining = MemberJoin(None, kind(True))  # type: ignore[arg-type]
 
     def refusal(err_code: int, code: int = 400) -> jetstream.ServerError:
         return jetstream.ServerError("refused", code=code, err_code=err_code)
@@ -218,13 +219,13 @@ def test_only_the_same_refusal_three_times_in_a_row_ends_a_member() -> None:
     ]
     for error in passing:
         for _ in range(3):
-            member._count_refusal(error)
-    member._count_refusal(refusal(10138))
-    member._count_refusal(refusal(10138))
-    member._count_refusal(refusal(10116))  # another one: counting starts again
-    member._count_refusal(refusal(10116))
+            joining._count_refusal(error)
+    joining._count_refusal(refusal(10138))
+    joining._count_refusal(refusal(10138))
+    joining._count_refusal(refusal(10116))  # another one: counting starts again
+    joining._count_refusal(refusal(10116))
     with pytest.raises(pcgroups.MemberConsumerRefusedError) as ended:
-        member._count_refusal(refusal(10116))
+        joining._count_refusal(refusal(10116))
     assert (ended.value.code, ended.value.err_code, ended.value.member) == (400, 10116, "m1")
 
 
