@@ -129,8 +129,9 @@ async def test_step_downs_in_a_loop_never_let_two_instances_share_a_key(
 async def test_a_rolling_upgrade_hands_over_once_the_old_instance_stops(
     js: jetstream.JetStream, nats_server: jetstream.EmbeddedServer, group: tuple[str, str]
 ) -> None:
-    """In one process: the new instance waits while the old one runs, and takes over as soon
-    as the old one has stopped (nothing of it in use any more), not an ``ack_wait`` later."""
+    """In one process: the new instance waits while the old one runs (so does a third one,
+    which stops meanwhile and leaves the consumer as it was), and takes over as soon as the
+    old one has stopped (nothing of it in use any more), not an ``ack_wait`` later."""
     kind, stream = group
     consume = pcgroups.consume_static if kind == "static" else pcgroups.consume_elastic
     got: dict[str, list[bytes]] = {"old": [], "new": []}
@@ -157,7 +158,12 @@ async def test_a_rolling_upgrade_hands_over_once_the_old_instance_stops(
         new = consume(other, stream, "g", "m1", handler("new"), config=template(NEW_ACK_WAIT))
         async with old, new:
             await send(b"1")
-            await send(b"2")
+            waiting = consume(other, stream, "g", "m1", handler("new"), config=template(4.0))
+            async with waiting:  # a third one, waiting too, stops: it leaves nothing behind
+                await send(b"2")
+            consumer_stream = stream if kind == "static" else f"{stream}-g"
+            consumer_name = "g-m1" if kind == "static" else "m1"
+            assert not (await js.consumer_info(consumer_stream, consumer_name)).paused
             await old.stop()
             stopped = time.monotonic()
             await send(b"3")
