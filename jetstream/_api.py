@@ -94,6 +94,9 @@ class ApiSubjects:
     def consumer_unpin(self, stream: str, name: str) -> str:
         return f"{self.prefix}.CONSUMER.UNPIN.{_stream(stream)}.{_consumer(name)}"
 
+    def consumer_pause(self, stream: str, name: str) -> str:
+        return f"{self.prefix}.CONSUMER.PAUSE.{_stream(stream)}.{_consumer(name)}"
+
     def consumer_next(self, stream: str, name: str) -> str:
         return f"{self.prefix}.CONSUMER.MSG.NEXT.{_stream(stream)}.{_consumer(name)}"
 

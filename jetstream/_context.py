@@ -9,6 +9,7 @@ import functools
 import logging
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from datetime import datetime
 from typing import Any, Literal, TypeVar
 
 import msgspec
@@ -49,6 +50,7 @@ from ._models import (
     ConsumerConfig,
     ConsumerInfo,
     ConsumerNamesResponse,
+    ConsumerPauseResponse,
     MsgGetResponse,
     PubAck,
     PurgeResponse,
@@ -691,6 +693,23 @@ class JetStream(AsyncResource):
         subject = self._api.consumer_unpin(stream, consumer)
         body = _encode({"group": validate_priority_group(group)})
         await self._request(subject, body, SuccessResponse)
+
+    async def pause_consumer(self, stream: str, consumer: str, until: datetime | None) -> bool:
+        """Hold a consumer's deliveries until ``until`` (an aware datetime, by the server's
+        clock), or let them go on now (``None``); its pulls keep waiting meanwhile. Returns
+        whether it is paused. nats-server 2.11+.
+
+        Raises:
+            ClientValidationError: ``until`` is not an aware datetime (nothing is sent).
+            InvalidNameError: a bad stream or consumer name (nothing is sent).
+            ConsumerNotFoundError: no such consumer.
+        """
+        if until is not None and (not isinstance(until, datetime) or until.tzinfo is None):
+            raise ClientValidationError(f"until must be an aware datetime or None, not {until!r}")
+        subject = self._api.consumer_pause(stream, consumer)
+        body = b"{}" if until is None else _encode({"pause_until": until})
+        reply = await self._request(subject, body, ConsumerPauseResponse, idempotent=True)
+        return reply.paused
 
     async def consumer_names(self, stream: str) -> AsyncIterator[str]:
         """Iterate over the names of a stream's consumers.

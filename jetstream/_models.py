@@ -26,6 +26,7 @@ __all__ = [
     "ConsumerConfig",
     "ConsumerInfo",
     "ConsumerNamesResponse",
+    "ConsumerPauseResponse",
     "MsgGetResponse",
     "PriorityGroupState",
     "PubAck",
@@ -248,6 +249,9 @@ def _normalize_durations(config: object, fields: tuple[str, ...]) -> None:
 class SequenceInfo(msgspec.Struct, frozen=True):
     consumer_seq: int = 0
     stream_seq: int = 0
+    last_active: datetime | None = None
+    """When the last message was delivered (``delivered``) or acknowledged (``ack_floor``),
+    by the server's clock; None before the first."""
 
 
 class PriorityGroupState(msgspec.Struct, frozen=True):
@@ -281,6 +285,11 @@ class ConsumerInfo(msgspec.Struct, frozen=True):
     push_bound: bool = False
     priority_groups: list[PriorityGroupState] | None = None
     """The state of each priority group (pinned client id and time)."""
+    ts: datetime | None = None
+    """When the server answered, by its clock (compare with ``created`` and
+    ``delivered.last_active``)."""
+    paused: bool = False
+    """Its deliveries are paused (``pause_consumer``)."""
 
 
 class ConsumerNamesResponse(msgspec.Struct, frozen=True):
@@ -332,6 +341,13 @@ class PurgeResponse(msgspec.Struct, frozen=True):
 
     success: bool = False
     purged: int = 0
+
+
+class ConsumerPauseResponse(msgspec.Struct, frozen=True):
+    """Reply of ``CONSUMER.PAUSE``."""
+
+    paused: bool = False
+    pause_until: datetime | None = None
 
 
 class SuccessResponse(msgspec.Struct, frozen=True):

@@ -48,10 +48,13 @@ from ._errors import (
     GroupNotFoundError,
     InvalidGroupConfigError,
     InvalidGroupNameError,
+    InvalidMemberConfigError,
     InvalidMemberMappingError,
     InvalidPartitioningFilterError,
+    MemberConsumerRefusedError,
     MemberNotFoundError,
 )
+from ._filter_limits import MAX_MEMBER_FILTERS
 from ._group_member import GroupMember
 from ._key_change import KeyChange, origin_revision
 from ._members import (
@@ -85,6 +88,7 @@ from ._watch_group import (
 __all__ = [
     "DEFAULT_ACK_WAIT",
     "ELASTIC_BUCKET",
+    "MAX_MEMBER_FILTERS",
     "PRIORITY_GROUP",
     "STATIC_BUCKET",
     "BucketGroupWatch",
@@ -98,9 +102,11 @@ __all__ = [
     "GroupNotFoundError",
     "InvalidGroupConfigError",
     "InvalidGroupNameError",
+    "InvalidMemberConfigError",
     "InvalidMemberMappingError",
     "InvalidPartitioningFilterError",
     "KeyChange",
+    "MemberConsumerRefusedError",
     "MemberMapping",
     "MemberNotFoundError",
     "PartitioningFilter",

@@ -29,6 +29,7 @@ __all__ = [
     "elastic_stream_name",
     "elastic_transforms",
     "hash_partition",
+    "is_group_work_queue",
     "member_partitions",
     "partition_filters",
     "static_consumer_name",
@@ -324,6 +325,21 @@ def elastic_stream_config(
         discard="new",
         sources=[{"name": stream, "subject_transforms": transforms}],
         allow_direct=True,
+    )
+
+
+def is_group_work_queue(config: StreamConfig, stream: str) -> bool:
+    """Whether ``config`` is that of an elastic group's work queue on ``stream`` (ours or
+    orbit's, whatever its partitioning): a work-queue stream without subjects of its own
+    that sources ``stream`` alone, through partitioning transforms."""
+    if config.retention != "workqueue" or config.subjects or len(config.sources or ()) != 1:
+        return False
+    source = (config.sources or [{}])[0]
+    transforms = source.get("subject_transforms") or ()
+    return (
+        source.get("name") == stream
+        and bool(transforms)
+        and all(str(t.get("dest", "")).lower().startswith("{{partition(") for t in transforms)
     )
 
 

@@ -14,16 +14,17 @@ the caller's, the server's defaults otherwise.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 import msgspec
 
 from jetstream import (
-    ClientValidationError,
     ConsumerConfig,
+    ConsumerNotFoundError,
     JetStream,
 )
 
@@ -39,6 +40,7 @@ from ._assign import (
     validate_static_config,
 )
 from ._errors import CorruptGroupConfigError, InvalidGroupConfigError
+from ._filter_limits import check_filter_count, covering_pair
 from ._group_member import GroupMember, Handler
 from ._models import (
     ELASTIC_BUCKET,
@@ -48,6 +50,7 @@ from ._models import (
     decode_elastic_config,
     decode_static_config,
 )
+from ._template import checked_template
 
 __all__ = ["DEFAULT_ACK_WAIT", "GroupKind", "consume_elastic", "consume_static"]
 
@@ -85,10 +88,17 @@ class GroupKind:
         return max(self.ack_wait / 2, 1.0)
 
     def consumer_config(self, config: Any) -> ConsumerConfig | None:
-        """The member's consumer under ``config``, or None when it owns no partition."""
+        """The member's consumer under ``config``, or None when it owns no partition.
+
+        Raises:
+            InvalidGroupConfigError: ``config`` (written by another client) gives the member
+                filters the server refuses: more than :data:`MAX_MEMBER_FILTERS`, or one
+                covering another.
+        """
         filters = self.filters(config)
         if not filters:
             return None
+        self._check_filters(filters)
         ack_wait = timedelta(seconds=self.ack_wait)
         fields: dict[str, Any] = {
             "filter_subject": "",
@@ -111,17 +121,43 @@ class GroupKind:
                 fields["ack_policy"] = "explicit"
         return msgspec.structs.replace(self.template, **fields)
 
+    def _check_filters(self, filters: tuple[str, ...]) -> None:
+        check_filter_count(len(filters), f"member {self.member!r} of the {self.kind} group")
+        # filters of different partitions never overlap: their first tokens differ
+        partition = filters[0].split(".", 1)[0] + "."
+        pair = covering_pair([f for f in filters if f.startswith(partition)])
+        if pair is not None:
+            raise InvalidGroupConfigError(
+                f"the {self.kind} group config gives member {self.member!r} the filter "
+                f"{pair[1]!r}, which covers its filter {pair[0]!r}: the server refuses that"
+            )
+
     async def create(self, js: JetStream, config: ConsumerConfig) -> None:
-        """Create the member's consumer: static create-or-update, elastic create (orbit's
-        calls; the member replaces an elastic consumer of another config itself).
+        """Create the member's consumer (done already with this config: nothing happens).
 
         Raises:
-            ConsumerExistsError: (elastic) the name holds another config.
+            ConsumerExistsError: the name holds another config (the member replaces it with
+                :meth:`replace` once no instance uses it).
             JetStreamError: the server refused (e.g. 10100 while members' filters still
                 overlap on the work queue; the member retries).
         """
-        action: Literal["create", ""] = "create" if self.elastic else ""
-        await js.create_consumer_info(self.consumer_stream, config, action=action)
+        await js.create_consumer_info(self.consumer_stream, config, action="create")
+
+    async def replace(self, js: JetStream, config: ConsumerConfig) -> None:
+        """Replace the member's consumer that holds another config: an elastic one is deleted
+        and created again (orbit's way: its new partitions may lie behind the old
+        consumer's position), a static durable is updated (it keeps its position).
+
+        Raises:
+            ConsumerExistsError: (elastic) created again meanwhile by another instance.
+            JetStreamError: the server refused (an update of a setting it cannot change).
+        """
+        if self.elastic:
+            with contextlib.suppress(ConsumerNotFoundError):
+                await js.delete_consumer(self.consumer_stream, self.consumer_name)
+            await self.create(js, config)
+        else:
+            await js.create_consumer_info(self.consumer_stream, config, action="")
 
 
 def _decoded(decode: Callable[[bytes], Any], validate: Callable[[Any], None]) -> Any:
@@ -149,14 +185,6 @@ def _elastic_change(first: ElasticConfig, new: ElasticConfig) -> str | None:
     return None
 
 
-def _template(config: ConsumerConfig | None) -> ConsumerConfig:
-    if config is None:
-        return ConsumerConfig(ack_policy="explicit")
-    if not isinstance(config, ConsumerConfig):
-        raise ClientValidationError(f"config must be a ConsumerConfig, not {config!r}")
-    return config
-
-
 def consume_static(
     js: JetStream,
     stream: str,
@@ -182,9 +210,14 @@ def consume_static(
 
     Raises:
         InvalidGroupNameError: a bad stream, group or member name (at once).
-        ClientValidationError: ``config`` is not a ConsumerConfig (at once).
+        InvalidMemberConfigError: ``config`` is not a ConsumerConfig, or one the server
+            refuses for any member (a push ``deliver_subject``, more ``backoff`` steps than
+            ``max_deliver`` ...) (at once).
         GroupNotFoundError, MemberNotFoundError, CorruptGroupConfigError: from entering
             the context (or ``done()``): no such group, not a member, unreadable config.
+        InvalidGroupConfigError: from entering the context (or ``done()``): the config
+            (another client's) gives the member filters the server refuses (more than
+            :data:`MAX_MEMBER_FILTERS`, one covering another).
     """
     validate_group_names(stream, group)
     validate_member_name(group, member)
@@ -196,7 +229,7 @@ def consume_static(
         member=member,
         consumer_stream=stream,
         consumer_name=static_consumer_name(group, member),
-        template=_template(config),
+        template=checked_template(config),
         decode=_decoded(decode_static_config, validate_static_config),
         filters=lambda c: static_member_filters(c, member),
         incompatible=_static_change,
@@ -232,8 +265,9 @@ def consume_elastic(
     buffered limits change.
 
     Raises:
-        InvalidGroupNameError, ClientValidationError: as :func:`consume_static` (at once).
-        GroupNotFoundError, CorruptGroupConfigError: from entering the context.
+        InvalidGroupNameError, InvalidMemberConfigError: as :func:`consume_static` (at once).
+        GroupNotFoundError, CorruptGroupConfigError, InvalidGroupConfigError: from entering
+            the context (or ``done()``), as :func:`consume_static`.
     """
     validate_group_names(stream, group)
     validate_member_name(group, member)
@@ -245,7 +279,7 @@ def consume_elastic(
         member=member,
         consumer_stream=elastic_stream_name(stream, group),
         consumer_name=member,
-        template=_template(config),
+        template=checked_template(config),
         decode=_decoded(decode_elastic_config, validate_elastic_config),
         filters=lambda c: elastic_member_filters(c, member),
         incompatible=_elastic_change,

@@ -20,6 +20,7 @@ import msgspec
 from jetstream import (
     ClientValidationError,
     JetStream,
+    StreamConfig,
     StreamExistsError,
     StreamNotFoundError,
 )
@@ -31,6 +32,7 @@ from ._assign import (
     elastic_member_filters,
     elastic_stream_config,
     elastic_stream_name,
+    is_group_work_queue,
     validate_elastic_config,
     validate_group_names,
     validate_key_token,
@@ -43,6 +45,7 @@ from ._errors import (
     InvalidGroupConfigError,
     InvalidPartitioningFilterError,
 )
+from ._filter_limits import check_elastic_filters
 from ._models import (
     ELASTIC_BUCKET,
     ElasticConfig,
@@ -156,17 +159,20 @@ async def create_elastic(
     partition ``0 .. max_members-1``: the server's hash of the tokens at each filter's
     ``partitioning_wildcards`` (the whole subject when none are given). ``filters=None``
     partitions everything by subject. ``max_buffered_*`` limit the work-queue stream (0 = no
-    limit; when full, sourcing waits).
+    limit; when full, sourcing waits). A work queue left behind by a group whose config is
+    gone (the whole config bucket deleted) is replaced, with what it still held.
 
     Raises:
         InvalidGroupNameError: a bad stream or group name.
-        InvalidGroupConfigError: ``max_members`` below 1, negative limits;
-            ``InvalidPartitioningFilterError`` for a filter without ``*`` or trailing ``>``,
-            a bad subject, wildcard indexes that are repeated or not ``*`` tokens of it.
-            Nothing is sent.
+        InvalidGroupConfigError: ``max_members`` below 1, negative limits, more filter
+            subjects per member than :data:`MAX_MEMBER_FILTERS` (``max_members`` x filters)
+            or than a request can hold; ``InvalidPartitioningFilterError`` for a filter
+            without ``*`` or trailing ``>``, a bad subject, wildcard indexes that are
+            repeated or not ``*`` tokens of it, a filter covering another. Nothing is sent.
         StreamNotFoundError: no such stream; nothing is written.
         GroupExistsError: the group (or its work-queue stream) exists with another
-            partitioning; nothing is written.
+            partitioning, or a stream that is no group's work queue has its name; nothing
+            is written.
         CorruptGroupConfigError: the group exists and its stored config is unreadable.
     """
     validate_group_names(stream, group)
@@ -177,25 +183,100 @@ async def create_elastic(
         max_buffered_bytes=_checked_limit(max_buffered_bytes, "max_buffered_bytes"),
     )
     validate_elastic_config(config)
+    filter_subjects = [pf.filter for pf in config.partitioning_filters or ()]
+    check_elastic_filters(config.max_members, filter_subjects, js.nc.max_payload)
     info = await js.stream_info(stream)
     bucket = await ensure_bucket(js, ELASTIC_BUCKET, replicas=info.config.num_replicas)
     existing = await _existing(bucket, stream, group)
     if existing is not None and not _same_partitioning(existing, config):
         raise GroupExistsError(stream, group, _KIND)
+    queue = elastic_stream_config(stream, group, config, info.config)
     try:
-        await js.add_stream(elastic_stream_config(stream, group, config, info.config))
+        await js.add_stream(queue)
     except StreamExistsError:
-        raise GroupExistsError(stream, group, _KIND) from None
+        if existing is not None:
+            raise GroupExistsError(stream, group, _KIND) from None
+        return await _replace_left_queue(js, bucket, stream, group, config, queue)
     if existing is not None:
         return existing
+    return await _store_new(bucket, stream, group, config)
+
+
+async def _store_new(
+    bucket: Bucket, stream: str, group: str, config: ElasticConfig
+) -> ElasticConfig:
+    """Store a new group's config (KV create: of two concurrent creates one wins); the stored
+    config when another create of the same partitioning won.
+
+    Raises:
+        GroupExistsError: another create with another partitioning won.
+    """
     try:
         await bucket.create(config_key(stream, group), encode_elastic_config(config))
     except KeyExistsError:  # created meanwhile by another client
-        stored = await _existing(bucket, stream, group)
-        if stored is None or not _same_partitioning(stored, config):
-            raise GroupExistsError(stream, group, _KIND) from None
-        return stored
+        return await _stored_same(bucket, stream, group, config)
     return config
+
+
+async def _stored_same(
+    bucket: Bucket, stream: str, group: str, config: ElasticConfig
+) -> ElasticConfig:
+    """The config another create stored first, if it has the same partitioning.
+
+    Raises:
+        GroupExistsError: it has another partitioning (or was deleted meanwhile).
+    """
+    stored = await _existing(bucket, stream, group)
+    if stored is None or not _same_partitioning(stored, config):
+        raise GroupExistsError(stream, group, _KIND) from None
+    return stored
+
+
+async def _replace_left_queue(
+    js: JetStream,
+    bucket: Bucket,
+    stream: str,
+    group: str,
+    config: ElasticConfig,
+    queue: StreamConfig,
+) -> ElasticConfig:
+    """No config is stored but the work queue exists with another partitioning: left behind
+    by a group whose config went without it (the whole config bucket deleted, a delete cut
+    short), or just made by a concurrent create of another partitioning. Storing the config
+    first decides which create wins; the winner replaces the work queue (with whatever it
+    still held, as deleting the group would have).
+
+    Raises:
+        GroupExistsError: the stream is not a group's work queue, or a concurrent create of
+            another partitioning stored its config first.
+    """
+    if not await _is_left_queue(js, stream, group):
+        raise GroupExistsError(
+            stream, group, _KIND, f"cannot be created: the stream {queue.name!r} exists and is "
+            "not a consumer group's work queue",
+        )  # fmt: skip
+    try:
+        await bucket.create(config_key(stream, group), encode_elastic_config(config))
+    except KeyExistsError:  # another create won: it replaces the work queue
+        return await _stored_same(bucket, stream, group, config)
+    for _ in range(CAS_ATTEMPTS):
+        with contextlib.suppress(StreamNotFoundError):
+            await js.delete_stream(queue.name)
+        try:
+            await js.add_stream(queue)
+            break
+        except StreamExistsError:  # made again meanwhile by a create that loses the config
+            continue
+    return config
+
+
+async def _is_left_queue(js: JetStream, stream: str, group: str) -> bool:
+    """Whether ``<stream>-<group>`` exists as a group's work queue on ``stream``."""
+    try:
+        info = await js.stream_info(elastic_stream_name(stream, group))
+    except StreamNotFoundError:
+        return False
+    return is_group_work_queue(info.config, stream)
 
 
 async def _existing(bucket: Bucket, stream: str, group: str) -> ElasticConfig | None:
@@ -233,14 +314,32 @@ async def list_elastic(js: JetStream, stream: str) -> list[str]:
 async def delete_elastic(js: JetStream, stream: str, group: str) -> None:
     """Delete an elastic group: its config (a ``DEL`` tombstone, as orbit writes: members
     stop), then its work-queue stream with whatever it still holds and its members'
-    consumers.
+    consumers. A work queue whose config is gone already (the whole config bucket was
+    deleted) is deleted too.
 
     Raises:
         InvalidGroupNameError: bad stream or group name; nothing is sent.
-        GroupNotFoundError: no such group.
+        GroupNotFoundError: no such group (neither a config nor a work queue).
         WrongRevisionError: the config was rewritten during each of the attempts.
     """
     validate_group_names(stream, group)
+    try:
+        await _delete_config(js, stream, group)
+    except GroupNotFoundError:
+        if not await _is_left_queue(js, stream, group):
+            raise
+    # gone already when deleted by hand, or when the create never got that far
+    with contextlib.suppress(StreamNotFoundError):
+        await js.delete_stream(elastic_stream_name(stream, group))
+
+
+async def _delete_config(js: JetStream, stream: str, group: str) -> None:
+    """Tombstone the group's config with compare-and-set, retried on a conflict.
+
+    Raises:
+        GroupNotFoundError: no config.
+        WrongRevisionError: the config was rewritten during each of the attempts.
+    """
     bucket = await existing_bucket(js, ELASTIC_BUCKET)
     for attempt in range(CAS_ATTEMPTS):
         _, revision = await read_config(bucket, stream, group, _KIND)
@@ -252,9 +351,6 @@ async def delete_elastic(js: JetStream, stream: str, group: str) -> None:
             if attempt == CAS_ATTEMPTS - 1:
                 raise
             await _backoff(attempt)
-    # gone already when deleted by hand, or when the create never got that far
-    with contextlib.suppress(StreamNotFoundError):
-        await js.delete_stream(elastic_stream_name(stream, group))
 
 
 async def _backoff(attempt: int) -> None:

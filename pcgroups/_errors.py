@@ -6,6 +6,8 @@
     │   │   │                                vs mappings, buffered limits)
     │   │   ├── InvalidPartitioningFilterError  empty filter, no wildcard, bad wildcard indexes
     │   │   └── InvalidMemberMappingError       mappings that do not cover each partition once
+    │   ├── InvalidMemberConfigError         a member's ConsumerConfig template the server
+    │   │                                    never accepts (push deliver_subject, ...)
     │   └── InvalidNameError
     │       └── InvalidGroupNameError        a stream, group or member name we cannot use
     ├── GroupNotFoundError                   no config for <stream>.<group> (or no bucket)
@@ -13,7 +15,9 @@
     ├── MemberNotFoundError                  step down of a name that is not a member
     ├── CorruptGroupConfigError              the stored value is not a valid orbit config
     ├── GroupDeletedError                    a consuming member's group was deleted
-    └── GroupConfigChangedError              its partitioning (static: its config) changed
+    ├── GroupConfigChangedError              its partitioning (static: its config) changed
+    └── MemberConsumerRefusedError           the server refused a member's consumer the same
+                                             way 3 times in a row: the member ended
 
 Validation errors are raised before anything is written.
 """
@@ -30,8 +34,10 @@ __all__ = [
     "GroupNotFoundError",
     "InvalidGroupConfigError",
     "InvalidGroupNameError",
+    "InvalidMemberConfigError",
     "InvalidMemberMappingError",
     "InvalidPartitioningFilterError",
+    "MemberConsumerRefusedError",
     "MemberNotFoundError",
 ]
 
@@ -51,6 +57,12 @@ class InvalidMemberMappingError(InvalidGroupConfigError):
     member, repeat a member, or have more mappings than partitions."""
 
 
+class InvalidMemberConfigError(ClientValidationError):
+    """A member's ``ConsumerConfig`` template is not one, or is one the server refuses for
+    every consumer (a push ``deliver_subject``, more ``backoff`` steps than ``max_deliver``,
+    a start position its ``deliver_policy`` does not take ...)."""
+
+
 class InvalidGroupNameError(InvalidNameError):
     """A stream, group or member name that cannot be used in a KV key, a stream name or a
     consumer name (empty, ``.``, ``*``, ``>``, whitespace, ...)."""
@@ -67,12 +79,13 @@ class GroupNotFoundError(JetStreamError):
 
 class GroupExistsError(JetStreamError):
     """A group of that name exists on the stream with a different configuration (orbit
-    refuses to change it in place: delete and create again)."""
+    refuses to change it in place: delete and create again), or something else holds a
+    name the group needs (``reason`` says what)."""
 
-    def __init__(self, stream: str, group: str, kind: str) -> None:
+    def __init__(self, stream: str, group: str, kind: str, reason: str = "") -> None:
         super().__init__(
-            f"the {kind} consumer group {group!r} on stream {stream!r} exists with another "
-            "configuration"
+            f"the {kind} consumer group {group!r} on stream {stream!r} "
+            + (reason or "exists with another configuration")
         )
         self.stream = stream
         self.group = group
@@ -93,7 +106,8 @@ class MemberNotFoundError(JetStreamError):
 
 
 class GroupDeletedError(JetStreamError):
-    """The group's config was deleted (or purged) while a member consumed: the member ended."""
+    """The group's config was deleted (or purged, or the whole config bucket deleted) while a
+    member consumed: the member ended."""
 
     def __init__(self, stream: str, group: str, kind: str) -> None:
         super().__init__(f"the {kind} consumer group {group!r} on stream {stream!r} was deleted")
@@ -112,3 +126,18 @@ class GroupConfigChangedError(JetStreamError):
         )
         self.stream = stream
         self.group = group
+
+
+class MemberConsumerRefusedError(JetStreamError):
+    """The server refused a member's consumer the same way three times in a row (a setting
+    it never accepts: a limit of the stream or account, a config another client wrote that
+    the server cannot serve ...): the member ended. ``code`` and ``err_code`` are the
+    server's, ``description`` quotes its text; the server's error is the ``__cause__``."""
+
+    def __init__(self, member: str, refusal: JetStreamError) -> None:
+        super().__init__(
+            f"the server refuses the consumer of group member {member!r}: {refusal.description}",
+            code=refusal.code,
+            err_code=refusal.err_code,
+        )
+        self.member = member

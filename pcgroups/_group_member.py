@@ -45,10 +45,10 @@ from jetstream import (
     ConnectionClosedError,
     Consumer,
     ConsumerConfig,
-    ConsumerExistsError,
     ConsumerNotFoundError,
     JetStream,
     JetStreamError,
+    StreamNotFoundError,
 )
 from jetstream._connection import answers
 from jetstream._consumer import MessageStream
@@ -57,6 +57,7 @@ from kvstore import Op
 
 from ._assign import PRIORITY_GROUP, config_key
 from ._errors import GroupConfigChangedError, GroupDeletedError, MemberNotFoundError
+from ._join import MemberJoin
 from ._message import GroupMessage
 from ._store import existing_bucket, read_config
 
@@ -118,6 +119,7 @@ class GroupMember:
         self._draining = False
         self._held: list[PullMessage] = []  # received while winding down: nak'ed after
         self._last: PullMessage | None = None  # the last message of the current consumer
+        self._joining = MemberJoin(js, kind)
 
     @property
     def member(self) -> str:
@@ -140,6 +142,8 @@ class GroupMember:
             GroupNotFoundError: no such group.
             MemberNotFoundError: (static) the member is not in the group.
             CorruptGroupConfigError: the stored config is unreadable.
+            InvalidGroupConfigError: the config gives this member filters the server refuses
+                (more than ``MAX_MEMBER_FILTERS``, one covering another).
         """
         kind = self._kind
         bucket = await existing_bucket(self._js, kind.bucket)
@@ -290,6 +294,8 @@ class GroupMember:
                     if desired != self._desired:
                         self._desired = desired
                         self._changed.set()
+        except StreamNotFoundError:  # the whole config bucket was deleted, with the group
+            self._end(GroupDeletedError(kind.stream, kind.group, kind.kind))
         except JetStreamError as exc:
             self._end(exc)
 
@@ -360,31 +366,18 @@ class GroupMember:
             await asyncio.wait_for(self._changed.wait(), seconds)
 
     async def _join(self, desired: ConsumerConfig) -> Consumer | None:
-        """Create the member's consumer; None when it cannot be now (retried later).
+        """Create (or take over) the member's consumer; None when it cannot be now (retried
+        later). See ``_join``.
 
         Raises:
-            ConnectionClosedError: the connection is closed (ends the member).
+            ConnectionClosedError, ClientValidationError, MemberConsumerRefusedError: as
+                :meth:`MemberJoin.join` (they end the member).
         """
-        kind = self._kind
-        try:
-            try:
-                await kind.create(self._js, desired)
-            except ConsumerExistsError:
-                # another config under our name: replace it unless an instance holding the pin
-                # is still working with it (it deletes it itself once its messages are settled)
-                info = await self._js.consumer_info(kind.consumer_stream, kind.consumer_name)
-                if any(g.pinned for g in info.priority_groups or ()):
-                    return None
-                with contextlib.suppress(ConsumerNotFoundError):
-                    await self._js.delete_consumer(kind.consumer_stream, kind.consumer_name)
-                await kind.create(self._js, desired)
-            self._consumer = await self._js.consumer(kind.consumer_stream, kind.consumer_name)
-        except ConnectionClosedError:
-            raise
-        except JetStreamError as exc:  # 10100 while filters overlap, stream gone ...: retry
-            _log.debug("member %s cannot join yet: %r", kind.member, exc)
-            return None
-        return self._consumer
+        pin = "" if self._consumer is None else self._consumer.pin_id(PRIORITY_GROUP)
+        consumer = await self._joining.join(desired, pin)
+        if consumer is not None:
+            self._consumer = consumer
+        return consumer
 
     async def _session(self, consumer: Consumer) -> bool:
         """Consume until the desired config changes or the member stops (False), or the

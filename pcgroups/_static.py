@@ -33,6 +33,7 @@ from ._errors import (
     InvalidGroupConfigError,
     InvalidGroupNameError,
 )
+from ._filter_limits import check_static_filters
 from ._models import (
     STATIC_BUCKET,
     MemberMapping,
@@ -119,13 +120,16 @@ async def create_static(
     Raises:
         InvalidGroupNameError: a stream, group or member name that cannot be used.
         InvalidGroupConfigError: ``max_members`` below 1, both members and mappings, repeated
-            members or filters, bad filter subjects; ``InvalidMemberMappingError`` for
-            mappings that do not cover each partition once. Nothing is sent.
+            members or filters, bad filter subjects, a filter covering another, a member
+            with more filter subjects than :data:`MAX_MEMBER_FILTERS` (its partitions x
+            filters) or than a request can hold; ``InvalidMemberMappingError`` for mappings that do
+            not cover each partition once. Nothing is sent.
         StreamNotFoundError: no such stream; nothing is written.
         GroupExistsError: the group exists with another config.
         CorruptGroupConfigError: the group exists and its stored config is unreadable.
     """
     config = _checked_input(stream, group, max_members, filters, members, member_mappings)
+    check_static_filters(config, js.nc.max_payload)
     info = await js.stream_info(stream)
     bucket = await ensure_bucket(js, STATIC_BUCKET, replicas=info.config.num_replicas)
     try:

@@ -29,7 +29,7 @@ from kvstore._missing import missing_bucket
 from ._assign import elastic_stream_name, validate_group_names, validate_member_name
 from ._consume import consume_elastic
 from ._elastic import add_members, create_elastic, delete_elastic
-from ._errors import InvalidGroupConfigError
+from ._errors import InvalidGroupConfigError, InvalidMemberConfigError
 from ._group_member import GroupMember
 from ._key_change import KeyChange, key_change
 from ._message import GroupMessage
@@ -153,7 +153,7 @@ def _strict(config: ConsumerConfig | None) -> ConsumerConfig:
     if config is None:
         return ConsumerConfig(ack_policy="explicit", max_ack_pending=_STRICT_ACK_PENDING)
     if not isinstance(config, ConsumerConfig):
-        raise ClientValidationError(f"config must be a ConsumerConfig, not {config!r}")
+        raise InvalidMemberConfigError(f"config must be a ConsumerConfig, not {config!r}")
     if config.max_ack_pending:
         return config
     return msgspec.structs.replace(config, max_ack_pending=_STRICT_ACK_PENDING)
@@ -289,10 +289,12 @@ def watch_group(
     lets a member receive ahead, at the price of that order after a redelivery.
 
     Raises:
-        ClientValidationError: ``bucket`` is not a :class:`kvstore.Bucket`, ``config`` not a
-            ConsumerConfig (at once).
+        ClientValidationError: ``bucket`` is not a :class:`kvstore.Bucket` (at once).
+        InvalidMemberConfigError: ``config`` is not a ConsumerConfig, or one the server
+            refuses for any member, e.g. with a push ``deliver_subject`` (at once).
         InvalidGroupNameError: a bad group or member name (at once).
-        GroupNotFoundError, CorruptGroupConfigError: from entering the context.
+        GroupNotFoundError, CorruptGroupConfigError, InvalidGroupConfigError: from entering
+            the context, as :func:`consume_elastic`.
     """
     _checked_bucket(bucket)
     validate_group_names(bucket.stream, group)

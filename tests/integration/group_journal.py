@@ -62,14 +62,15 @@ class Member:
         *,
         ack_wait: float,
         max_ack_pending: int = 1,
-        delay: float = 0.001,
+        delay: float | str = 0.001,
         flush: bool = False,
         timeout: float = 5.0,
         group: str = "g",
         iterate: bool = False,
     ) -> Member:
         """Start ``member`` (KIND static, elastic or watch: then ``stream`` is the bucket),
-        with a handler or (``iterate``) iterated."""
+        with a handler or (``iterate``) iterated; ``delay``: the work per message without a
+        plan, ``HIGH`` (0 to HIGH) or ``"LOW:HIGH"`` seconds."""
         path = journal_dir / instance
         options = [
             f"--ack-wait={ack_wait}",
@@ -181,11 +182,7 @@ class Journals:
         message is in order."""
         lines = self.lines()
         assert {(x.key, x.n) for x in lines if x.tag == "E"} == expected, "not all processed"
-        ended = {m.instance: m.ended_at for m in self.members}
-        runs = self._runs(lines, ended)
-        for key, items in runs.items():
-            for (_, end, who), (start, _, other) in itertools.pairwise(items):
-                assert start >= end, f"{key}: {who} and {other} worked on it at once"
+        self.check_exclusive(lines)
         starts: dict[str, list[int]] = defaultdict(list)
         for x in lines:
             if x.tag == "S":
@@ -206,6 +203,16 @@ class Journals:
                     assert (x.key, x.n) in late, f"{x.key}:{x.n} came again after its ack"
                 redelivered += x.delivered > 1
         return {"redelivered": redelivered, "starts": sum(len(s) for s in starts.values())}
+
+    def check_exclusive(self, lines: list[Line] | None = None) -> None:
+        """Assert that no two instances worked on one key at once: in ``lines`` (the whole
+        run), or so far (a message still in work counts until now)."""
+        now = time.monotonic_ns()
+        ended = {m.instance: m.ended_at or (now if lines is None else None) for m in self.members}
+        runs = self._runs(self.lines() if lines is None else lines, ended)
+        for key, items in runs.items():
+            for (_, end, who), (start, _, other) in itertools.pairwise(items):
+                assert start >= end, f"{key}: {who} and {other} worked on it at once"
 
     @staticmethod
     def _late(lines: list[Line], ack_wait: float) -> set[tuple[str, int]]:

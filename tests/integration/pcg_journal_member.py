@@ -18,7 +18,7 @@ journal file (one ``os.write`` per line, so a kill -9 loses nothing already writ
 machine). It prints ``ready`` once it has joined.
 
 Usage: python pcg_journal_member.py URL KIND STREAM GROUP MEMBER JOURNAL [--ack-wait S]
-       [--max-ack-pending N] [--delay S] [--flush] [--timeout S] [--iterate]
+       [--max-ack-pending N] [--delay S|LOW:HIGH] [--flush] [--timeout S] [--iterate]
        (KIND static|elastic|watch; for watch, STREAM is the bucket; --timeout: the request
        timeout of the member's connection; --iterate: the same work in an ``async for`` over
        the member instead of a handler)
@@ -53,17 +53,25 @@ def arguments(argv: list[str]) -> argparse.Namespace:
         parser.add_argument(name)
     parser.add_argument("--ack-wait", type=float, default=2.0)
     parser.add_argument("--max-ack-pending", type=int, default=1)
-    parser.add_argument("--delay", type=float, default=0.001)
+    parser.add_argument("--delay", type=_work_range, default=(0.0, 0.001))
     parser.add_argument("--flush", action="store_true")
     parser.add_argument("--timeout", type=float, default=5.0)
     parser.add_argument("--iterate", action="store_true")
     return parser.parse_args(argv)
 
 
-def planned_work(plan: list[str], delivered: int, delay: float) -> tuple[float, float]:
+def _work_range(text: str) -> tuple[float, float]:
+    """``HIGH`` (work of 0 to HIGH seconds) or ``LOW:HIGH``."""
+    low, _, high = text.rpartition(":")
+    return float(low or 0), float(high)
+
+
+def planned_work(
+    plan: list[str], delivered: int, delay: tuple[float, float]
+) -> tuple[float, float]:
     """(seconds of work, seconds between in-progress calls or 0) for a message's plan."""
     if not plan:
-        return random.uniform(0, delay), 0.0
+        return random.uniform(*delay), 0.0
     first, _, again = plan[0].partition("/")
     seconds = float(again) if again and delivered > 1 else float(first)
     return seconds, float(plan[1]) if len(plan) > 1 else 0.0

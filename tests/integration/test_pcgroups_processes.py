@@ -31,16 +31,24 @@ MESSAGES = 10_000
 ACK_WAIT = 2.0  # seconds: short, so takeovers are quick in tests
 DELAY = 0.001  # the longest work per message (uniform 0..DELAY)
 CHURN_GAP = MESSAGES // 20  # messages processed between two membership changes
-EVERYTHING = {(f"k{i % KEYS}", i // KEYS) for i in range(MESSAGES)}
 
 
-async def publish(js: jetstream.JetStream, stream: str) -> None:
-    """The 10,000 messages, ``<stream>.<key>`` carrying ``<key>:<n>``, published 64 at a time."""
-    for first in range(0, MESSAGES, 64):
+def published(messages: int = MESSAGES) -> set[tuple[str, int]]:
+    """The (key, n) of the first ``messages`` of :func:`publish`."""
+    return {(f"k{i % KEYS}", i // KEYS) for i in range(messages)}
+
+
+EVERYTHING = published()
+
+
+async def publish(js: jetstream.JetStream, stream: str, messages: int = MESSAGES) -> None:
+    """The 10,000 messages (or the first ``messages``), ``<stream>.<key>`` carrying
+    ``<key>:<n>``, published 64 at a time."""
+    for first in range(0, messages, 64):
         await asyncio.gather(
             *(
                 js.publish(f"{stream}.k{i % KEYS}", f"k{i % KEYS}:{i // KEYS}".encode())
-                for i in range(first, min(first + 64, MESSAGES))
+                for i in range(first, min(first + 64, messages))
             )
         )
 
