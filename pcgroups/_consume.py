@@ -149,6 +149,12 @@ def _elastic_change(first: ElasticConfig, new: ElasticConfig) -> str | None:
     return None
 
 
+def _flag(value: bool, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise ClientValidationError(f"{name} must be True or False, not {value!r}")
+    return value
+
+
 def _template(config: ConsumerConfig | None) -> ConsumerConfig:
     if config is None:
         return ConsumerConfig(ack_policy="explicit")
@@ -165,6 +171,7 @@ def consume_static(
     handler: Handler | None = None,
     *,
     config: ConsumerConfig | None = None,
+    confirm_acks: bool = False,
 ) -> GroupMember:
     """Consume as ``member`` of the static group ``group`` on ``stream``.
 
@@ -202,7 +209,7 @@ def consume_static(
         incompatible=_static_change,
         elastic=False,
     )
-    return GroupMember(js, kind, handler)
+    return GroupMember(js, kind, handler, confirm_acks=_flag(confirm_acks, "confirm_acks"))
 
 
 def consume_elastic(
@@ -213,6 +220,7 @@ def consume_elastic(
     handler: Handler | None = None,
     *,
     config: ConsumerConfig | None = None,
+    confirm_acks: bool = False,
 ) -> GroupMember:
     """Consume as ``member`` of the elastic group ``group`` on ``stream``.
 
@@ -249,4 +257,4 @@ def consume_elastic(
         incompatible=_elastic_change,
         elastic=True,
     )
-    return GroupMember(js, kind, handler)
+    return GroupMember(js, kind, handler, confirm_acks=_flag(confirm_acks, "confirm_acks"))

@@ -45,6 +45,7 @@ from jetstream._consumer import MessageStream
 from jetstream._pull import PullMessage
 from kvstore import Op
 
+from ._acked import AckedMessages
 from ._assign import PRIORITY_GROUP, config_key
 from ._errors import GroupConfigChangedError, GroupDeletedError, MemberNotFoundError
 from ._message import GroupMessage
@@ -77,10 +78,14 @@ class GroupMember:
     :class:`GroupConfigChangedError`, ``ConnectionClosedError`` ...).
     """
 
-    def __init__(self, js: JetStream, kind: GroupKind, handler: Handler | None) -> None:
+    def __init__(
+        self, js: JetStream, kind: GroupKind, handler: Handler | None, *, confirm_acks: bool
+    ) -> None:
         self._js = js
         self._kind = kind
         self._handler = handler
+        self._confirm_acks = confirm_acks
+        self._acked = AckedMessages()  # delivered again after a server crash: not handled
         self._first: Any = None
         self._desired: ConsumerConfig | None = None
         self._changed = asyncio.Event()
@@ -434,7 +439,10 @@ class GroupMember:
             if self._draining:
                 self._held.append(msg)
                 continue
-            message = GroupMessage(msg, self._settled)
+            if msg in self._acked:
+                await self._ack_again(msg)
+                continue
+            message = GroupMessage(msg, self._settled, confirm=self._confirm_acks)
             self._unsettled.add(message)
             self._all_settled.clear()
             if self._handler is None:
@@ -448,10 +456,26 @@ class GroupMember:
                 _log.exception("group member %s: handler failed", self._kind.member)
             self._settled(message)  # in handler mode, in flight only while the handler runs
 
-    def _settled(self, message: GroupMessage) -> None:
+    def _settled(self, message: GroupMessage, final: bool = False) -> None:
+        """``message`` needs no more waiting for; ``final``: it was acked or terminated."""
+        if final:
+            self._acked.add(message.raw)
         self._unsettled.discard(message)
         if not self._unsettled:
             self._all_settled.set()
+
+    async def _ack_again(self, msg: PullMessage) -> None:
+        """A message this member acknowledged came again: the server lost the ack (it
+        crashed before applying it or before writing it to disk). Acknowledge it again
+        instead of handling it twice."""
+        _log.warning(
+            "group member %s: the message at stream sequence %d came again after its ack "
+            "(lost by the server); acknowledged again, not handled",
+            self._kind.member,
+            msg.metadata.stream_seq,
+        )
+        with contextlib.suppress(JetStreamError):  # unsent: it comes again, and again here
+            await msg.ack(wait=self._confirm_acks)
 
     async def _wait_settled(self) -> None:
         """Wait until the messages handed out are settled, at most ``ack_wait`` (after which

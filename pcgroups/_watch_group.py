@@ -176,6 +176,7 @@ class BucketGroupWatch:
         member: str,
         handler: ChangeHandler | None,
         config: ConsumerConfig | None,
+        confirm_acks: bool,
     ) -> None:
         self._bucket = bucket
         self._handler = handler
@@ -186,6 +187,7 @@ class BucketGroupWatch:
             member,
             None if handler is None else self._handle,
             config=_strict(config),
+            confirm_acks=confirm_acks,
         )
 
     @property
@@ -268,6 +270,7 @@ def watch_group(
     handler: ChangeHandler | None = None,
     *,
     config: ConsumerConfig | None = None,
+    confirm_acks: bool = False,
 ) -> BucketGroupWatch:
     """Process the changes of ``bucket`` as ``member`` of the watch group ``group`` (see
     :func:`create_bucket_group`)::
@@ -297,4 +300,4 @@ def watch_group(
     _checked_bucket(bucket)
     validate_group_names(bucket.stream, group)
     validate_member_name(group, member)
-    return BucketGroupWatch(bucket, group, member, handler, config)
+    return BucketGroupWatch(bucket, group, member, handler, config, confirm_acks)

@@ -6,14 +6,16 @@ Each message carries ``<key>:<n>``. Per message the member appends to its journa
 
     S <key> <n> <delivered> <t>   before the work
     E <key> <n> <delivered> <t>   after the work, before the ack
-    A <key> <n> <delivered> <t>   once the ack is sent (FLUSH 1: once it reached the server)
+    A <key> <n> <delivered> <t>   once the ack is sent (FLUSH 1: once it reached the server;
+                                  CONFIRM 1: once the server confirmed it)
 
 ``t`` is ``time.monotonic_ns()`` (CLOCK_MONOTONIC: one clock for every process on the
 machine). It prints ``ready`` once it has joined.
 
 Usage: python pcg_journal_member.py URL KIND STREAM GROUP MEMBER ACK_WAIT MAX_ACK_PENDING
-       DELAY JOURNAL FLUSH    (KIND static|elastic, DELAY the longest work per message in
-       seconds, FLUSH 1 to wait for the server to have each ack before journalling it)
+       DELAY JOURNAL FLUSH [CONFIRM]    (KIND static|elastic, DELAY the longest work per
+       message in seconds, FLUSH 1 to wait for the server to have each ack before journalling
+       it, CONFIRM 1 to consume with ``confirm_acks``)
 """
 
 from __future__ import annotations
@@ -39,7 +41,8 @@ class JournalFile:
 
 
 async def main(argv: list[str]) -> None:
-    url, kind, stream, group, member, ack_wait, pending, delay, path, flush = argv
+    url, kind, stream, group, member, ack_wait, pending, delay, path, flush, *rest = argv
+    options = {"confirm_acks": True} if rest == ["1"] else {}
     journal = JournalFile(path)
     longest = float(delay)
 
@@ -59,7 +62,7 @@ async def main(argv: list[str]) -> None:
             ack_wait=float(ack_wait),  # type: ignore[arg-type]  # seconds are accepted
             max_ack_pending=int(pending),
         )
-        async with consume(js, stream, group, member, handle, config=config) as running:
+        async with consume(js, stream, group, member, handle, config=config, **options) as running:
             print("ready", flush=True)
             await running.done()
 

@@ -69,6 +69,7 @@ class Member:
         journal_dir: pathlib.Path,
         max_ack_pending: int,
         flush: bool,
+        confirm: bool = False,
     ) -> Member:
         path = journal_dir / instance
         proc = await asyncio.create_subprocess_exec(
@@ -84,6 +85,7 @@ class Member:
             str(DELAY),
             str(path),
             "1" if flush else "0",
+            "1" if confirm else "0",
             stdout=asyncio.subprocess.PIPE,
             cwd=ROOT,
             env={**os.environ, "PYTHONPATH": str(ROOT)},
@@ -117,8 +119,9 @@ class Member:
 class Journals:
     """The members' journals, read together."""
 
-    def __init__(self, members: list[Member]) -> None:
+    def __init__(self, members: list[Member], messages: int = MESSAGES) -> None:
         self.members = members
+        self.messages = messages  # published by publish(js, stream, messages)
 
     def lines(self) -> list[Line]:
         return sorted((line for m in self.members for line in m.lines()), key=lambda x: x.t)
@@ -143,7 +146,7 @@ class Journals:
         only before any newer one of its key); otherwise only its first processing of each
         message is in order."""
         lines = self.lines()
-        everything = {(f"k{i % KEYS}", i // KEYS) for i in range(MESSAGES)}
+        everything = {(f"k{i % KEYS}", i // KEYS) for i in range(self.messages)}
         assert {(x.key, x.n) for x in lines if x.tag == "E"} == everything, "not all processed"
         ended = {m.instance: m.ended_at for m in self.members}
         runs = self._runs(lines, ended)
@@ -193,13 +196,14 @@ class Journals:
         return runs
 
 
-async def publish(js: jetstream.JetStream, stream: str) -> None:
-    """The 10,000 messages, ``<stream>.<key>`` carrying ``<key>:<n>``, published 64 at a time."""
-    for first in range(0, MESSAGES, 64):
+async def publish(js: jetstream.JetStream, stream: str, messages: int = MESSAGES) -> None:
+    """The messages (10,000), ``<stream>.<key>`` carrying ``<key>:<n>``, published 64 at a
+    time."""
+    for first in range(0, messages, 64):
         await asyncio.gather(
             *(
                 js.publish(f"{stream}.k{i % KEYS}", f"k{i % KEYS}:{i // KEYS}".encode())
-                for i in range(first, min(first + 64, MESSAGES))
+                for i in range(first, min(first + 64, messages))
             )
         )
 
@@ -262,14 +266,16 @@ async def running(
     mpa: int,
     *,
     flush: bool = True,
+    confirm: bool = False,
 ) -> AsyncIterator[dict[str, Member]]:
     """Start a process per (member, instance); all of them are killed on the way out.
-    ``flush``: the members journal an ack once the server has it (for tests that kill one)."""
+    ``flush``: the members journal an ack once the server has it (for tests that kill one);
+    ``confirm``: they consume with ``confirm_acks``."""
     members: dict[str, Member] = {}
     try:
         for member, instance in instances:
             members[instance] = await Member.start(
-                url, kind, stream, member, instance, tmp, mpa, flush
+                url, kind, stream, member, instance, tmp, mpa, flush, confirm
             )
         for m in members.values():
             await m.ready()

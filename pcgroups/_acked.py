@@ -1,0 +1,54 @@
+"""The messages a member has acknowledged lately, so that one the server delivers again is
+not handed to the handler a second time.
+
+A server that crashes loses the acknowledgements it applied in its last moments: on one
+server a consumer's state reaches the disk up to about 0.1 s after a change (nats-server's
+consumer store writes it at most ten times a second), and an ack read but not yet applied is
+lost on any server. After the restart those messages are delivered again, often with
+``delivered`` 1, so a handler cannot tell. The member that acknowledged them recognises them
+by their stream sequence and time (a stream deleted and made again under the same name
+reuses sequences, never times) and acknowledges them again instead.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from datetime import datetime
+from typing import Final
+
+from jetstream._pull import PullMessage
+
+__all__ = ["REMEMBERED_ACKS", "AckedMessages"]
+
+REMEMBERED_ACKS: Final = 1024
+"""How many acknowledged messages a member remembers: a server crash loses about 0.1 s of
+acknowledgements, and a member acknowledges at most a few thousand messages a second."""
+
+
+def _identity(msg: PullMessage) -> tuple[int, datetime] | None:
+    try:
+        meta = msg.metadata
+    except ValueError:  # not a JetStream delivery: nothing to recognise it by
+        return None
+    return meta.stream_seq, meta.time
+
+
+class AckedMessages:
+    """The ``size`` messages acknowledged (or terminated) most recently."""
+
+    def __init__(self, size: int = REMEMBERED_ACKS) -> None:
+        self._size = size
+        self._seen: OrderedDict[tuple[int, datetime], None] = OrderedDict()
+
+    def add(self, msg: PullMessage) -> None:
+        """Remember ``msg`` as settled for good; the oldest one is forgotten beyond ``size``."""
+        identity = _identity(msg)
+        if identity is None:
+            return
+        self._seen[identity] = None
+        if len(self._seen) > self._size:
+            self._seen.popitem(last=False)
+
+    def __contains__(self, msg: PullMessage) -> bool:
+        identity = _identity(msg)
+        return identity is not None and identity in self._seen
