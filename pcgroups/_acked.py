@@ -12,10 +12,10 @@ reuses sequences, never times) and acknowledges them again instead.
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from datetime import datetime
+from collections import deque
 from typing import Final
 
+from jetstream._message import stored_message_id
 from jetstream._pull import PullMessage
 
 __all__ = ["REMEMBERED_ACKS", "AckedMessages"]
@@ -25,29 +25,31 @@ REMEMBERED_ACKS: Final = 1024
 acknowledgements, and a member acknowledges at most a few thousand messages a second."""
 
 
-def _identity(msg: PullMessage) -> tuple[int, datetime] | None:
+def _identity(msg: PullMessage) -> str | None:
     try:
-        meta = msg.metadata
+        return stored_message_id(msg.reply)
     except ValueError:  # not a JetStream delivery: nothing to recognise it by
         return None
-    return meta.stream_seq, meta.time
 
 
 class AckedMessages:
-    """The ``size`` messages acknowledged (or terminated) most recently."""
+    """The ``size`` messages acknowledged (or terminated) most recently. About 1 µs a
+    message (a set and a deque of short strings: nothing for the garbage collector)."""
 
     def __init__(self, size: int = REMEMBERED_ACKS) -> None:
         self._size = size
-        self._seen: OrderedDict[tuple[int, datetime], None] = OrderedDict()
+        self._seen: set[str] = set()
+        self._order: deque[str] = deque()
 
     def add(self, msg: PullMessage) -> None:
         """Remember ``msg`` as settled for good; the oldest one is forgotten beyond ``size``."""
         identity = _identity(msg)
-        if identity is None:
+        if identity is None or identity in self._seen:
             return
-        self._seen[identity] = None
-        if len(self._seen) > self._size:
-            self._seen.popitem(last=False)
+        self._seen.add(identity)
+        self._order.append(identity)
+        if len(self._order) > self._size:
+            self._seen.discard(self._order.popleft())
 
     def __contains__(self, msg: PullMessage) -> bool:
         identity = _identity(msg)
