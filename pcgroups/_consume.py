@@ -187,9 +187,20 @@ def consume_static(
     :class:`GroupConfigChangedError` on any change of the config (orbit's rule: a static
     member cannot follow one); ``done()`` raises it.
 
+    A server that crashes loses the acks it applied in its last ~0.1 s (it writes a
+    consumer's state to disk at most ten times a second) and delivers those messages again,
+    most with ``delivered`` 1. The member acknowledges again, without handing them out, the
+    messages it acknowledged or terminated itself (its 1,024 latest). With ``confirm_acks``,
+    ``ack()`` and ``term()`` return only once the server has applied them (a round trip
+    each): on a replicated stream a quorum then holds the ack, so no crash of one server
+    brings the message back, even when the member dies with it. On a single server a static
+    group's acks can still be lost with server and member crashing together (see
+    docs/RELIABILITY.md).
+
     Raises:
         InvalidGroupNameError: a bad stream, group or member name (at once).
-        ClientValidationError: ``config`` is not a ConsumerConfig (at once).
+        ClientValidationError: ``config`` is not a ConsumerConfig, ``confirm_acks`` not a
+            bool (at once).
         GroupNotFoundError, MemberNotFoundError, CorruptGroupConfigError: from entering
             the context (or ``done()``): no such group, not a member, unreadable config.
     """
@@ -236,6 +247,10 @@ def consume_elastic(
     The member ends with :class:`GroupDeletedError` when the group is deleted and with
     :class:`GroupConfigChangedError` when ``max_members``, the partitioning filters or the
     buffered limits change.
+
+    Server crashes and ``confirm_acks`` as in :func:`consume_static`; in addition, on a
+    single server an ack that ``confirm_acks`` waited for has removed the message from the
+    work queue's store, so a crash never brings it back.
 
     Raises:
         InvalidGroupNameError, ClientValidationError: as :func:`consume_static` (at once).

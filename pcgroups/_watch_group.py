@@ -290,10 +290,12 @@ def watch_group(
     change (not acknowledged in ``ack_wait``, nak'ed, or handed over by a member that
     stopped or died) then always comes before any newer change of its key. A larger value
     lets a member receive ahead, at the price of that order after a redelivery.
+    ``confirm_acks``: :meth:`KeyChange.ack` returns once the server has applied it, so no
+    crash of the server brings the change back (see :func:`consume_elastic`).
 
     Raises:
         ClientValidationError: ``bucket`` is not a :class:`kvstore.Bucket`, ``config`` not a
-            ConsumerConfig (at once).
+            ConsumerConfig, ``confirm_acks`` not a bool (at once).
         InvalidGroupNameError: a bad group or member name (at once).
         GroupNotFoundError, CorruptGroupConfigError: from entering the context.
     """
