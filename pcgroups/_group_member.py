@@ -47,8 +47,14 @@ from kvstore import Op
 
 from ._acked import AckedMessages
 from ._assign import PRIORITY_GROUP, config_key
-from ._errors import GroupConfigChangedError, GroupDeletedError, MemberNotFoundError
+from ._errors import (
+    GroupConfigChangedError,
+    GroupConfigMismatchError,
+    GroupDeletedError,
+    MemberNotFoundError,
+)
 from ._message import GroupMessage
+from ._status import partitioning_mismatch, unjoinable_members
 from ._store import existing_bucket, read_config
 
 if TYPE_CHECKING:
@@ -130,6 +136,8 @@ class GroupMember:
             GroupNotFoundError: no such group.
             MemberNotFoundError: (static) the member is not in the group.
             CorruptGroupConfigError: the stored config is unreadable.
+            GroupConfigMismatchError: the config's ``max_members`` (elastic: or partitioning
+                filters) disagree with how the stream splits messages into partitions.
         """
         kind = self._kind
         bucket = await existing_bucket(self._js, kind.bucket)
@@ -138,11 +146,29 @@ class GroupMember:
         self._first = kind.decode(data)
         if not kind.elastic and not _is_member(self._first, kind.member):
             raise MemberNotFoundError(kind.stream, kind.group, kind.member)
+        await self._check_partitioning()
         self._desired = kind.consumer_config(self._first)
         watcher = bucket.watch(config_key(kind.stream, kind.group), resume_from=revision + 1)
         self._watch_task = self._spawn(self._watch(watcher))
         self._task = asyncio.create_task(self._supervise())
         return self
+
+    async def _check_partitioning(self) -> None:
+        """Refuse a config that strands messages by its partitioning; warn about members
+        that can never join (their partitions are never processed)."""
+        kind = self._kind
+        mismatch = await partitioning_mismatch(self._js, kind.stream, kind.group, self._first)
+        if mismatch is not None:
+            raise GroupConfigMismatchError(kind.stream, kind.group, kind.kind, mismatch)
+        for name, partitions in unjoinable_members(self._first, kind.group).items():
+            _log.warning(
+                "group %s on %s: member %r cannot join (not a valid consumer name): its "
+                "partitions %s are not processed",
+                kind.group,
+                kind.stream,
+                name,
+                list(partitions),
+            )
 
     def _spawn(self, work: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
         """A task of the member: ``_finish`` ends it at the latest. What it raises is taken
