@@ -193,9 +193,10 @@ def consume_static(
     messages it acknowledged or terminated itself (its 1,024 latest). With ``confirm_acks``,
     ``ack()`` and ``term()`` return only once the server has applied them (a round trip
     each): on a replicated stream a quorum then holds the ack, so no crash of one server
-    brings the message back, even when the member dies with it. On a single server a static
-    group's acks can still be lost with server and member crashing together (see
-    docs/RELIABILITY.md).
+    brings the message back, even when the member dies with it. On a single server the
+    consumer's state still lags, and a message comes back to an instance that did not
+    acknowledge it (the member died with the server, or another instance of it holds the
+    pin after the restart): see docs/RELIABILITY.md.
 
     Raises:
         InvalidGroupNameError: a bad stream, group or member name (at once).
@@ -248,9 +249,11 @@ def consume_elastic(
     :class:`GroupConfigChangedError` when ``max_members``, the partitioning filters or the
     buffered limits change.
 
-    Server crashes and ``confirm_acks`` as in :func:`consume_static`; in addition, on a
-    single server an ack that ``confirm_acks`` waited for has removed the message from the
-    work queue's store, so a crash never brings it back.
+    Server crashes and ``confirm_acks`` as in :func:`consume_static`, except for where the
+    work queue keeps a message: on a single server an ack that ``confirm_acks`` waited for
+    has removed it from the store, so no crash brings it back; on a replicated work queue the
+    removal is a second replicated step after the confirmation, which a crash of the queue's
+    leader can rarely lose (3 messages in 1 of 21 runs, docs/RELIABILITY.md).
 
     Raises:
         InvalidGroupNameError, ClientValidationError: as :func:`consume_static` (at once).

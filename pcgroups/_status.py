@@ -34,6 +34,7 @@ from jetstream import (
 )
 
 from ._assign import (
+    balanced_assignment,
     elastic_stream_name,
     elastic_transforms,
     member_partitions,
@@ -111,14 +112,11 @@ def partition_count(transform_destination: str) -> int | None:
     return int(found.group(1)) if found else None
 
 
-def _owner(config: StaticConfig | ElasticConfig, partition: int) -> str | None:
-    names = config.members or tuple(m.member for m in config.member_mappings)
-    for name in dict.fromkeys(names):
-        if partition in member_partitions(
-            config.members, config.max_members, config.member_mappings, name
-        ):
-            return name
-    return None
+def _owners(config: StaticConfig | ElasticConfig) -> dict[int, str]:
+    """The owner of each partition that has one (orbit's assignment)."""
+    if config.members:
+        return dict(enumerate(balanced_assignment(config.members, config.max_members)))
+    return {p: m.member for m in config.member_mappings for p in m.partitions}
 
 
 def _can_join(group: str, member: str) -> bool:
@@ -256,7 +254,8 @@ async def elastic_status(js: JetStream, stream: str, group: str) -> GroupStatus:
     consumers = {name async for name in js.consumer_names(queue)}
     partitions = range(max([config.max_members, *made]))
     waiting = await _all([_count(js, queue, [f"{p}.>"], 1) for p in partitions])
-    owners = [_owner(config, p) for p in partitions]
+    owned = _owners(config)
+    owners = [owned.get(p) for p in partitions]
     filters = [pf.filter for pf in config.partitioning_filters or ()]
     unselected: int | None = 0
     if filters:
@@ -309,7 +308,8 @@ async def static_status(js: JetStream, stream: str, group: str) -> GroupStatus:
     info = await js.stream_info(stream)
     made = _static_partitions(info.config)
     partitions = range(max(config.max_members, made or 0))
-    owners = [_owner(config, p) for p in partitions]
+    owned = _owners(config)
+    owners = [owned.get(p) for p in partitions]
     durables = {
         name: await _durable(js, stream, static_consumer_name(group, name))
         for name in dict.fromkeys(o for o in owners if o is not None and _can_join(group, o))
