@@ -1,5 +1,19 @@
-"""Fixtures shared by the integration modules (the Spark session lives in spark_session)."""
+"""Fixtures shared by the integration modules (the Spark session lives in spark_session), and
+the long group trials left out unless asked for."""
+
+import pytest
 
 from .spark_session import spark
 
 __all__ = ["spark"]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Repeated group fault trials run only when asked for (``-m groups_long``): deselected
+    otherwise, whatever other ``-m`` expression is given."""
+    if "groups_long" in (config.getoption("markexpr") or ""):
+        return
+    long = [item for item in items if item.get_closest_marker("groups_long")]
+    if long:
+        config.hook.pytest_deselected(items=long)
+        items[:] = [item for item in items if not item.get_closest_marker("groups_long")]

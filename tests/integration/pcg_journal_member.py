@@ -54,7 +54,7 @@ async def main(argv: list[str]) -> None:
             journal.line("E", msg)
             await msg.ack()
             if flush == "1":  # the server has the ack (survives a kill -9 of this process)
-                await js.nc.flush()
+                await js.nc.flush(timeout=float(ack_wait))  # not 10 s, when the server died
             journal.line("A", msg)
 
         consume = pcgroups.consume_static if kind == "static" else pcgroups.consume_elastic
