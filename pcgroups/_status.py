@@ -29,6 +29,7 @@ from jetstream import (
     ConsumerNotFoundError,
     JetStream,
     NoRespondersError,
+    PermissionDeniedError,
     StreamConfig,
     StreamNotFoundError,
 )
@@ -191,14 +192,15 @@ async def partitioning_mismatch(
     """How ``config`` disagrees with the partitioning of the group's stream (elastic: the
     work queue's transforms; static: a ``{{partition(N,...)}}`` subject transform of the
     stream), or None (it agrees, or there is nothing to compare: no such stream yet, a
-    static stream whose publishers put the partition in front)."""
+    static stream whose publishers put the partition in front, a user who may not read the
+    stream's config)."""
     try:
         if isinstance(config, ElasticConfig):
             queue = elastic_stream_name(stream, group)
             info = await js.stream_info(queue)
             return _elastic_mismatch(config, _source_transforms(info.config, stream), queue)
         made = _static_partitions((await js.stream_info(stream)).config)
-    except StreamNotFoundError:
+    except (StreamNotFoundError, PermissionDeniedError):
         return None
     return _static_mismatch(config, made, stream)
 
