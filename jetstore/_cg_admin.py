@@ -1,11 +1,15 @@
 """``jetstore cg static|elastic`` verbs both kinds share: ls, info, delete, active,
-step-down (names as orbit's ``cg`` tool). Each factory makes the verb for one kind."""
+step-down (names as orbit's ``cg`` tool), status. Each factory makes the verb for one kind."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
+import msgspec
 
 import jetstream
+import pcgroups
 
 from ._cg_fields import group_fields, group_lines
 from ._cg_kinds import Kind
@@ -121,6 +125,56 @@ def _step_down(kind: Kind) -> click.Command:
     return step_down
 
 
+def status_fields(status: pcgroups.GroupStatus) -> dict[str, Any]:
+    """A group status's documented fields, ``stranded`` as the partitions' numbers."""
+    fields: dict[str, Any] = msgspec.to_builtins(status)
+    fields["stranded"] = [p.partition for p in status.stranded]
+    return fields
+
+
+def status_lines(status: pcgroups.GroupStatus) -> list[str]:
+    """A line per partition, then what is stranded, unselected or mismatched (escaped)."""
+    lines = []
+    for p in status.partitions:
+        owner = "no member" if p.member is None else shown(p.member)
+        state = "consuming" if p.consuming else "not consuming"
+        waiting = "?" if p.waiting is None else str(p.waiting)
+        lines.append(f"partition {p.partition}: {owner}, {state}, {waiting} waiting")
+    stranded = status.stranded
+    counts = [p.waiting for p in stranded]
+    held = "" if not stranded or None in counts else f" ({sum(c or 0 for c in counts)} waiting)"
+    lines.append(f"stranded: {', '.join(str(p.partition) for p in stranded) or '-'}{held}")
+    unselected = "?" if status.unselected is None else str(status.unselected)
+    lines.append(f"unselected: {unselected}")
+    if status.unjoinable:
+        lines.append(f"unjoinable: {', '.join(shown(name) for name in status.unjoinable)}")
+    if status.mismatch is not None:
+        lines.append(f"mismatch: {shown(status.mismatch)}")
+    return lines
+
+
+def _status(kind: Kind) -> click.Command:
+    @click.command("status")
+    @click.argument("stream")
+    @click.argument("group")
+    @verb
+    def status(settings: Settings, stream: str, group: str) -> None:
+        """Which partitions no member works on (stranded) and what waits in each; messages
+        no filter selects; a config that disagrees with the stream's partitioning."""
+
+        async def work(js: jetstream.JetStream) -> None:
+            found = await kind.status(js, stream, group)
+            if settings.json:
+                emit_json(status_fields(found))
+            elif not settings.quiet:
+                for line in status_lines(found):
+                    click.echo(line)
+
+        run(settings, work)
+
+    return status
+
+
 def admin_verbs(kind: Kind) -> list[click.Command]:
     """The shared verbs of ``jetstore cg <kind>``."""
-    return [make(kind) for make in (_ls, _info, _delete, _active, _step_down)]
+    return [make(kind) for make in (_ls, _info, _delete, _active, _step_down, _status)]

@@ -58,6 +58,12 @@ def ack_options(function: click.decorators.FC) -> click.decorators.FC:
             show_default=True,
             help="Messages in flight (1 keeps each key in order across a takeover).",
         ),
+        click.option(
+            "--confirm-acks",
+            is_flag=True,
+            help="Each ack waits until the server has applied it (it survives a crash of the "
+            "server; a round trip each).",
+        ),
     ]
     for option in reversed(options):
         function = option(function)
@@ -82,13 +88,16 @@ def consume_verb(kind: Kind) -> click.Command:
         ack: bool,
         ack_wait: timedelta | None,
         max_ack_pending: int,
+        confirm_acks: bool,
     ) -> None:
         """Consume as MEMBER: a line `partition subject: data` per message (--json: one
         object per line), until Ctrl-C, --count, or the group is deleted or changed (exit 1)."""
         template = consumer_template(ack_wait, max_ack_pending)
 
         async def work(js: jetstream.JetStream) -> None:
-            running = kind.consume(js, stream, group, member, config=template)
+            running = kind.consume(
+                js, stream, group, member, config=template, confirm_acks=confirm_acks
+            )
             unacked: list[pcgroups.GroupMessage] = []
             try:
                 async with running:

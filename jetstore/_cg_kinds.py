@@ -26,6 +26,7 @@ class Kind:
     active: Callable[[jetstream.JetStream, str, str], Awaitable[list[str]]]
     step_down: Callable[[jetstream.JetStream, str, str, str], Awaitable[None]]
     consume: Callable[..., pcgroups.GroupMember]
+    status: Callable[[jetstream.JetStream, str, str], Awaitable[pcgroups.GroupStatus]]
 
 
 STATIC = Kind(
@@ -36,6 +37,7 @@ STATIC = Kind(
     active=pcgroups.static_active_members,
     step_down=pcgroups.static_step_down,
     consume=pcgroups.consume_static,
+    status=pcgroups.static_status,
 )
 
 ELASTIC = Kind(
@@ -46,4 +48,5 @@ ELASTIC = Kind(
     active=pcgroups.elastic_active_members,
     step_down=pcgroups.elastic_step_down,
     consume=pcgroups.consume_elastic,
+    status=pcgroups.elastic_status,
 )

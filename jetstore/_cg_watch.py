@@ -98,6 +98,7 @@ def watch(
     ack: bool,
     ack_wait: timedelta | None,
     max_ack_pending: int,
+    confirm_acks: bool,
 ) -> None:
     """Process BUCKET's changes as MEMBER of watch group GROUP: a line per change as `kv
     watch` prints it (--json: entry fields and `partition`), until Ctrl-C or --count."""
@@ -108,7 +109,10 @@ def watch(
         opened = await kvstore.open_bucket(js, bucket)
         unacked: list[pcgroups.KeyChange] = []
         try:
-            async with pcgroups.watch_group(opened, group, member, config=template) as changes:
+            watching = pcgroups.watch_group(
+                opened, group, member, config=template, confirm_acks=confirm_acks
+            )
+            async with watching as changes:
                 waiting_note(member, changes.partitions, settings.quiet)
                 seen = 0
                 async for change in changes:

@@ -927,21 +927,46 @@ class JetStream(AsyncResource):
         if up_to_seq is not None:
             body["up_to_seq"] = up_to_seq
         what = f"batched direct get on {stream}"
+        answer = await self._batched_get(stream, body, up_to_seq, what)
+        return answer.messages, answer.done.result()
+
+    async def count_messages(self, stream: str, subject: str, *, from_seq: int = 1) -> int:
+        """How many messages ``stream`` holds on ``subject`` (wildcards allowed) at or after
+        stream sequence ``from_seq``: the server counts them for a batched direct get of one
+        message (its ``Nats-Num-Pending``), so one message travels, whatever the count.
+
+        Raises:
+            ClientValidationError: ``from_seq`` is not a positive int, or ``subject`` is empty.
+            NoRespondersError: no such stream, or direct get is off.
+            RequestTimeoutError: as :meth:`get_last_messages`.
+        """
+        if isinstance(from_seq, bool) or not isinstance(from_seq, int) or from_seq < 1:
+            raise ClientValidationError(f"from_seq must be a stream sequence >= 1: {from_seq!r}")
+        if not isinstance(subject, str) or not subject:
+            raise ClientValidationError(f"subject must be a non-empty string: {subject!r}")
+        body = {"seq": from_seq, "batch": 1, "next_by_subj": subject}
+        answer = await self._batched_get(stream, body, None, f"count of {subject} on {stream}")
+        return len(answer.messages) + answer.pending
+
+    async def _batched_get(
+        self, stream: str, body: dict[str, Any], up_to_seq: int | None, what: str
+    ) -> _BatchAnswer:
+        """A batched direct get, asked again after a failover (a read)."""
         with self._refusal_ends_wait(self._api.direct_get(stream)), self._ended_by_close(what):
             return await self._failover(
-                lambda: self._multi_last(stream, body, up_to_seq, what),
+                lambda: self._batch(stream, body, up_to_seq, what),
                 still_there=lambda: self._serves_direct_get(stream),
                 retry_timeouts=True,  # as a direct get: a dead replica's lingering interest
                 what=what,
             )
 
-    async def _multi_last(
+    async def _batch(
         self, stream: str, body: dict[str, Any], up_to_seq: int | None, what: str
-    ) -> tuple[list[StoredMessage], int | None]:
+    ) -> _BatchAnswer:
         """Collect the answers in the subscription's callback: waiting in ``next_msg`` for
         each of up to 1024 messages cost ~4x the time of the whole rest (160 vs 36 us per
         message). The timeout applies to a pause between messages, as it did there."""
-        answer = _MultiLastAnswer(up_to_seq, what)
+        answer = _BatchAnswer(up_to_seq, what)
         inbox = self._nc.new_inbox()
         with nats_errors(what):
             sub = await self._nc.subscribe(inbox, cb=answer.on_msg)
@@ -956,7 +981,8 @@ class JetStream(AsyncResource):
                 await asyncio.wait([answer.done], timeout=self.timeout)
                 if not answer.done.done() and len(answer.messages) == seen:
                     raise RequestTimeoutError(f"{what}: no reply within {self.timeout:g}s")
-            return answer.messages, answer.done.result()
+            answer.done.result()  # the error the server answered, if any
+            return answer
         finally:
             if answer.done.done() and not answer.done.cancelled():
                 answer.done.exception()  # seen, also by a read cancelled as the error came
@@ -979,14 +1005,16 @@ class JetStream(AsyncResource):
         )
 
 
-class _MultiLastAnswer:
+class _BatchAnswer:
     """The messages of one batched direct get, gathered as they arrive; ``done`` ends with the
-    sequence they are consistent as of, or with the error the server answered."""
+    sequence they are consistent as of, or with the error the server answered. ``pending``:
+    the messages matching the request beyond those sent (the end of the batch says)."""
 
     def __init__(self, up_to_seq: int | None, what: str) -> None:
         self.up_to_seq = up_to_seq
         self.what = what
         self.messages: list[StoredMessage] = []
+        self.pending = 0
         self.done: asyncio.Future[int | None] = asyncio.get_running_loop().create_future()
 
     async def on_msg(self, msg: Msg) -> None:
@@ -1007,6 +1035,7 @@ class _MultiLastAnswer:
                 self.messages.append(StoredMessage.from_direct_get(headers, data))
             elif status == st.END_OF_BATCH:
                 upto = headers.get(hdr.UPTO_SEQUENCE, self.up_to_seq or 0)
+                self.pending = int(headers.get(hdr.NUM_PENDING, 0))
                 self.done.set_result(int(upto))
             elif status == st.NOT_FOUND:  # nothing matched
                 self.done.set_result(self.up_to_seq)

@@ -19,6 +19,7 @@ __all__ = [
     "parse_header_block",
     "parse_headers",
     "parse_timestamp",
+    "stored_message_id",
 ]
 
 _FRACTION = re.compile(r"\.\d+")
@@ -207,6 +208,15 @@ class AckReply(msgspec.Struct, frozen=True):
     pending: int
 
 
+def _ack_tokens(reply: str) -> tuple[list[str], int]:
+    """The tokens of an ack reply subject and the index of its stream token."""
+    tokens = reply.split(".")
+    count = len(tokens)
+    if count < 9 or tokens[0] != "$JS" or tokens[1] != "ACK":
+        raise ValueError(f"not a JetStream ack reply: {reply!r}")
+    return tokens, 4 if count >= 11 else 2  # $JS.ACK.<domain>.<account hash>.<stream>...
+
+
 def parse_ack_reply(reply: str) -> AckReply:
     """Parse ``$JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<dseq>.<ts>.<pending>``, also in
     the 12-token form with domain and account hash.
@@ -214,11 +224,7 @@ def parse_ack_reply(reply: str) -> AckReply:
     Raises:
         ValueError: not a JetStream ack subject.
     """
-    tokens = reply.split(".")
-    count = len(tokens)
-    if count < 9 or tokens[0] != "$JS" or tokens[1] != "ACK":
-        raise ValueError(f"not a JetStream ack reply: {reply!r}")
-    base = 4 if count >= 11 else 2  # $JS.ACK.<domain>.<account hash>.<stream>... [.<random>]
+    tokens, base = _ack_tokens(reply)
     try:
         return AckReply(
             tokens[base],
@@ -231,3 +237,16 @@ def parse_ack_reply(reply: str) -> AckReply:
         )
     except (ValueError, IndexError, OverflowError) as exc:
         raise ValueError(f"not a JetStream ack reply: {reply!r}") from exc
+
+
+def stored_message_id(reply: str) -> str:
+    """What identifies the stored message behind a delivery, cheaply (one string, nothing
+    parsed): ``"<stream sequence> <time in the stream>"`` as the ack reply ``reply`` writes
+    them. Every delivery of one message has the same; a stream deleted and made again under
+    its name reuses sequences, never times.
+
+    Raises:
+        ValueError: not a JetStream ack subject.
+    """
+    tokens, base = _ack_tokens(reply)
+    return tokens[base + 3] + " " + tokens[base + 5]

@@ -146,13 +146,20 @@ class PullMessage:
             self._meta = parse_ack_reply(self.reply)
         return self._meta
 
-    async def ack(self) -> None:
-        """Acknowledge (consumers with ``ack_policy`` explicit or all).
+    async def ack(self, *, wait: bool = False) -> None:
+        """Acknowledge (consumers with ``ack_policy`` explicit or all). With ``wait``, return
+        only once the consumer has applied it (the server confirms, as nats.go's ``DoubleAck``):
+        on a replicated consumer once a quorum of its servers has stored it, on one server
+        once it is applied (a work-queue or interest stream has then removed the message from
+        its store; the consumer's own state reaches the disk up to about 0.1 s later).
 
         Raises:
             ConnectionClosedError, DisconnectedError: the connection is closed or down.
+            RequestTimeoutError: ``wait`` and no confirmation within 5 s (the server does not
+                answer an ack of a message beyond what it has recorded as delivered, as after
+                a restart that lost the delivery).
         """
-        await self._reply_with(b"+ACK")
+        await self._send(b"+ACK", wait, "ack")
 
     async def nak(self, delay: float | None = None, *, wait: bool = False) -> None:
         """Ask for redelivery, after ``delay`` seconds if given. With ``wait``, return only
@@ -161,14 +168,10 @@ class PullMessage:
 
         Raises:
             ConnectionClosedError, DisconnectedError: the connection is closed or down.
-            RequestTimeoutError: ``wait`` and no confirmation within the request timeout.
+            RequestTimeoutError: ``wait`` and no confirmation within 5 s.
         """
         body = b"-NAK" if delay is None else b'-NAK {"delay":%d}' % int(delay * _NS)
-        if not wait:
-            await self._reply_with(body)
-            return
-        with nats_errors(f"nak of {self.subject}"):
-            await self._nc.request(self.reply, body, timeout=_CONFIRM_TIMEOUT)
+        await self._send(body, wait, "nak")
 
     async def in_progress(self, *, wait: bool = False) -> None:
         """Reset the ack timer: still working on it. With ``wait``, return only once the
@@ -178,23 +181,29 @@ class PullMessage:
 
         Raises:
             ConnectionClosedError, DisconnectedError: the connection is closed or down.
-            RequestTimeoutError: ``wait`` and no confirmation within the request timeout.
+            RequestTimeoutError: ``wait`` and no confirmation within 5 s.
         """
         self.refreshed_at = asyncio.get_running_loop().time()
+        await self._send(b"+WPI", wait, "in-progress")
+
+    async def term(self, *, wait: bool = False) -> None:
+        """Never redeliver. ``wait`` as for :meth:`ack`.
+
+        Raises:
+            ConnectionClosedError, DisconnectedError: the connection is closed or down.
+            RequestTimeoutError: ``wait`` and no confirmation within 5 s.
+        """
+        await self._send(b"+TERM", wait, "term")
+
+    async def _send(self, body: bytes, wait: bool, what: str) -> None:
+        """Send an acknowledgement; with ``wait`` as a request the server answers once it
+        has processed it."""
         if not wait:
-            await self._reply_with(b"+WPI")
+            with nats_errors(f"acknowledging {self.subject}"):
+                await self._nc.publish(self.reply, body)
             return
-        with nats_errors(f"in-progress of {self.subject}"):
-            await self._nc.request(self.reply, b"+WPI", timeout=_CONFIRM_TIMEOUT)
-
-    async def term(self) -> None:
-        """Never redeliver."""
-        await self._reply_with(b"+TERM")
-
-    async def _reply_with(self, body: bytes) -> None:
-        """Send an acknowledgement (nak, term...); the same errors as :meth:`ack`."""
-        with nats_errors(f"acknowledging {self.subject}"):
-            await self._nc.publish(self.reply, body)
+        with nats_errors(f"{what} of {self.subject}"):
+            await self._nc.request(self.reply, body, timeout=_CONFIRM_TIMEOUT)
 
     def __repr__(self) -> str:
         return f"<PullMessage {self.subject} {len(self.data)}B>"

@@ -43,6 +43,7 @@ from ._elastic import (
 from ._errors import (
     CorruptGroupConfigError,
     GroupConfigChangedError,
+    GroupConfigMismatchError,
     GroupDeletedError,
     GroupExistsError,
     GroupNotFoundError,
@@ -77,6 +78,7 @@ from ._models import (
     encode_static_config,
 )
 from ._static import create_static, delete_static, list_static, static_config
+from ._status import GroupStatus, PartitionStatus, elastic_status, static_status
 from ._watch_group import (
     BucketGroupWatch,
     bucket_group_filter,
@@ -95,11 +97,13 @@ __all__ = [
     "CorruptGroupConfigError",
     "ElasticConfig",
     "GroupConfigChangedError",
+    "GroupConfigMismatchError",
     "GroupDeletedError",
     "GroupExistsError",
     "GroupMember",
     "GroupMessage",
     "GroupNotFoundError",
+    "GroupStatus",
     "InvalidGroupConfigError",
     "InvalidGroupNameError",
     "InvalidMemberConfigError",
@@ -109,6 +113,7 @@ __all__ = [
     "MemberConsumerRefusedError",
     "MemberMapping",
     "MemberNotFoundError",
+    "PartitionStatus",
     "PartitioningFilter",
     "StaticConfig",
     "add_members",
@@ -131,6 +136,7 @@ __all__ = [
     "elastic_config",
     "elastic_member_filters",
     "elastic_partition_filters",
+    "elastic_status",
     "elastic_step_down",
     "elastic_stream_config",
     "elastic_stream_name",
@@ -147,6 +153,7 @@ __all__ = [
     "static_config",
     "static_consumer_name",
     "static_member_filters",
+    "static_status",
     "static_step_down",
     "transform_destination",
     "validate_elastic_config",
@@ -154,4 +161,12 @@ __all__ = [
     "watch_group",
 ]
 
-_show_as(__name__, ElasticConfig, MemberMapping, PartitioningFilter, StaticConfig)
+_show_as(
+    __name__,
+    ElasticConfig,
+    GroupStatus,
+    MemberMapping,
+    PartitionStatus,
+    PartitioningFilter,
+    StaticConfig,
+)

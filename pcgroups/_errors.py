@@ -16,8 +16,10 @@
     ├── CorruptGroupConfigError              the stored value is not a valid orbit config
     ├── GroupDeletedError                    a consuming member's group was deleted
     ├── GroupConfigChangedError              its partitioning (static: its config) changed
-    └── MemberConsumerRefusedError           the server refused a member's consumer the same
-                                             way 3 times in a row: the member ended
+    ├── MemberConsumerRefusedError           the server refused a member's consumer the same
+    │                                        way 3 times in a row: the member ended
+    └── GroupConfigMismatchError             the config's max_members or filters disagree with
+                                             the stream's partitioning (messages would strand)
 
 Validation errors are raised before anything is written.
 """
@@ -29,6 +31,7 @@ from jetstream import ClientValidationError, InvalidNameError, JetStreamError
 __all__ = [
     "CorruptGroupConfigError",
     "GroupConfigChangedError",
+    "GroupConfigMismatchError",
     "GroupDeletedError",
     "GroupExistsError",
     "GroupNotFoundError",
@@ -141,3 +144,17 @@ class MemberConsumerRefusedError(JetStreamError):
             err_code=refusal.err_code,
         )
         self.member = member
+
+
+class GroupConfigMismatchError(JetStreamError):
+    """The stored config does not match how the group's stream splits messages into
+    partitions (``max_members`` or an elastic group's partitioning filters edited in the
+    bucket after the group was made): members would leave partitions or subjects
+    unprocessed without any error, so a member refuses to start. Make the group again
+    (delete and create), or restore the config; :func:`elastic_status` /
+    :func:`static_status` show what waits where."""
+
+    def __init__(self, stream: str, group: str, kind: str, what: str) -> None:
+        super().__init__(f"the {kind} consumer group {group!r} on stream {stream!r}: {what}")
+        self.stream = stream
+        self.group = group

@@ -55,10 +55,17 @@ from jetstream._consumer import MessageStream
 from jetstream._pull import PullMessage, cancel_and_wait
 from kvstore import Op
 
+from ._acked import AckedMessages
 from ._assign import PRIORITY_GROUP, config_key
-from ._errors import GroupConfigChangedError, GroupDeletedError, MemberNotFoundError
+from ._errors import (
+    GroupConfigChangedError,
+    GroupConfigMismatchError,
+    GroupDeletedError,
+    MemberNotFoundError,
+)
 from ._join import MemberJoin
 from ._message import GroupMessage
+from ._status import partitioning_mismatch, unjoinable_members
 from ._store import existing_bucket, read_config
 
 if TYPE_CHECKING:
@@ -88,10 +95,14 @@ class GroupMember:
     ``ConnectionClosedError`` ...).
     """
 
-    def __init__(self, js: JetStream, kind: GroupKind, handler: Handler | None) -> None:
+    def __init__(
+        self, js: JetStream, kind: GroupKind, handler: Handler | None, *, confirm_acks: bool
+    ) -> None:
         self._js = js
         self._kind = kind
         self._handler = handler
+        self._confirm_acks = confirm_acks
+        self._acked = AckedMessages()  # delivered again after a server crash: not handled
         self._first: Any = None
         self._desired: ConsumerConfig | None = None
         self._changed = asyncio.Event()
@@ -144,6 +155,8 @@ class GroupMember:
             CorruptGroupConfigError: the stored config is unreadable.
             InvalidGroupConfigError: the config gives this member filters the server refuses
                 (more than ``MAX_MEMBER_FILTERS``, one covering another).
+            GroupConfigMismatchError: the config's ``max_members`` (elastic: or partitioning
+                filters) disagree with how the stream splits messages into partitions.
         """
         kind = self._kind
         bucket = await existing_bucket(self._js, kind.bucket)
@@ -152,11 +165,29 @@ class GroupMember:
         self._first = kind.decode(data)
         if not kind.elastic and not _is_member(self._first, kind.member):
             raise MemberNotFoundError(kind.stream, kind.group, kind.member)
+        await self._check_partitioning()
         self._desired = kind.consumer_config(self._first)
         watcher = bucket.watch(config_key(kind.stream, kind.group), resume_from=revision + 1)
         self._watch_task = self._spawn(self._watch(watcher))
         self._task = asyncio.create_task(self._supervise())
         return self
+
+    async def _check_partitioning(self) -> None:
+        """Refuse a config that strands messages by its partitioning; warn about members
+        that can never join (their partitions are never processed)."""
+        kind = self._kind
+        mismatch = await partitioning_mismatch(self._js, kind.stream, kind.group, self._first)
+        if mismatch is not None:
+            raise GroupConfigMismatchError(kind.stream, kind.group, kind.kind, mismatch)
+        for name, partitions in unjoinable_members(self._first, kind.group).items():
+            _log.warning(
+                "group %s on %s: member %r cannot join (not a valid consumer name): its "
+                "partitions %s are not processed",
+                kind.group,
+                kind.stream,
+                name,
+                list(partitions),
+            )
 
     def _spawn(self, work: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
         """A task of the member: ``_finish`` ends it at the latest. What it raises is taken
@@ -529,7 +560,11 @@ class GroupMember:
             return
         async for msg in stream:
             self._last = msg
-            message = GroupMessage(msg, _ignore)  # in progress until the handler returns
+            if msg in self._acked:
+                await self._ack_again(msg)
+                continue
+            # In progress until the handler returns, whatever it settled meanwhile.
+            message = GroupMessage(msg, self._noted, confirm=self._confirm_acks)
             self._begin(message)
             try:
                 result = self._handler(message)
@@ -548,9 +583,13 @@ class GroupMember:
     async def _feed_iterator(self, stream: MessageStream) -> None:
         await self._wanted.wait()
         async for msg in stream:
-            self._wanted.clear()
             self._last = msg
-            message = GroupMessage(msg, self._settled)  # in progress until settled
+            if msg in self._acked:
+                await self._ack_again(msg)
+                continue  # the caller still wants one
+            self._wanted.clear()
+            # In progress until settled.
+            message = GroupMessage(msg, self._settled, confirm=self._confirm_acks)
             self._begin(message)
             self._queue.put_nowait(message)
             await self._wanted.wait()
@@ -559,10 +598,32 @@ class GroupMember:
         self._unsettled.add(message)
         self._all_settled.clear()
 
-    def _settled(self, message: GroupMessage) -> None:
+    def _settled(self, message: GroupMessage, final: bool = False) -> None:
+        """``message`` needs no more waiting for; ``final``: it was acked or terminated."""
+        if final:
+            self._acked.add(message.raw)
         self._unsettled.discard(message)
         if not self._unsettled:
             self._all_settled.set()
+
+    def _noted(self, message: GroupMessage, final: bool) -> None:
+        """A handler settled ``message`` (it stays in progress until the handler returns);
+        ``final``: acked or terminated, remembered in case the server delivers it again."""
+        if final:
+            self._acked.add(message.raw)
+
+    async def _ack_again(self, msg: PullMessage) -> None:
+        """A message this member acknowledged came again: the server lost the ack (it
+        crashed before applying it or before writing it to disk). Acknowledge it again
+        instead of handling it twice."""
+        _log.warning(
+            "group member %s: the message at stream sequence %d came again after its ack "
+            "(lost by the server); acknowledged again, not handled",
+            self._kind.member,
+            msg.metadata.stream_seq,
+        )
+        with contextlib.suppress(JetStreamError):  # unsent: it comes again, and again here
+            await msg.ack(wait=self._confirm_acks)
 
     async def _is_pinned(self, consumer: Consumer) -> bool:
         pin = consumer.pin_id(PRIORITY_GROUP)
@@ -623,10 +684,6 @@ class GroupMember:
             self._stream = None
             self._take_queued()
             self._queue.put_nowait(None)
-
-
-def _ignore(message: GroupMessage) -> None:
-    """Settling does not end a handler's message being in progress: the handler does."""
 
 
 def _is_member(config: Any, member: str) -> bool:

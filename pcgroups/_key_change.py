@@ -119,10 +119,13 @@ class KeyChange:
         return self.message.raw.metadata.delivered
 
     async def ack(self) -> None:
-        """Done with this change: it is never delivered again.
+        """Done with this change: it is never delivered again (with the watch's
+        ``confirm_acks``, returns once the server has applied it).
 
         Raises:
             ConnectionClosedError, DisconnectedError: the connection is closed or down.
+            RequestTimeoutError: (``confirm_acks``) no confirmation within 5 s; the change
+                may come again.
         """
         await self.message.ack()
 
@@ -138,10 +141,12 @@ class KeyChange:
         await self.message.nak(delay)
 
     async def term(self) -> None:
-        """Drop this change without processing it (never delivered again).
+        """Drop this change without processing it (never delivered again; confirmed as
+        :meth:`ack` is).
 
         Raises:
             ConnectionClosedError, DisconnectedError: the connection is closed or down.
+            RequestTimeoutError: (``confirm_acks``) no confirmation within 5 s.
         """
         await self.message.term()
 

@@ -17,14 +17,22 @@ class GroupMessage:
 
     ``subject`` is the stream subject without the leading partition token, ``partition`` that
     token as a number. ``ack``, ``nak`` and ``term`` settle the message: a member waits for
-    its settled messages before it hands partitions to another member.
+    its settled messages before it hands partitions to another member. With ``confirm``
+    (the member's ``confirm_acks``) ``ack`` and ``term`` return once the server confirms.
     """
 
-    __slots__ = ("_msg", "_on_settled", "partition", "settled", "subject")
+    __slots__ = ("_confirm", "_msg", "_on_settled", "partition", "settled", "subject")
 
-    def __init__(self, msg: PullMessage, on_settled: Callable[[GroupMessage], None]) -> None:
+    def __init__(
+        self,
+        msg: PullMessage,
+        on_settled: Callable[[GroupMessage, bool], None],
+        *,
+        confirm: bool = False,
+    ) -> None:
         self._msg = msg
         self._on_settled = on_settled
+        self._confirm = confirm
         token, _, rest = msg.subject.partition(".")
         self.subject: str = rest
         """The subject after the partition token (orbit strips up to the first ``.``)."""
@@ -48,21 +56,27 @@ class GroupMessage:
         """The underlying JetStream message (full subject, metadata)."""
         return self._msg
 
-    def _settle(self) -> None:
+    def _settle(self, final: bool = False) -> None:
+        """``final``: an ack or term was sent (and confirmed, with ``confirm``)."""
         if not self.settled:
             self.settled = True
-            self._on_settled(self)
+            self._on_settled(self, final)
 
     async def ack(self) -> None:
-        """Acknowledge: processed, never redelivered.
+        """Acknowledge: processed, never redelivered. With the member's ``confirm_acks``,
+        return once the server has applied it (see :func:`consume_static`).
 
         Raises:
             ConnectionClosedError, DisconnectedError: the connection is closed or down.
+            RequestTimeoutError: (``confirm_acks``) no confirmation within 5 s; the message
+                may come again.
         """
+        sent = False
         try:
-            await self._msg.ack()
+            await self._msg.ack(wait=self._confirm)
+            sent = True
         finally:
-            self._settle()
+            self._settle(sent)
 
     async def nak(self, delay: DurationValue | None = None) -> None:
         """Ask for redelivery, after ``delay`` (seconds or a timedelta) if given.
@@ -80,15 +94,18 @@ class GroupMessage:
             self._settle()
 
     async def term(self) -> None:
-        """Never redeliver this message.
+        """Never redeliver this message (confirmed as :meth:`ack` is).
 
         Raises:
             ConnectionClosedError, DisconnectedError: the connection is closed or down.
+            RequestTimeoutError: (``confirm_acks``) no confirmation within 5 s.
         """
+        sent = False
         try:
-            await self._msg.term()
+            await self._msg.term(wait=self._confirm)
+            sent = True
         finally:
-            self._settle()
+            self._settle(sent)
 
     async def in_progress(self) -> None:
         """Still working on it: resets the ack timer (does not settle).

@@ -175,6 +175,7 @@ class BucketGroupWatch:
         member: str,
         handler: ChangeHandler | None,
         config: ConsumerConfig | None,
+        confirm_acks: bool,
     ) -> None:
         self._bucket = bucket
         self._handler = handler
@@ -185,6 +186,7 @@ class BucketGroupWatch:
             member,
             None if handler is None else self._handle,
             config=_strict(config),
+            confirm_acks=confirm_acks,
         )
 
     @property
@@ -268,6 +270,7 @@ def watch_group(
     handler: ChangeHandler | None = None,
     *,
     config: ConsumerConfig | None = None,
+    confirm_acks: bool = False,
 ) -> BucketGroupWatch:
     """Process the changes of ``bucket`` as ``member`` of the watch group ``group`` (see
     :func:`create_bucket_group`)::
@@ -287,9 +290,12 @@ def watch_group(
     change (not acknowledged in ``ack_wait``, nak'ed, or handed over by a member that
     stopped or died) then always comes before any newer change of its key. A larger value
     lets a member receive ahead, at the price of that order after a redelivery.
+    ``confirm_acks``: :meth:`KeyChange.ack` returns once the server has applied it, so no
+    crash of the server brings the change back (see :func:`consume_elastic`).
 
     Raises:
-        ClientValidationError: ``bucket`` is not a :class:`kvstore.Bucket` (at once).
+        ClientValidationError: ``bucket`` is not a :class:`kvstore.Bucket`, or
+            ``confirm_acks`` not a bool (at once).
         InvalidMemberConfigError: ``config`` is not a ConsumerConfig, or one the server
             refuses for any member, e.g. with a push ``deliver_subject`` (at once).
         InvalidGroupNameError: a bad group or member name (at once).
@@ -299,4 +305,4 @@ def watch_group(
     _checked_bucket(bucket)
     validate_group_names(bucket.stream, group)
     validate_member_name(group, member)
-    return BucketGroupWatch(bucket, group, member, handler, config)
+    return BucketGroupWatch(bucket, group, member, handler, config, confirm_acks)

@@ -11,12 +11,21 @@ import pcgroups
 
 @contextlib.asynccontextmanager
 async def group_stream(
-    js: jetstream.JetStream, name: str, *, partitions: int = 0, subjects: str = "*"
+    js: jetstream.JetStream,
+    name: str,
+    *,
+    partitions: int = 0,
+    subjects: str = "*",
+    replicas: int = 1,
+    direct: bool = False,
 ) -> AsyncIterator[str]:
-    """A stream on ``<name>.<subjects>``. With ``partitions``, a message ``<name>.<key>`` is
-    stored as ``<p>.<name>.<key>`` (orbit's static setup). Afterwards every static and elastic
-    group on it, their work-queue streams and the stream itself are removed."""
-    config = jetstream.StreamConfig(name=name, subjects=[f"{name}.{subjects}"])
+    """A stream on ``<name>.<subjects>`` (``direct``: with direct get). With ``partitions``,
+    a message ``<name>.<key>`` is stored as ``<p>.<name>.<key>`` (orbit's static setup).
+    Afterwards every static and elastic group on it, their work-queue streams and the stream
+    itself are removed."""
+    config = jetstream.StreamConfig(
+        name=name, subjects=[f"{name}.{subjects}"], num_replicas=replicas, allow_direct=direct
+    )
     if partitions:
         config.subject_transform = {
             "src": f"{name}.*",

@@ -11,17 +11,19 @@ journal file (one ``os.write`` per line, so a kill -9 loses nothing already writ
     P <key> <n> <delivered> <t>   once an in_progress() is sent
     C <key> <n> <delivered> <t>   the work was cancelled (the member cancelled its handler)
     E <key> <n> <delivered> <t>   after the work, before the ack
-    A <key> <n> <delivered> <t>   once the ack is sent (--flush: once it reached the server)
+    A <key> <n> <delivered> <t>   once the ack is sent (--flush: once it reached the server;
+                                  --confirm: once the server confirmed it)
     T - 0 0 <t>                   stop() returned (after a ``stop`` line on stdin)
 
 ``t`` is ``time.monotonic_ns()`` (CLOCK_MONOTONIC: one clock for every process on the
 machine). It prints ``ready`` once it has joined.
 
 Usage: python pcg_journal_member.py URL KIND STREAM GROUP MEMBER JOURNAL [--ack-wait S]
-       [--max-ack-pending N] [--delay S|LOW:HIGH] [--flush] [--timeout S] [--iterate]
+       [--max-ack-pending N] [--delay S|LOW:HIGH] [--flush] [--confirm] [--timeout S]
+       [--iterate]
        (KIND static|elastic|watch; for watch, STREAM is the bucket; --timeout: the request
        timeout of the member's connection; --iterate: the same work in an ``async for`` over
-       the member instead of a handler)
+       the member instead of a handler; --confirm: consume with ``confirm_acks``)
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ def arguments(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--max-ack-pending", type=int, default=1)
     parser.add_argument("--delay", type=_work_range, default=(0.0, 0.001))
     parser.add_argument("--flush", action="store_true")
+    parser.add_argument("--confirm", action="store_true")
     parser.add_argument("--timeout", type=float, default=5.0)
     parser.add_argument("--iterate", action="store_true")
     return parser.parse_args(argv)
@@ -119,7 +122,7 @@ async def main(args: argparse.Namespace) -> None:
             journal.line("E", *where)
             await item.ack()
             if args.flush:  # the server has the ack (survives a kill -9 of this process)
-                await js.nc.flush()
+                await js.nc.flush(timeout=args.ack_wait)  # not 10 s, when the server died
             journal.line("A", *where)
 
         config = jetstream.ConsumerConfig(
@@ -127,14 +130,13 @@ async def main(args: argparse.Namespace) -> None:
             max_ack_pending=args.max_ack_pending,
         )
         handler = None if args.iterate else handle
+        options = {"config": config, "confirm_acks": args.confirm}
         if args.kind == "watch":
             bucket = await kvstore.open_bucket(js, args.stream)
-            running: Any = pcgroups.watch_group(
-                bucket, args.group, args.member, handler, config=config
-            )
+            running: Any = pcgroups.watch_group(bucket, args.group, args.member, handler, **options)
         else:
             consume = pcgroups.consume_static if args.kind == "static" else pcgroups.consume_elastic
-            running = consume(js, args.stream, args.group, args.member, handler, config=config)
+            running = consume(js, args.stream, args.group, args.member, handler, **options)
         async with running:
             print("ready", flush=True)
             asked = asyncio.Event()

@@ -3,6 +3,7 @@ what it stored (read back through pcgroups) and its exit code."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import queue
 import signal
@@ -262,11 +263,14 @@ async def test_consume_no_ack_gives_back_and_a_deleted_group_ends_it(
     )
     assert peek.code == 0 and peek.text == f"0 {stream}.k: <9 bytes>\n", peek.err
     taken = jetstore(
-        "cg", "elastic", "consume", stream, "g", "only", "--count", "1", "--json", *url
-    )
+        "cg", "elastic", "consume", stream, "g", "only", "--count", "1", "--json",
+        "--confirm-acks", *url,
+    )  # fmt: skip
     message = json.loads(taken.out)
     assert message["delivered"] == 2 and message["data"] is None  # given back, not lost
     assert message["data_base64"] == "AP8gYmluYXJ5"
+    # the server applied the ack before the process ended: the work queue is empty at once
+    assert (await js.stream_info(f"{stream}-g")).state.messages == 0
 
     waiting = Running("cg", "elastic", "consume", stream, "g", "late", *url)
     try:
@@ -346,3 +350,39 @@ async def test_consume_and_watch_end_promptly_once_the_server_is_gone(
             server.resume()
     assert code == 0 and "Traceback" not in err, err
     assert took < 3 * timeout + 3.0, f"ended {took:.1f}s after the signal"
+
+
+async def test_status_lists_stranded_partitions(
+    js: jetstream.JetStream, nats_server: jetstream.EmbeddedServer, orders: str
+) -> None:
+    """A member name orbit's tool can store but no consumer can have owns partitions 2-3:
+    ``status`` lists them as stranded, with what waits there."""
+    url = ("--server", nats_server.url)
+    await pcgroups.create_elastic(js, orders, "g", max_members=4)
+    config = pcgroups.encode_elastic_config(
+        pcgroups.ElasticConfig(max_members=4, members=("a", "b c"))
+    )
+    await (await kvstore.open_bucket(js, pcgroups.ELASTIC_BUCKET)).put(f"{orders}.g", config)
+    for i in range(20):
+        await js.publish(f"{orders}.k{i}", b"x")
+    queue_name = pcgroups.elastic_stream_name(orders, "g")
+    while (await js.stream_info(queue_name)).state.messages < 20:
+        await asyncio.sleep(0.02)
+    plain, as_json = jetstore_all(
+        ("cg", "elastic", "status", orders, "g", *url),
+        ("cg", "elastic", "status", orders, "g", "--json", *url),
+    )
+    assert plain.code == 0, plain.err
+    lines = plain.text.splitlines()
+    assert lines[2].startswith("partition 2: b c, not consuming, ")
+    assert lines[4].startswith("stranded: 0, 1, 2, 3 (20 waiting)")
+    assert lines[5:] == ["unselected: 0", "unjoinable: b c"]
+    fields = json.loads(as_json.out)
+    assert fields["stranded"] == [0, 1, 2, 3] and fields["unjoinable"] == ["b c"]
+    assert sum(p["waiting"] for p in fields["partitions"]) == 20
+    assert [(p["partition"], p["member"], p["consuming"]) for p in fields["partitions"]] == [
+        (0, "a", False),
+        (1, "a", False),
+        (2, "b c", False),
+        (3, "b c", False),
+    ]

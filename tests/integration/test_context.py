@@ -206,3 +206,26 @@ def test_a_request_once_the_event_loop_shuts_down_fails_at_once(
     )
     assert ended.returncode == 0, ended.stderr.decode()
     assert ended.stdout.decode() == "ConnectionClosedError 0\n", ended.stderr.decode()
+
+
+async def test_the_server_counts_the_messages_on_a_subject(
+    js: JetStream, unique_name: Callable[[str], str]
+) -> None:
+    name = unique_name("CT")
+    await js.add_stream(StreamConfig(name=name, subjects=[f"{name}.>"], allow_direct=True))
+    for i in range(3000):  # beyond one batched direct get
+        await js.nc.publish(f"{name}.p{i % 3}.k", b"x")
+    await js.publish(f"{name}.p9.k", b"x")
+    assert await js.count_messages(name, f"{name}.p1.k") == 1000
+    assert await js.count_messages(name, f"{name}.>") == 3001
+    assert await js.count_messages(name, f"{name}.*.k", from_seq=2001) == 1001
+    assert await js.count_messages(name, f"{name}.nothing") == 0
+    for seq, subject in ((0, f"{name}.>"), (True, f"{name}.>"), (1, "")):
+        with pytest.raises(jetstream.ClientValidationError):
+            await js.count_messages(name, subject, from_seq=seq)
+    await js.delete_stream(name)
+    name = unique_name("CN")
+    await js.add_stream(StreamConfig(name=name, subjects=[f"{name}.>"]))
+    with pytest.raises(jetstream.NoRespondersError):  # no direct get: nobody counts
+        await js.count_messages(name, f"{name}.>")
+    await js.delete_stream(name)

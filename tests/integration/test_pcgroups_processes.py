@@ -99,9 +99,11 @@ async def running(
     mpa: int,
     *,
     flush: bool = True,
+    confirm: bool = False,
 ) -> AsyncIterator[dict[str, Member]]:
     """Start a process per (member, instance); all of them are killed on the way out.
-    ``flush``: the members journal an ack once the server has it (for tests that kill one)."""
+    ``flush``: the members journal an ack once the server has it (for tests that kill one);
+    ``confirm``: they consume with ``confirm_acks``."""
     members: dict[str, Member] = {}
     try:
         for member, instance in instances:
@@ -116,6 +118,7 @@ async def running(
                 max_ack_pending=mpa,
                 delay=DELAY,
                 flush=flush,
+                confirm=confirm,
             )
         for m in members.values():
             await m.ready()

@@ -64,3 +64,30 @@ async def test_acks_before_the_barrier_survive_a_consumer_delete(
             assert (await js.stream_info(name)).state.messages == 0
     finally:
         await js.delete_stream(name)
+
+
+@pytest.mark.parametrize("settle", ["ack", "term"])
+async def test_a_confirmed_ack_returns_once_the_server_has_applied_it(
+    js: jetstream.JetStream, unique_name: Callable[[str], str], settle: str
+) -> None:
+    """``ack(wait=True)`` / ``term(wait=True)`` (a group member's ``confirm_acks``): when it
+    returns, the work queue has removed the message, so a crash of the server cannot bring it
+    back; a plain ack is only queued (stream info right after it still counted the message
+    in 31-46 of 50)."""
+    name = unique_name("ackw")
+    await js.add_stream(
+        jetstream.StreamConfig(name=name, subjects=[f"{name}.>"], retention="workqueue")
+    )
+    try:
+        for i in range(50):
+            await js.publish(f"{name}.x", str(i).encode())
+        await js.create_consumer_info(
+            name, jetstream.ConsumerConfig(durable_name="c", ack_policy="explicit")
+        )
+        consumer = await js.consumer(name, "c")
+        for left in range(49, -1, -1):
+            (msg,) = [m async for m in consumer.fetch(1, expires=2)]
+            await getattr(msg, settle)(wait=True)
+            assert (await js.stream_info(name)).state.messages == left
+    finally:
+        await js.delete_stream(name)

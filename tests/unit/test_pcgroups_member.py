@@ -57,11 +57,13 @@ def test_bad_names_and_config_are_refused_at_once() -> None:
         pcgroups.consume_elastic(None, "orders", "g", "a b")  # type: ignore[arg-type]
     with pytest.raises(jetstream.ClientValidationError):
         pcgroups.consume_elastic(None, "orders", "g", "m1", config={})  # type: ignore[arg-type]
+    with pytest.raises(jetstream.ClientValidationError, match="confirm_acks"):
+        pcgroups.consume_static(None, "orders", "g", "m1", confirm_acks="yes")  # type: ignore[arg-type]
 
 
 def message(subject: str) -> pcgroups.GroupMessage:
     delivered = PullMessage(subject, "$JS.ACK.x", b"d", {"a": "b"}, 1, None)  # type: ignore[arg-type]
-    return pcgroups.GroupMessage(delivered, lambda m: None)
+    return pcgroups.GroupMessage(delivered, lambda m, final: None)
 
 
 def test_message_subject_has_no_partition_token() -> None:
