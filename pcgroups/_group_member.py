@@ -165,8 +165,8 @@ class GroupMember:
         self._first = kind.decode(data)
         if not kind.elastic and not _is_member(self._first, kind.member):
             raise MemberNotFoundError(kind.stream, kind.group, kind.member)
+        self._desired = kind.consumer_config(self._first)  # the config's own rules first
         await self._check_partitioning()
-        self._desired = kind.consumer_config(self._first)
         watcher = bucket.watch(config_key(kind.stream, kind.group), resume_from=revision + 1)
         self._watch_task = self._spawn(self._watch(watcher))
         self._task = asyncio.create_task(self._supervise())
