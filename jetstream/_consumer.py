@@ -866,40 +866,39 @@ class OrderedConsumer(AsyncResource):
     def _skip_on_arrival(self, puller: Puller, message: PullMessage) -> bool:
         """Skip an undecodable message that arrives next in line (nothing queued before it),
         so that a snapshot or scan it ends is done now (see Puller's ``skip_now``)."""
-        if puller is not self._puller:
-            return False  # a replaced consumer's late delivery: not in this sequence
-        try:
-            meta = message.metadata
-        except ValueError:
-            return False
-        if meta.consumer_seq != self._expected:
-            return False  # a gap: the next read recreates the consumer
-        self._deliver(message, meta)
-        self._skip(message)
+        if puller is not self._puller or not self._skipped_if_next(message):
+            return False  # a replaced consumer's late delivery, or not next: queued
         if self.initial_done.is_set():
             puller.queue.put_nowait(WAKE)  # a read waiting for the snapshot's end goes on
         return True
-
-    def _skip(self, message: PullMessage) -> None:
-        """Skip an undecodable message (already counted as delivered): report it once."""
-        self.skipped += 1
-        report_skipped(self._js, message, self.stream, self._on_error)
 
     def _skip_ahead(self, puller: Puller) -> None:
         """Skip the undecodable messages queued right after the one being returned, so that
         what they end (a snapshot: :attr:`initial_done`; a scan) ends with it, not at the next
         read, which would wait for a message that may never come."""
         while (head := puller.queue.peek_message()) is not None and head.undecodable:
-            try:
-                meta = head.metadata
-            except ValueError:
-                return
-            if meta.consumer_seq != self._expected:
+            if not self._skipped_if_next(head):
                 return  # a gap: the next read recreates the consumer
             puller.queue.drop_oldest()
             puller.took(head)
-            self._deliver(head, meta)
-            self._skip(head)
+
+    def _skipped_if_next(self, message: PullMessage) -> bool:
+        """Take an undecodable ``message`` as delivered and report it, if it is the next in
+        the consumer's sequence (True)."""
+        try:
+            meta = message.metadata
+        except ValueError:
+            return False
+        if meta.consumer_seq != self._expected:
+            return False
+        self._deliver(message, meta)
+        self._skip(message)
+        return True
+
+    def _skip(self, message: PullMessage) -> None:
+        """Skip an undecodable message (already counted as delivered): report it once."""
+        self.skipped += 1
+        report_skipped(self._js, message, self.stream, self._on_error)
 
     def _deliver(self, message: PullMessage, meta: AckReply) -> PullMessage:
         """Note ``message`` (in order; ``meta`` is its metadata) as delivered and return it."""
