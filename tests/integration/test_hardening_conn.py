@@ -249,6 +249,7 @@ async def test_every_public_call_on_a_closed_context_raises_connection_closed(
             "config": ConsumerConfig(durable_name="c2"),
             "consumer": "c",
             "group": "PCG",
+            "until": None,
         },
         no_io={"close", "ensure_open", "check_loop", "note_error"},
         overrides={
