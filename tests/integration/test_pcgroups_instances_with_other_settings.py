@@ -280,3 +280,55 @@ def ended(journals: Journals, start: Line) -> bool:
         (x.tag, x.key, x.n, x.instance) == ("E", start.key, start.n, start.instance)
         for x in journals.lines()
     )
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a static durable cannot be updated to another storage type (or deliver_policy, "
+    "max_waiting): the server refuses with a 500, which _join._count_refusal does not count, "
+    "so the new instance retries for good after the old one stopped, consuming nothing",
+)
+async def test_a_rolling_upgrade_to_a_setting_a_durable_cannot_change_is_not_silent(
+    js: jetstream.JetStream,
+    nats_server: jetstream.EmbeddedServer,
+    unique_name: Callable[[str], str],
+) -> None:
+    """A static member's new instance with ``mem_storage=True`` (the durable has file
+    storage), started once the old one has stopped (nothing uses the durable), must either
+    take over (the README: "it replaces the consumer once none does") or end with a
+    typed error naming the setting. Before: it asks the server to update the durable about
+    twice a second, for good, and the member's partitions wait without a word."""
+    async with group_stream(js, unique_name("pim"), partitions=1) as stream:
+        await pcgroups.create_static(js, stream, "g", max_members=1, members=["m1"])
+        got: list[bytes] = []
+        arrived = asyncio.Event()
+
+        async def handle(msg: pcgroups.GroupMessage) -> None:
+            got.append(msg.data)
+            await msg.ack()
+            arrived.set()
+
+        old_template = jetstream.ConsumerConfig(ack_wait=OLD_ACK_WAIT)  # type: ignore[arg-type]
+        new_template = jetstream.ConsumerConfig(ack_wait=OLD_ACK_WAIT, mem_storage=True)  # type: ignore[arg-type]
+        old = pcgroups.consume_static(js, stream, "g", "m1", handle, config=old_template)
+        async with old:
+            await js.publish(f"{stream}.k", b"1")
+            await asyncio.wait_for(arrived.wait(), 30)
+        arrived.clear()
+        async with pcgroups.consume_static(
+            js, stream, "g", "m1", handle, config=new_template
+        ) as new:
+            await js.publish(f"{stream}.k", b"2")
+            ended = asyncio.ensure_future(new.done())
+            received = asyncio.ensure_future(arrived.wait())
+            await asyncio.wait({ended, received}, timeout=10, return_when="FIRST_COMPLETED")
+            for waiting in (ended, received):
+                waiting.cancel()
+            await asyncio.wait({ended, received})
+            took_over = got == [b"1", b"2"]
+            refused = (
+                ended.done()
+                and not ended.cancelled()
+                and isinstance(ended.exception(), jetstream.JetStreamError)
+            )
+            assert took_over or refused, f"neither took over nor ended: {got}"
