@@ -174,6 +174,12 @@ class MessageStream(AsyncResource):
         """Wait until the stream has ended."""
         await self._done.wait()
 
+    async def ending(self) -> None:
+        """Wait until the stream's end is on its way (a terminal condition, a stop or a
+        drain), without taking a message: iterating then yields what came before the end,
+        then raises the terminal error or stops."""
+        await self._puller.ended.wait()
+
     async def _exit(self, error: BaseException | None) -> None:
         await self.stop()
 

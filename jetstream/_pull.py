@@ -517,6 +517,7 @@ class Puller:
         self._last_activity = 0.0
         self._reconnects = 0
         self._stopped = False
+        self.ended = asyncio.Event()  # an end is queued: terminal error, reset, stop or drain
         self._draining = False
         self._tick = min(0.1, options.heartbeat / 4)  # polling, when connection events are not told
         self._wake: asyncio.Future[None] | None = None  # the watch's sleep
@@ -567,6 +568,7 @@ class Puller:
             self._subscribed = False
             await self._inbox.close()
         self.queue.put_nowait(None)
+        self.ended.set()
 
     async def drain(self) -> None:
         """Stop pulling and end once what the server already sent is in the queue.
@@ -581,6 +583,7 @@ class Puller:
         self._draining = True
         await self._inbox.drain()
         self.queue.put_nowait(None)
+        self.ended.set()
 
     def took(self, message: PullMessage) -> None:
         """The caller took ``message`` from the queue: free its room in the window. Kept
@@ -783,6 +786,7 @@ class Puller:
             return
         self._stopped = True
         self.queue.put_nowait(error)
+        self.ended.set()
 
     def _reset_or(
         self,
@@ -797,6 +801,7 @@ class Puller:
             return False
         self._stopped = True
         self.queue.put_nowait(ResetSignal(reason))
+        self.ended.set()
         return True
 
     # -- connection and heartbeat watch -------------------------------------------------------

@@ -17,7 +17,7 @@ import msgspec
 
 from jetstream import ConsumerConfig, ConsumerInfo
 
-__all__ = ["consumer_in_use", "settings_differences"]
+__all__ = ["ack_wait_of", "consumer_in_use", "server_now", "settings_differences"]
 
 _SERVER_ACK_WAIT: Final = timedelta(seconds=30)  # the server's default (consumer.go)
 _NOT_SETTINGS: Final = frozenset({"name", "durable_name", "filter_subject", "filter_subjects"})
@@ -39,9 +39,8 @@ def consumer_in_use(info: ConsumerInfo, *, bound: datetime | None, pin: str) -> 
       nothing yet (the creator's first pull may be on its way; once it has delivered, its
       instances hold the pin and pull).
     """
-    now = info.ts or datetime.now(UTC)
-    config = info.config or ConsumerConfig()
-    ack_wait = config.ack_wait or _SERVER_ACK_WAIT
+    now = server_now(info)
+    ack_wait = ack_wait_of(info)
     pinned = {g.pinned_client_id for g in info.priority_groups or () if g.pinned}
     if pinned - {pin}:
         return "another instance holds the pin"
@@ -55,6 +54,16 @@ def consumer_in_use(info: ConsumerInfo, *, bound: datetime | None, pin: str) -> 
     if fresh and not info.delivered.consumer_seq:
         return "just created by another instance"
     return None
+
+
+def server_now(info: ConsumerInfo) -> datetime:
+    """The server's time of ``info`` (its pause deadlines are by its clock)."""
+    return info.ts or datetime.now(UTC)
+
+
+def ack_wait_of(info: ConsumerInfo) -> timedelta:
+    """The consumer's ``ack_wait``, the server's default where it reports none."""
+    return (info.config.ack_wait if info.config else None) or _SERVER_ACK_WAIT
 
 
 def settings_differences(existing: ConsumerConfig, desired: ConsumerConfig) -> list[str]:

@@ -134,16 +134,20 @@ class GroupConfigChangedError(JetStreamError):
 class MemberConsumerRefusedError(JetStreamError):
     """The server refused a member's consumer the same way three times in a row (a setting
     it never accepts: a limit of the stream or account, a config another client wrote that
-    the server cannot serve ...): the member ended. ``code`` and ``err_code`` are the
-    server's, ``description`` quotes its text; the server's error is the ``__cause__``."""
+    the server cannot serve, a setting an existing durable cannot change, the stream deleted
+    ...): the member ended. ``stream`` is the stream of the member's consumer; ``code`` and
+    ``err_code`` are the server's, ``description`` quotes its text; the server's error is the
+    ``__cause__``."""
 
-    def __init__(self, member: str, refusal: JetStreamError) -> None:
+    def __init__(self, member: str, stream: str, refusal: JetStreamError) -> None:
         super().__init__(
-            f"the server refuses the consumer of group member {member!r}: {refusal.description}",
+            f"the server refuses the consumer of group member {member!r} on stream "
+            f"{stream!r}: {refusal.description}",
             code=refusal.code,
             err_code=refusal.err_code,
         )
         self.member = member
+        self.stream = stream
 
 
 class GroupConfigMismatchError(JetStreamError):

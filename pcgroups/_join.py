@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Final
 
 from jetstream import (
@@ -34,7 +34,7 @@ from jetstream import (
     ServerError,
 )
 
-from ._consumer_use import consumer_in_use, settings_differences
+from ._consumer_use import consumer_in_use, server_now, settings_differences
 from ._errors import MemberConsumerRefusedError
 
 if TYPE_CHECKING:
@@ -44,6 +44,7 @@ __all__ = ["MemberJoin"]
 
 _log = logging.getLogger("pcgroups")
 _REFUSALS: Final = 3  # the same refusal of the member's consumer this often in a row ends it
+_REFUSING: Final = frozenset({400, 404, 500})  # a server's answer that it will not create it
 _PASSING: Final = frozenset({10100})  # refusals that pass: work-queue filters overlapping
 _PAUSE_LOOKS: Final = 5  # consumer infos to see a pause applied before giving up this join
 _PAUSE_TIMEOUTS: Final = 2  # a pause lasts this many request timeouts if nobody ends it
@@ -101,7 +102,7 @@ class MemberJoin:
         if self._used(info, pin):
             return False
         hold = timedelta(seconds=_PAUSE_TIMEOUTS * js.timeout)  # if we die meanwhile
-        await js.pause_consumer(kind.consumer_stream, kind.consumer_name, _now(info) + hold)
+        await js.pause_consumer(kind.consumer_stream, kind.consumer_name, server_now(info) + hold)
         replaced = False
         try:
             paused = await self._paused_info()
@@ -152,25 +153,23 @@ class MemberJoin:
         )  # fmt: skip
 
     def _count_refusal(self, exc: JetStreamError) -> None:
-        """Count the server's refusals of the member's consumer: the same one (a 400, but for
-        10100, which lasts only while members apply a change of partitions, and a consumer
-        made meanwhile by another instance) three times in a row can only be a setting it
-        never accepts.
+        """Count the server's refusals of the member's consumer: the same one three times in
+        a row can only be a setting it never accepts (400), one it cannot change on an
+        existing durable (500, 10012: a rolling upgrade changing ``mem_storage``, say) or a
+        stream that is gone (404). 10100 does not count (it lasts only while members apply a
+        change of partitions), nor a consumer made meanwhile by another instance, nor a
+        server that cannot answer now (503, timeouts).
 
         Raises:
             MemberConsumerRefusedError: the third one in a row.
         """
         passing = isinstance(exc, ConsumerExistsError) or exc.err_code in _PASSING
-        if not isinstance(exc, ServerError) or exc.code != 400 or passing:
+        if not isinstance(exc, ServerError) or exc.code not in _REFUSING or passing:
             self._refusals = (0, 0)
             return
         code, count = self._refusals
         count = count + 1 if code == exc.err_code else 1
         self._refusals = (exc.err_code, count)
         if count >= _REFUSALS:
-            raise MemberConsumerRefusedError(self._kind.member, exc) from exc
-
-
-def _now(info: ConsumerInfo) -> datetime:
-    """The server's time of ``info`` (its pause deadlines are by its clock)."""
-    return info.ts or datetime.now(UTC)
+            kind = self._kind
+            raise MemberConsumerRefusedError(kind.member, kind.consumer_stream, exc) from exc

@@ -6,7 +6,6 @@ from __future__ import annotations
 from jetstream import ConsumerNotFoundError, JetStream, StreamNotFoundError
 
 from ._assign import (
-    PRIORITY_GROUP,
     elastic_stream_name,
     static_consumer_name,
     validate_group_names,
@@ -16,6 +15,7 @@ from ._elastic import read_elastic
 from ._errors import MemberNotFoundError
 from ._models import ElasticConfig, StaticConfig
 from ._static import static_config
+from ._step_down import step_down
 
 __all__ = [
     "elastic_active_members",
@@ -79,8 +79,12 @@ async def elastic_active_members(js: JetStream, stream: str, group: str) -> list
 
 
 async def static_step_down(js: JetStream, stream: str, group: str, member: str) -> None:
-    """Make the instance of ``member`` that holds the pin step down: its consumer's
-    priority group is unpinned, so the next pull of any instance of that member is pinned.
+    """Make the instance of ``member`` that holds the pin step down: the consumer's
+    deliveries are paused until that instance has settled the messages it holds (as long as
+    it acknowledges one at least every ``ack_wait``), then its priority group is unpinned and
+    deliveries resume, so the next pull of any instance of that member is pinned and starts
+    after them: no two instances work on one key at once, whatever ``max_ack_pending`` is.
+    Returns once the pin is released.
 
     Raises:
         InvalidGroupNameError: a bad stream, group or member name; nothing is sent.
@@ -93,7 +97,7 @@ async def static_step_down(js: JetStream, stream: str, group: str, member: str) 
     config = await static_config(js, stream, group)
     if member not in _members(config):
         raise MemberNotFoundError(stream, group, member)
-    await js.unpin_consumer(stream, static_consumer_name(group, member), PRIORITY_GROUP)
+    await step_down(js, stream, static_consumer_name(group, member))
 
 
 async def elastic_step_down(js: JetStream, stream: str, group: str, member: str) -> None:
@@ -108,4 +112,4 @@ async def elastic_step_down(js: JetStream, stream: str, group: str, member: str)
     _, config, _ = await read_elastic(js, stream, group)
     if member not in _members(config):
         raise MemberNotFoundError(stream, group, member)
-    await js.unpin_consumer(elastic_stream_name(stream, group), member, PRIORITY_GROUP)
+    await step_down(js, elastic_stream_name(stream, group), member)

@@ -282,12 +282,6 @@ def ended(journals: Journals, start: Line) -> bool:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a static durable cannot be updated to another storage type (or deliver_policy, "
-    "max_waiting): the server refuses with a 500, which _join._count_refusal does not count, "
-    "so the new instance retries for good after the old one stopped, consuming nothing",
-)
 async def test_a_rolling_upgrade_to_a_setting_a_durable_cannot_change_is_not_silent(
     js: jetstream.JetStream,
     nats_server: jetstream.EmbeddedServer,
@@ -295,9 +289,9 @@ async def test_a_rolling_upgrade_to_a_setting_a_durable_cannot_change_is_not_sil
 ) -> None:
     """A static member's new instance with ``mem_storage=True`` (the durable has file
     storage), started once the old one has stopped (nothing uses the durable), must either
-    take over (the README: "it replaces the consumer once none does") or end with a
-    typed error naming the setting. Before: it asks the server to update the durable about
-    twice a second, for good, and the member's partitions wait without a word."""
+    not wait without a word: the server refuses the update (500, 10012) the same way each
+    time, and the member ends with a typed error quoting the server (it would otherwise ask
+    to update the durable about twice a second, for good)."""
     async with group_stream(js, unique_name("pim"), partitions=1) as stream:
         await pcgroups.create_static(js, stream, "g", max_members=1, members=["m1"])
         got: list[bytes] = []
@@ -325,10 +319,7 @@ async def test_a_rolling_upgrade_to_a_setting_a_durable_cannot_change_is_not_sil
             for waiting in (ended, received):
                 waiting.cancel()
             await asyncio.wait({ended, received})
-            took_over = got == [b"1", b"2"]
-            refused = (
-                ended.done()
-                and not ended.cancelled()
-                and isinstance(ended.exception(), jetstream.JetStreamError)
-            )
-            assert took_over or refused, f"neither took over nor ended: {got}"
+            assert ended.done() and not ended.cancelled(), f"neither took over nor ended: {got}"
+            error = ended.exception()
+            assert isinstance(error, pcgroups.MemberConsumerRefusedError), repr(error)
+            assert "storage" in str(error) and got == [b"1"]
