@@ -131,6 +131,7 @@ class GroupMember:
         self._held: list[PullMessage] = []  # received while winding down: nak'ed after
         self._last: PullMessage | None = None  # the last message of the current consumer
         self._joining = MemberJoin(js, kind)
+        self._started = False
 
     @property
     def member(self) -> str:
@@ -157,7 +158,11 @@ class GroupMember:
                 (more than ``MAX_MEMBER_FILTERS``, one covering another).
             GroupConfigMismatchError: the config's ``max_members`` (elastic: or partitioning
                 filters) disagree with how the stream splits messages into partitions.
+            ClientValidationError: the member was started before.
         """
+        if self._started:
+            raise ClientValidationError(f"group member {self.member} was started before")
+        self._started = True
         kind = self._kind
         bucket = await existing_bucket(self._js, kind.bucket)
         data, revision = await read_config(bucket, kind.stream, kind.group, kind.kind)
@@ -294,6 +299,10 @@ class GroupMember:
     async def __anext__(self) -> GroupMessage:
         if self._iter_done:
             raise StopAsyncIteration
+        if not self._started:  # nothing would ever hand it a message
+            raise ClientValidationError(
+                f"group member {self.member} is not started: use it with `async with` first"
+            )
         if self._queue.empty():
             self._wanted.set()  # the supervisor takes the next message only now
         try:

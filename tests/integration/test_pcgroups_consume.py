@@ -310,6 +310,20 @@ async def test_static_non_member_and_missing_group_are_refused(
         pcgroups.consume_static(js, static_stream, "g", "a.b")
 
 
+async def test_a_member_is_started_once_and_iterated_only_once_started(
+    js: jetstream.JetStream, static_stream: str
+) -> None:
+    """Iterating a member outside ``async with`` would wait for good (nothing hands it a
+    message); starting it twice would run two supervisors on one member."""
+    await pcgroups.create_static(js, static_stream, "g", max_members=3, members=["m1"])
+    member = pcgroups.consume_static(js, static_stream, "g", "m1")
+    with pytest.raises(jetstream.ClientValidationError, match="not started"):
+        await asyncio.wait_for(anext(member), DEADLINE)
+    async with member:
+        with pytest.raises(jetstream.ClientValidationError, match="started before"):
+            await member.start()
+
+
 class MemberProcess:
     """A member instance in a child process (``pcg_member_process.py``), read line by line."""
 
