@@ -77,6 +77,7 @@ async def test_the_fragments_of_a_document_run_in_order(
 
 
 @pytest.mark.spark
+@pytest.mark.timeout(300)  # five Spark jobs, and the session's start if it is the first
 def test_the_spark_page_runs(
     spark: object,  # noqa: F811
     nats_server: jetstream.EmbeddedServer,
