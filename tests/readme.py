@@ -8,11 +8,12 @@ import ast
 import asyncio
 import base64
 import contextlib
+import functools
 import inspect
 import json
 import os
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -90,11 +91,11 @@ async def snippet_world(js: jetstream.JetStream, directory: Path) -> AsyncIterat
     key_file = directory / "jetstore-keys.json"  # the format of docs/CODECS.md, "Key file format"
     key = base64.b64encode(jetstream.Keyring.new_key()).decode()
     key_file.write_text(json.dumps({"primary": "2026-11", "keys": {"2026-11": key}}))
-    await js.add_stream(jetstream.StreamConfig(name="ORDERS", subjects=["orders.>"]))
-    for subject in ("orders.new", "orders.paid", "orders.packed", "orders.shipped"):
-        await js.publish(subject, b"{}")
-    bucket = await kvstore.create_bucket(js, "profiles", history=5)
     try:
+        await js.add_stream(jetstream.StreamConfig(name="ORDERS", subjects=["orders.>"]))
+        for subject in ("orders.new", "orders.paid", "orders.packed", "orders.shipped"):
+            await js.publish(subject, b"{}")
+        bucket = await kvstore.create_bucket(js, "profiles", history=5)
         yield {
             "asyncio": asyncio,
             "timedelta": timedelta,
@@ -111,12 +112,19 @@ async def snippet_world(js: jetstream.JetStream, directory: Path) -> AsyncIterat
 
 
 async def _remove(js: jetstream.JetStream) -> None:
+    """Groups first (their work queues source ORDERS), then everything else; what a fragment
+    did not make is not found, and that is fine."""
     buckets = ("profiles", "people", "customers", "files", "secrets", "current", "legacy")
     stores = ("artifacts", "models", "reports")
-    removals = [pcgroups.delete_elastic(js, "ORDERS", group) for group in ("billing", "shipping")]
-    removals.append(js.delete_stream("ORDERS"))
-    removals += [kvstore.delete_bucket(js, name) for name in buckets]
-    removals += [objstore.delete_store(js, name) for name in stores]
-    for removal in removals:
+    removals: list[Callable[[], Awaitable[object]]] = [
+        *(
+            functools.partial(pcgroups.delete_elastic, js, "ORDERS", g)
+            for g in ("billing", "shipping")
+        ),
+        functools.partial(js.delete_stream, "ORDERS"),
+        *(functools.partial(kvstore.delete_bucket, js, name) for name in buckets),
+        *(functools.partial(objstore.delete_store, js, name) for name in stores),
+    ]
+    for remove in removals:
         with contextlib.suppress(jetstream.JetStreamError):
-            await removal
+            await remove()
