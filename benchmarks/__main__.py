@@ -2,7 +2,7 @@
 
 python -m benchmarks                     # all scenarios, 15 rounds
 python -m benchmarks --rounds 3 --sizes 10 100
-python -m benchmarks --write benchmarks/RESULTS.md
+python -m benchmarks --write /tmp/run.md   # a report of the run (RESULTS.md is curated)
 python -m benchmarks --sizes --get-size 0 --watch-rounds 0 --object-sizes --rss-mib 0   # CAS only
 python -m benchmarks.consumer_groups     # consumer groups only (also part of the full run)
 python -m benchmarks --curves benchmarks/curves.json   # also the cost curves to 1M keys (minutes)
