@@ -114,13 +114,13 @@ from jetstream import (
 )
 from jetstream._options import activate_spark_session, named_option, read_columns
 
-from ._encryption import EncryptionStage
-from ._errors import BucketNotFoundError
-from ._keys import distinct_filters, validate_filter
-from ._manage import bucket_info, open_bucket
-from ._missing import missing_bucket
-from ._models import Op, op_from_headers, stream_name, subject_prefix
-from ._ranges import (
+from .._encryption import EncryptionStage
+from .._errors import BucketNotFoundError
+from .._keys import distinct_filters, validate_filter
+from .._manage import bucket_info, open_bucket
+from .._missing import missing_bucket
+from .._models import Op, op_from_headers, stream_name, subject_prefix
+from .._ranges import (
     LastCheck,
     count_end,
     read_keys,
@@ -128,8 +128,8 @@ from ._ranges import (
     split_range,
     split_subjects,
 )
-from ._snapshot import Witness, newest_message
-from ._stages import ValueContext
+from .._snapshot import Witness, newest_message
+from .._stages import ValueContext
 
 __all__ = ["KVCommit", "KVDataSource", "register"]
 

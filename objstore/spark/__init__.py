@@ -47,12 +47,12 @@ from jetstream import (
 from jetstream._errors import check_count
 from jetstream._options import activate_spark_session, named_option, read_columns
 
-from ._errors import DuplicateObjectNameError
-from ._manage import open_store
-from ._many import UploadItem, upload_many
-from ._models import DEFAULT_CHUNK_SIZE
-from ._paths import check_root
-from ._store import check_chunk_size, store_info
+from .._errors import DuplicateObjectNameError
+from .._manage import open_store
+from .._many import UploadItem, upload_many
+from .._models import DEFAULT_CHUNK_SIZE
+from .._paths import check_root
+from .._store import check_chunk_size, store_info
 
 __all__ = ["ObjectsDataSource", "register", "upload_objects"]
 
