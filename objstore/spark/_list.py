@@ -19,8 +19,8 @@ from jetstream import (
 )
 from jetstream._options import named_option, read_columns
 
+from .._core import store_info
 from .._manage import open_store
-from .._store import store_info
 
 __all__ = ["LIST_SCHEMA", "ObjectsDataSource"]
 

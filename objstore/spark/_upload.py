@@ -21,11 +21,11 @@ from jetstream import (
 )
 from jetstream._errors import check_count
 
+from .._checks import check_chunk_size
 from .._errors import DuplicateObjectNameError
 from .._many import UploadItem, upload_many
 from .._models import DEFAULT_CHUNK_SIZE
 from .._paths import check_root
-from .._store import check_chunk_size
 
 __all__ = ["RESULT_SCHEMA", "upload_objects"]
 

@@ -77,7 +77,7 @@ async def test_cancelled_put_never_overwrites_a_later_completed_put(
     nuids = {
         m.subject.rsplit(".", 1)[1]
         async for m in jetstream.scan_stream(
-            store._js, store.stream, [f"$O.{store.name}.C.>"], headers_only=True
+            store.js, store.stream, [f"$O.{store.name}.C.>"], headers_only=True
         )
     }
     assert nuids == {(await store.info("x")).nuid}, "chunks left behind"
