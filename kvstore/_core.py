@@ -38,9 +38,9 @@ from ._errors import (
     KeyDecodeError,
     KeyNotFoundError,
     WrongRevisionError,
+    missing_bucket,
 )
 from ._keys import checked_filters, distinct_filters, validate_filter, validate_key
-from ._missing import missing_bucket
 from ._models import BucketConfig, Entry, Op, op_from_headers, stream_name, subject_prefix
 from ._name_codec import NEW_NAME_FORMAT, bind_key_codec
 from ._own_writes import OwnWrites

@@ -22,8 +22,7 @@ from jetstream import (
 )
 
 from ._encryption import OVERHEAD, cipher_for
-from ._errors import InvalidObjectMetaError, StoreNotFoundError
-from ._missing import missing_store
+from ._errors import InvalidObjectMetaError, StoreNotFoundError, missing_store
 from ._models import ObjectInfo, meta_subject, stream_name
 from ._trust import info_from_message
 

@@ -18,8 +18,7 @@ from jetstream._shared_config import valid_bucket_names
 
 from ._core import store_info
 from ._encryption import cipher_for
-from ._errors import StoreExistsError
-from ._missing import missing_store
+from ._errors import StoreExistsError, missing_store
 from ._models import StoreConfig, stream_config_for_store, stream_name
 from ._store import ObjectStore, open_store
 

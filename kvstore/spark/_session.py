@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator
 
 from jetstream import JetStream
 
+from .._errors import missing_bucket
 from .._manage import bucket_info
-from .._missing import missing_bucket
 from ._options import Options
 
 __all__ = ["Offset", "first_seq", "last_seq", "stream_end", "task_session"]
