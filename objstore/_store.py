@@ -17,6 +17,7 @@ from jetstream import (
     OrderedConsumer,
     RekeyReport,
     RequestTimeoutError,
+    StreamInfo,
     TTLValue,
     WrongLastSequenceError,
     format_ttl,
@@ -51,7 +52,7 @@ from ._models import (
 from ._rekey import rekey_store
 from ._upload import Progress, upload
 
-__all__ = ["ObjectStore", "open_store"]
+__all__ = ["ObjectStore", "bound_store", "open_store"]
 
 _MAX_CHUNK_SIZE = 8 * 1024 * 1024
 
@@ -722,12 +723,23 @@ async def open_store(
     """
     cipher_for(encryption, allow_plaintext)  # bad options: before anything is sent
     info = await store_info(js, name)
-    marker_ttl = store_config_from_stream(info.config).marker_ttl
+    return bound_store(js, name, info, encryption=encryption, allow_plaintext=allow_plaintext)
+
+
+def bound_store(
+    js: JetStream,
+    name: str,
+    info: StreamInfo,
+    *,
+    encryption: Keyring | None = None,
+    allow_plaintext: bool = False,
+) -> ObjectStore:
+    """A handle on the store whose stream ``info`` describes, with the options it records."""
     return ObjectStore(
         js,
         name,
         direct=info.config.allow_direct,
-        marker_ttl=marker_ttl,
+        marker_ttl=store_config_from_stream(info.config).marker_ttl,
         batched=info.config.allow_batched,
         encryption=encryption,
         allow_plaintext=allow_plaintext,
