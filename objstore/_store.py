@@ -5,10 +5,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from datetime import timedelta
-
-from nats.nuid import NUID
 
 from jetstream import (
     ClientValidationError,
@@ -19,7 +17,6 @@ from jetstream import (
     RequestTimeoutError,
     StreamInfo,
     TTLValue,
-    WrongLastSequenceError,
     format_ttl,
     validate_bucket_name,
 )
@@ -31,25 +28,22 @@ from ._core import StoreCore, store_info
 from ._download import DEFAULT_STALL_TIMEOUT, ObjectReader, check_stall_timeout
 from ._encryption import cipher_for
 from ._errors import (
-    ObjectExistsError,
     ObjectNotFoundError,
 )
 from ._files import check_target, save_to_file
-from ._finish import CallerGone, run_attempts_to_end, stop_if_gone
+from ._finish import run_attempts_to_end
 from ._io import Source
 from ._links import follow_links
-from ._meta import MetaRecord, attempts, read_record, write_record
 from ._models import (
     DEFAULT_CHUNK_SIZE,
     ObjectInfo,
     ObjectLink,
-    ObjectMetaOptions,
     StoreStatus,
-    chunk_subject,
     now_rfc3339,
     store_config_from_stream,
 )
 from ._rekey import rekey_store
+from ._rewrites import delete_object, rename, update_in_place, write_link
 from ._upload import Progress, upload
 
 __all__ = ["ObjectStore", "bound_store", "open_store"]
@@ -229,49 +223,9 @@ class ObjectStore:
         validate_object_name(name)
         # Run to the end even if cancelled: a tombstone without the purge would orphan chunks.
         async with self._core.missing:
-            await run_attempts_to_end(lambda caller_gone: self._delete(name, caller_gone))
-
-    async def _delete(self, name: str, caller_gone: CallerGone) -> None:
-        for attempt in attempts(f"delete of {name!r}"):
-            record = await read_record(self._core, name, strict=False)
-            if record is None or (record.readable and not record.live):
-                raise ObjectNotFoundError(name)
-            stop_if_gone(attempt, caller_gone, f"delete of {name!r}")
-            try:
-                await self._tombstone(record)
-            except WrongLastSequenceError:
-                continue  # replaced meanwhile: delete what is there now
-            if not record.readable:
-                # Nothing is purged on the word of a record that failed its checks (a nuid
-                # of ">" would name every object's chunks); cleanup() finds its chunks.
-                _log.warning("store %r: deleted the unreadable meta record of %r", self.name, name)
-            elif not record.info.is_link and record.info.nuid:
-                await self._core.js.purge_stream(
-                    self.stream, subject=chunk_subject(self.name, record.info.nuid)
-                )
-            return
-
-    async def _live_record(self, name: str) -> MetaRecord:
-        record = await read_record(self._core, name)
-        if record is None or not record.live:
-            raise ObjectNotFoundError(name)
-        return record
-
-    async def _tombstone(self, record: MetaRecord) -> int:
-        """Replace ``record`` by a ``deleted`` one (same TTL left), if it is still the newest."""
-        info = record.info
-        tombstone = ObjectInfo(
-            name=info.name,
-            bucket=self.name,
-            nuid=info.nuid,
-            size=0,
-            mtime=now_rfc3339(),
-            chunks=0,
-            deleted=True,
-        )
-        return await write_record(
-            self._core, tombstone, record.ttl_headers, expected=record.seq, msg_id=_msg_id()
-        )
+            await run_attempts_to_end(
+                lambda caller_gone: delete_object(self._core, name, caller_gone)
+            )
 
     async def update_meta(
         self,
@@ -324,77 +278,11 @@ class ObjectStore:
 
         async with self._core.missing:
             if target == name:
-                return await self._update_in_place(name, change)
+                return await update_in_place(self._core, name, change)
             # Run to the end even if cancelled: never a copy without the source's tombstone.
             return await run_attempts_to_end(
-                lambda caller_gone: self._rename(name, target, change, caller_gone)
+                lambda caller_gone: rename(self._core, name, target, change, caller_gone)
             )
-
-    async def _update_in_place(
-        self, name: str, change: Callable[[ObjectInfo], ObjectInfo]
-    ) -> ObjectInfo:
-        for _ in attempts(f"update of {name!r}"):
-            record = await self._live_record(name)
-            updated = change(record.info)
-            try:
-                await write_record(
-                    self._core, updated, record.ttl_headers, expected=record.seq, msg_id=_msg_id()
-                )
-            except WrongLastSequenceError:
-                continue
-            return updated
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    async def _rename(
-        self,
-        name: str,
-        target: str,
-        change: Callable[[ObjectInfo], ObjectInfo],
-        caller_gone: CallerGone,
-    ) -> ObjectInfo:
-        for attempt in attempts(f"rename of {name!r} to {target!r}"):
-            source = await self._live_record(name)
-            taken = await read_record(self._core, target)
-            if taken is not None and not taken.info.deleted:
-                raise ObjectExistsError(f"an object named {target!r} exists")
-            stop_if_gone(attempt, caller_gone, f"rename of {name!r} to {target!r}")
-            renamed = change(source.info)
-            try:  # the copy first: a crash after it leaves two names, not none
-                copy_seq = await write_record(
-                    self._core,
-                    renamed,
-                    source.ttl_headers,
-                    expected=taken.seq if taken is not None else 0,
-                    msg_id=_msg_id(),
-                )
-            except WrongLastSequenceError:
-                continue  # target written meanwhile: check again whether it is free
-            try:
-                await self._tombstone(source)
-            except WrongLastSequenceError:
-                # The source changed after the copy (a put may have purged the copied chunks):
-                # withdraw the copy and start over.
-                copy = MetaRecord(info=renamed, seq=copy_seq, ttl_headers=source.ttl_headers)
-                await self._withdraw(copy)
-                continue
-            return renamed
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    async def _withdraw(self, copy: MetaRecord) -> None:
-        """Tombstone a rename's copy, also after someone updated it meanwhile (an
-        ``update_meta`` of the new name): as long as the name still holds the copied chunks it
-        is the copy, and left alone it would share them with the source, whose next put
-        purges them. A name replaced by a put (other chunks) or deleted is left as it is."""
-        nuid = copy.info.nuid
-        for _ in attempts(f"withdrawal of the copy {copy.info.name!r}"):
-            try:
-                await self._tombstone(copy)
-                return
-            except WrongLastSequenceError:
-                current = await read_record(self._core, copy.info.name, strict=False)
-                if current is None or not current.live or current.info.nuid != nuid:
-                    return
-                copy = current
 
     async def add_link(self, name: str, target: str | ObjectInfo) -> ObjectInfo:
         """Make ``name`` a link to another object (of this store, or of another when
@@ -431,29 +319,7 @@ class ObjectStore:
 
     async def _write_link(self, name: str, link: ObjectLink) -> ObjectInfo:
         async with self._core.missing:
-            return await self._write_link_record(name, link)
-
-    async def _write_link_record(self, name: str, link: ObjectLink) -> ObjectInfo:
-        for _ in attempts(f"link {name!r}"):
-            existing = await read_record(self._core, name)
-            if existing is not None and existing.live and not existing.info.is_link:
-                raise ObjectExistsError(f"{name!r} is an object, not a link")
-            info = ObjectInfo(
-                name=name,
-                bucket=self.name,
-                nuid=_msg_id(),
-                size=0,
-                mtime=now_rfc3339(),
-                chunks=0,
-                options=ObjectMetaOptions(link=link),
-            )
-            expected = existing.seq if existing is not None else 0
-            try:  # a link is a record of its own: no TTL carried over
-                await write_record(self._core, info, {}, expected=expected, msg_id=_msg_id())
-            except WrongLastSequenceError:
-                continue
-            return info
-        raise AssertionError("unreachable")  # pragma: no cover
+            return await write_link(self._core, name, link)
 
     async def rekey(self) -> RekeyReport:
         """Re-encrypt every live object sealed with a key other than the keyring's primary
@@ -641,10 +507,6 @@ class ObjectStore:
                 info = self._core.readable(message.subject, message.data, message.headers)
                 if info is not None:
                     yield info
-
-
-def _msg_id() -> str:
-    return NUID().next().decode()
 
 
 class _OpeningReader:

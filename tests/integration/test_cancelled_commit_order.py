@@ -11,7 +11,7 @@ import pytest
 
 import jetstream
 import objstore
-from objstore import ObjectStore, _finish, _meta, _store
+from objstore import ObjectStore, _finish, _meta, _rewrites
 
 
 def _blocking_write(
@@ -28,7 +28,7 @@ def _blocking_write(
         return await real_write(s, info, ttl, expected=expected, msg_id=msg_id)
 
     monkeypatch.setattr(_meta, "write_record", write_record)
-    monkeypatch.setattr(_store, "write_record", write_record)  # imported by name there
+    monkeypatch.setattr(_rewrites, "write_record", write_record)  # imported by name there
     return in_flight, release
 
 
