@@ -49,7 +49,7 @@ def balanced_keys() -> list[str]:
     i = 0
     while any(len(keys) < KEYS_PER_PARTITION for keys in per.values()):
         key = f"k{i}"
-        keys = per[pcgroups.hash_partition(key.encode(), MEMBERS)]
+        keys = per[pcgroups.wire.hash_partition(key.encode(), MEMBERS)]
         if len(keys) < KEYS_PER_PARTITION:
             keys.append(key)
         i += 1
@@ -100,11 +100,11 @@ class Bench:
 
     async def _fill_work_queue(self) -> None:
         await self._publish(SOURCE)
-        await self._stream_holds(pcgroups.elastic_stream_name(SOURCE, GROUP), self.messages)
+        await self._stream_holds(pcgroups.wire.elastic_stream_name(SOURCE, GROUP), self.messages)
 
     async def _work_queue_empty(self) -> None:
         # the acks are in: the work queue is empty again for the next round
-        await self._stream_holds(pcgroups.elastic_stream_name(SOURCE, GROUP), 0)
+        await self._stream_holds(pcgroups.wire.elastic_stream_name(SOURCE, GROUP), 0)
 
     async def shares(self) -> dict[str, int]:
         """How many of the messages each member receives (its partitions' share)."""
@@ -112,12 +112,12 @@ class Bench:
         owner = {
             int(f.split(".", 1)[0]): member
             for member in config.members
-            for f in pcgroups.elastic_member_filters(config, member)
+            for f in pcgroups.wire.elastic_member_filters(config, member)
         }
         counts = dict.fromkeys(config.members, 0)
         for i in range(self.messages):
             key = self.keys[i % len(self.keys)]
-            counts[owner[pcgroups.hash_partition(key.encode(), MEMBERS)]] += 1
+            counts[owner[pcgroups.wire.hash_partition(key.encode(), MEMBERS)]] += 1
         return counts
 
     async def group_processes(self) -> float:

@@ -109,7 +109,7 @@ def _hash_share(reader: Any, index: int, count: int) -> int:
     import zlib
 
     from kvstore._models import Op, op_from_headers, stream_name, subject_prefix
-    from kvstore.spark import _row
+    from kvstore.spark._rows import row
 
     opts, up_to = reader.opts, reader.plan.up_to
     prefix = subject_prefix(opts.bucket)
@@ -137,7 +137,7 @@ def _hash_share(reader: Any, index: int, count: int) -> int:
                     subject=message.subject, seq=meta.stream_seq, time=meta.time,
                     headers=message.headers, data=message.data,
                 )  # fmt: skip
-                _row(stored, prefix, reader.projection)
+                row(stored, prefix, reader.projection)
                 rows += 1
         return rows
 

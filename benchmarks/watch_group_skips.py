@@ -44,7 +44,7 @@ async def one_run(
         start = time.monotonic()
         await asyncio.gather(*(writer() for _ in range(writers)))
         rate = args.ops / (time.monotonic() - start)
-        work_queue = pcgroups.elastic_stream_name(bucket.stream, "g")
+        work_queue = pcgroups.wire.elastic_stream_name(bucket.stream, "g")
         while True:  # until the source has caught up
             sources = (await js.stream_info(work_queue)).sources or []
             if sources and sources[0].lag == 0:

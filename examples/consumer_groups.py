@@ -165,7 +165,9 @@ async def demo(js: jetstream.JetStream, url: str) -> None:
     try:
         for w in workers.values():
             await asyncio.wait_for(w.ready.wait(), 30)
-            mine = [c for c in CUSTOMERS if pcgroups.hash_partition(c.encode(), 6) in w.partitions]
+            mine = [
+                c for c in CUSTOMERS if pcgroups.wire.hash_partition(c.encode(), 6) in w.partitions
+            ]
             print(f"{w.member} (pid {w.proc.pid}) owns partitions {w.partitions}: {mine}")
         everyone = list(workers.values())
 

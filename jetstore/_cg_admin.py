@@ -46,7 +46,7 @@ def _ls(kind: Kind) -> click.Command:
         """The groups on STREAM, one a line (--json: a list)."""
 
         async def work(js: jetstream.JetStream) -> None:
-            _names(await kind.names(js, stream), settings)
+            _names([name async for name in kind.names(js, stream)], settings)
 
         run(settings, work)
 

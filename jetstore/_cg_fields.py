@@ -84,7 +84,7 @@ def group_fields(
     names = config.members or tuple(m.member for m in config.member_mappings)
     fields["partitions"] = {
         name: list(
-            pcgroups.member_partitions(
+            pcgroups.wire.member_partitions(
                 config.members, config.max_members, config.member_mappings, name
             )
         )

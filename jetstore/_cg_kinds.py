@@ -4,7 +4,7 @@ a verb makes. The verbs themselves are written once, for both kinds."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import jetstream
@@ -20,7 +20,7 @@ class Kind:
     """The pcgroups calls of one kind of group."""
 
     name: str
-    names: Callable[[jetstream.JetStream, str], Awaitable[list[str]]]
+    names: Callable[[jetstream.JetStream, str], AsyncIterator[str]]
     config: Callable[[jetstream.JetStream, str, str], Awaitable[Any]]
     delete: Callable[[jetstream.JetStream, str, str], Awaitable[None]]
     active: Callable[[jetstream.JetStream, str, str], Awaitable[list[str]]]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import msgspec
 
 from jetstream import (
@@ -19,13 +17,10 @@ from jetstream import (
 )
 from jetstream import headers as hdr
 
+from ._core import BucketCore, BytesLike
 from ._errors import InvalidKeyError, KeyExistsError, WrongRevisionError
 from ._keys import validate_limits, validate_revision
 from ._models import Op, op_from_headers
-
-if TYPE_CHECKING:
-    from ._bucket import Bucket, BytesLike
-
 
 __all__ = ["KeyBatch"]
 
@@ -60,14 +55,14 @@ class KeyBatch(AsyncResource):
 
     def __init__(
         self,
-        bucket: Bucket,
+        bucket: BucketCore,
         *,
         max_keys: int = DEFAULT_MAX_BATCH,
         timeout: float | None = None,
         deadline: float = DEFAULT_COMMIT_DEADLINE,
     ) -> None:
         validate_limits(max_keys, timeout, deadline)
-        self._bucket = bucket
+        self._core = bucket
         self._max_keys = max_keys
         self._timeout = timeout
         self._deadline = deadline
@@ -88,7 +83,7 @@ class KeyBatch(AsyncResource):
             InvalidKeyError, InvalidTTLError, ValueTooLargeError, WrongTypeError: bad input.
             BatchTooLargeError, BatchClosedError: no room, or the batch is over.
         """
-        self._queue(key, value, self._bucket._ttl_headers(ttl), expect=None)
+        self._queue(key, value, self._core.ttl_headers(ttl), expect=None)
 
     def create(self, key: str, value: BytesLike, *, ttl: TTLValue | None = None) -> None:
         """Queue a value stored only if ``key`` has no live value (see :meth:`Bucket.create`).
@@ -96,7 +91,7 @@ class KeyBatch(AsyncResource):
         Raises:
             As :meth:`put`; the condition itself is checked at commit.
         """
-        self._queue(key, value, self._bucket._ttl_headers(ttl), expect=0, create=True)
+        self._queue(key, value, self._core.ttl_headers(ttl), expect=0, create=True)
 
     def update(
         self, key: str, value: BytesLike, revision: int, *, ttl: TTLValue | None = None
@@ -107,7 +102,7 @@ class KeyBatch(AsyncResource):
             As :meth:`put`; ClientValidationError for a revision below 1.
         """
         validate_revision(revision, allow_zero=False)
-        self._queue(key, value, self._bucket._ttl_headers(ttl), expect=revision)
+        self._queue(key, value, self._core.ttl_headers(ttl), expect=revision)
 
     def delete(self, key: str, *, revision: int | None = None) -> None:
         """Queue a delete tombstone (see :meth:`Bucket.delete`).
@@ -117,7 +112,7 @@ class KeyBatch(AsyncResource):
         """
         if revision is not None:
             validate_revision(revision, allow_zero=True)
-        self._queue(key, b"", self._bucket._delete_headers(), expect=revision)
+        self._queue(key, b"", self._core.delete_headers(), expect=revision)
 
     def purge(self, key: str, *, ttl: TTLValue | None = None, revision: int | None = None) -> None:
         """Queue a purge (see :meth:`Bucket.purge`).
@@ -128,7 +123,7 @@ class KeyBatch(AsyncResource):
         """
         if revision is not None:
             validate_revision(revision, allow_zero=True)
-        self._queue(key, b"", self._bucket._purge_headers(ttl), expect=revision)
+        self._queue(key, b"", self._core.purge_headers(ttl), expect=revision)
 
     def _queue(
         self,
@@ -149,18 +144,18 @@ class KeyBatch(AsyncResource):
         """
         if self._closed:
             raise BatchClosedError("the batch was already committed or abandoned")
-        subject = self._bucket._subject(key)
+        subject = self._core.subject(key)
         if key in self._writes:
             raise InvalidKeyError(f"key {key!r} appears twice in the batch; write it once")
         if len(self._writes) >= self._max_keys:
             raise BatchTooLargeError(f"a batch holds at most {self._max_keys} keys")
-        data = self._bucket._payload(value)
+        data = self._core.payload(value)
         unsealed = False
-        if self._bucket._value_stages and hdr.KV_OPERATION not in headers:
+        if self._core.value_stages and hdr.KV_OPERATION not in headers:
             # A stage may add headers of its own: ``headers`` is a fresh dict of this write.
-            unsealed = self._bucket._defer_seal(headers)
+            unsealed = self._core.defer_seal(headers)
             if not unsealed:
-                data = self._bucket._seal(subject, data, headers)
+                data = self._core.seal(subject, data, headers)
         self._writes[key] = _Write(key, subject, data, headers, expect, create, unsealed)
 
     # -- commit -------------------------------------------------------------------------------
@@ -193,19 +188,19 @@ class KeyBatch(AsyncResource):
         if self._closed:
             raise BatchClosedError("the batch was already committed or abandoned")
         self._closed = True
-        async with self._bucket._missing:
+        async with self._core.missing:
             return await self._commit()
 
     async def _commit(self) -> dict[str, int]:
         writes = [await self._resolve_create(w) if w.create else w for w in self._writes.values()]
         batch = AtomicBatch(
-            self._bucket._js,
-            stream=self._bucket.stream,
+            self._core.js,
+            stream=self._core.stream,
             max_messages=max(self._max_keys, 1),
             timeout=self._timeout,
             deadline=self._deadline,
-            seal=self._bucket._seal_deferred,
-            seal_overhead=self._bucket._seal_overhead,
+            seal=self._core.seal_deferred,
+            seal_overhead=self._core.seal_overhead,
         )
         for write in writes:
             headers = dict(write.headers)
@@ -219,14 +214,14 @@ class KeyBatch(AsyncResource):
             raise await self._conflict(writes, exc) from exc
         self.revisions = {}
         for write, seq in zip(writes, ack.sequences, strict=True):
-            self._bucket._own_writes.note(write.subject, seq)
+            self._core.own_writes.note(write.subject, seq)
             self.revisions[write.key] = seq
         return self.revisions
 
     async def _resolve_create(self, write: _Write) -> _Write:
         """``create`` may overwrite a tombstone or an expiry marker: expect its revision."""
         try:
-            last = await self._bucket._last_message(write.key)
+            last = await self._core.last_message(write.key)
         except MessageNotFoundError:
             return write
         if op_from_headers(last.headers) is Op.PUT:
@@ -240,7 +235,7 @@ class KeyBatch(AsyncResource):
         for write in writes:
             if write.expect is None:
                 continue
-            current = await self._bucket._latest_revision(write.key)
+            current = await self._core.latest_revision(write.key)
             if current != write.expect:
                 if write.create:
                     return KeyExistsError(write.key, current, err_code=exc.err_code)

@@ -3,60 +3,40 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from nats.nuid import NUID
-
 from jetstream import (
     DEFAULT_COMMIT_DEADLINE,
     DEFAULT_MAX_BATCH,
-    NEVER,
     ClientValidationError,
-    DecryptionError,
-    InvalidTTLError,
     JetStream,
     Keyring,
     MessageNotFoundError,
     RekeyReport,
-    StoredMessage,
     TTLValue,
-    UndecodableMessageError,
-    ValueTooLargeError,
     WrongLastSequenceError,
     WrongTypeError,
-    format_ttl,
-    parse_ttl_at_least,
-    parse_ttl_header,
-    subject_room,
 )
-from jetstream import headers as hdr
-from jetstream._envelope import OVERHEAD
 from jetstream._errors import check_bytes_like
 
 from ._batch import KeyBatch
-from ._codecs import KeyCodec, encode_filter
+from ._codecs import KeyCodec
 from ._compact import compact_deletes
+from ._core import BucketCore, BytesLike, expecting
 from ._encryption import EncryptionStage
 from ._errors import (
     InvalidKeyError,
     KeyDecodeError,
     KeyExistsError,
     KeyNotFoundError,
-    WrongRevisionError,
 )
 from ._keys import (
-    checked_filters,
     checked_pairs,
-    distinct_filters,
-    validate_filter,
-    validate_key,
     validate_revision,
 )
-from ._missing import missing_bucket
 from ._models import (
     BucketConfig,
     BucketStatus,
@@ -64,28 +44,21 @@ from ._models import (
     Op,
     bucket_config_from_stream,
     op_from_headers,
-    stream_name,
-    subject_prefix,
 )
-from ._name_codec import NEW_NAME_FORMAT, bind_key_codec
-from ._own_writes import OwnWrites
+from ._name_codec import NEW_NAME_FORMAT
 from ._rekey import rekey_bucket
 from ._snapshot import Snapshot, read_snapshot
-from ._stages import ValueContext, ValueStage
+from ._stages import ValueStage
 from ._typed import TypedBucket, ValueFormat
-from ._watch import History, KeyWatcher, iter_keys, watch_subjects
+from ._watch import History, KeyWatcher, iter_keys
 
 __all__ = ["Bucket", "BytesLike"]
 
 T = TypeVar("T")
 
-BytesLike = bytes | bytearray | memoryview
-
 _CREATE_ATTEMPTS = 3
 _CONTENDED_KEYS = 1024  # keys remembered as refused by create (a bounded LRU)
-_CONSUMER_NAME_ROOM = 40  # generated consumer names: a NUID and a serial
 _DEFAULT_PURGE_DELETES_AGE = timedelta(minutes=30)
-_log = logging.getLogger("kvstore")
 
 
 class Bucket:
@@ -133,58 +106,43 @@ class Bucket:
         encryption: EncryptionStage | None = None,
         name_format: str | None = NEW_NAME_FORMAT,
     ) -> None:
-        self._js = js
-        # An EncryptedKeyCodec seals names for this bucket, in the format its stream records.
-        self._key_codec = (
-            None if key_codec is None else bind_key_codec(key_codec, name, name_format)
+        self._core = BucketCore(
+            js,
+            name,
+            config,
+            direct=direct,
+            key_codec=key_codec,
+            value_stages=value_stages,
+            encryption=encryption,
+            name_format=name_format,
         )
-        # The seam for value transforms: see _stages.py. Encryption is the last stage on a
-        # write (it seals what every other stage produced) and the first on a read.
-        self._encryption = encryption
-        self._value_stages: tuple[ValueStage, ...] = (
-            *value_stages,
-            *((encryption,) if encryption is not None else ()),
-        )
-        # Encryption alone (every encrypted bucket today) seals without a ValueContext per
-        # value: put_many's cost goal counts every microsecond per value.
-        self._sole_encryption = encryption if not value_stages else None
-        self._direct = direct  # buckets made by nats-py lack allow_direct
-        self._name = name
-        self._config = config
-        self._stream = stream_name(name)
-        self._prefix = subject_prefix(name)
-        self._max_key_length: tuple[int, int] | None = None  # (max_payload, its key limit)
         self._contended: OrderedDict[str, None] = OrderedDict()  # keys create found taken
-        self._own_writes = OwnWrites()  # so this handle's reads never predate its writes
-        # Every operation that reaches the server runs in it: a bucket deleted by anyone is
-        # BucketNotFoundError naming it, whatever the server answered (10059, or a 503).
-        self._missing = missing_bucket(js, name)
 
     @property
     def name(self) -> str:
         """The bucket name."""
-        return self._name
+        return self._core.name
 
     @property
     def stream(self) -> str:
         """The backing stream, ``KV_<name>``."""
-        return self._stream
+        return self._core.stream
 
     @property
     def js(self) -> JetStream:
         """The JetStream context this handle reads and writes through."""
-        return self._js
+        return self._core.js
 
     @property
     def key_codec(self) -> KeyCodec | None:
         """The key codec every key and filter goes through (None: keys are stored as given);
         an :class:`EncryptedKeyCodec` given to the bucket is bound to it here."""
-        return self._key_codec
+        return self._core.key_codec
 
     @property
     def encryption(self) -> Keyring | None:
         """The keyring values are encrypted with (None: values are stored as given)."""
-        return None if self._encryption is None else self._encryption.keyring
+        return None if self._core.encryption is None else self._core.encryption.keyring
 
     def typed(self, value_type: type[T], *, format: ValueFormat = "json") -> TypedBucket[T]:
         """A view of this bucket whose values are ``value_type`` instances (a msgspec
@@ -199,7 +157,7 @@ class Bucket:
     @property
     def config(self) -> BucketConfig:
         """The configuration read when the bucket was opened or created."""
-        return self._config
+        return self._core.config
 
     @property
     def max_key_length(self) -> int:
@@ -210,19 +168,16 @@ class Bucket:
         filtered consumer create, ``$JS.API.CONSUMER.CREATE.<stream>.<name>.$KV.<bucket>.<key>``
         with its reply inbox and size. Longer keys raise :class:`InvalidKeyError`.
         """
-        nc = self._js.nc
-        cached = self._max_key_length
-        if cached is None or cached[0] != nc.max_payload:  # another server may say otherwise
-            api = self._js.api.consumer_create(
-                self._stream, "n" * _CONSUMER_NAME_ROOM, self._prefix
-            )
-            cached = self._max_key_length = (nc.max_payload, subject_room(nc) - len(api))
-        return cached[1]
+        return self._core.max_key_length
 
     def __repr__(self) -> str:
-        codec = f" key_codec={self._key_codec!r}" if self._key_codec is not None else ""
-        enc = f" encryption={self._encryption.keyring!r}" if self._encryption is not None else ""
-        return f"<Bucket {self._name!r} history={self._config.history}{codec}{enc}>"
+        codec = f" key_codec={self._core.key_codec!r}" if self._core.key_codec is not None else ""
+        enc = (
+            f" encryption={self._core.encryption.keyring!r}"
+            if self._core.encryption is not None
+            else ""
+        )
+        return f"<Bucket {self._core.name!r} history={self._core.config.history}{codec}{enc}>"
 
     # -- writes -------------------------------------------------------------------------------
 
@@ -239,7 +194,7 @@ class Bucket:
             BucketNotFoundError: the bucket was deleted (by any client).
             JetStreamError: any other server error.
         """
-        return await self._write(key, value, self._ttl_headers(ttl))
+        return await self._core.write(key, value, self._core.ttl_headers(ttl))
 
     async def create(self, key: str, value: BytesLike, *, ttl: TTLValue | None = None) -> int:
         """Store ``value`` only if ``key`` has no live value; return its revision.
@@ -251,19 +206,19 @@ class Bucket:
             InvalidKeyError, InvalidTTLError, ValueTooLargeError, WrongTypeError: bad input.
             BucketNotFoundError: the bucket was deleted (by any client).
         """
-        headers = self._ttl_headers(ttl)
+        headers = self._core.ttl_headers(ttl)
         for _ in range(_CREATE_ATTEMPTS):
             # On a key whose last create was refused (a lock someone holds), the key's last
             # message is asked for alongside the write: a refusal then needs no second round
             # trip to tell a live value from a tombstone. A read served before a write that
             # then refused ours (older than the sequence the refusal names) is asked again.
             peek = (
-                asyncio.ensure_future(self._last_message_or_none(key))
+                asyncio.ensure_future(self._core.last_message_or_none(key))
                 if key in self._contended
                 else None
             )
             try:
-                revision = await self._write(key, value, _expect(headers, 0))
+                revision = await self._core.write(key, value, expecting(headers, 0))
             except WrongLastSequenceError as exc:
                 error = exc
             except BaseException:
@@ -277,14 +232,14 @@ class Bucket:
                 return revision
             last = await peek if peek is not None else None
             if last is None or error.last_sequence is None or last.seq < error.last_sequence:
-                last = await self._last_message_or_none(key, at_least=error.last_sequence or 0)
+                last = await self._core.last_message_or_none(key, at_least=error.last_sequence or 0)
             if last is None:
                 continue  # the blocking value expired meanwhile: try again from scratch
             if op_from_headers(last.headers) is Op.PUT:
                 self._note_contended(key)
                 raise KeyExistsError(key, last.seq, err_code=error.err_code) from error
             try:
-                return await self._write(key, value, _expect(headers, last.seq))
+                return await self._core.write(key, value, expecting(headers, last.seq))
             except WrongLastSequenceError as exc:
                 error = exc  # someone wrote in between: look again
         raise KeyExistsError(key, None, err_code=error.err_code) from error
@@ -301,7 +256,7 @@ class Bucket:
             BucketNotFoundError: the bucket was deleted (by any client).
         """
         validate_revision(revision, allow_zero=False)
-        return await self._write_expecting(key, value, self._ttl_headers(ttl), revision)
+        return await self._core.write_expecting(key, value, self._core.ttl_headers(ttl), revision)
 
     async def delete(self, key: str, *, revision: int | None = None) -> int:
         """Write a delete tombstone (history is kept); return its revision.
@@ -313,11 +268,11 @@ class Bucket:
             InvalidKeyError: bad key.
             BucketNotFoundError: the bucket was deleted (by any client).
         """
-        headers = self._delete_headers()
+        headers = self._core.delete_headers()
         if revision is None:
-            return await self._write(key, b"", headers)
+            return await self._core.write(key, b"", headers)
         validate_revision(revision, allow_zero=True)
-        return await self._write_expecting(key, b"", headers, revision)
+        return await self._core.write_expecting(key, b"", headers, revision)
 
     async def purge(
         self, key: str, *, ttl: TTLValue | None = None, revision: int | None = None
@@ -332,11 +287,11 @@ class Bucket:
             InvalidKeyError, InvalidTTLError: bad input.
             BucketNotFoundError: the bucket was deleted (by any client).
         """
-        headers = self._purge_headers(ttl)
+        headers = self._core.purge_headers(ttl)
         if revision is None:
-            return await self._write(key, b"", headers)
+            return await self._core.write(key, b"", headers)
         validate_revision(revision, allow_zero=True)
-        return await self._write_expecting(key, b"", headers, revision)
+        return await self._core.write_expecting(key, b"", headers, revision)
 
     async def purge_deletes(
         self, *, older_than: timedelta | None = _DEFAULT_PURGE_DELETES_AGE
@@ -353,8 +308,8 @@ class Bucket:
             JetStreamError: the scan or a purge failed.
             BucketNotFoundError: the bucket was deleted (by any client).
         """
-        async with self._missing:
-            return await compact_deletes(self, older_than)
+        async with self._core.missing:
+            return await compact_deletes(self._core, older_than)
 
     async def rekey(self) -> RekeyReport:
         """Re-encrypt every live value sealed with a key other than the keyring's primary
@@ -372,10 +327,12 @@ class Bucket:
             BucketNotFoundError: the bucket was deleted (by any client).
             JetStreamError: the scan or a write failed (run it again to continue).
         """
-        if self._encryption is None:
-            raise ClientValidationError(f"bucket {self._name!r} was opened without encryption=")
-        async with self._missing:
-            return await rekey_bucket(self, self._encryption)
+        if self._core.encryption is None:
+            raise ClientValidationError(
+                f"bucket {self._core.name!r} was opened without encryption="
+            )
+        async with self._core.missing:
+            return await rekey_bucket(self._core, self._core.encryption)
 
     # -- atomic multi-key writes --------------------------------------------------------------
 
@@ -399,7 +356,7 @@ class Bucket:
         how long a commit whose reply was lost is resolved before :class:`CommitUnknownError`.
         See :class:`KeyBatch`.
         """
-        return KeyBatch(self, max_keys=max_keys, timeout=timeout, deadline=deadline)
+        return KeyBatch(self._core, max_keys=max_keys, timeout=timeout, deadline=deadline)
 
     async def put_many(
         self,
@@ -487,8 +444,8 @@ class Bucket:
             JetStreamError: the bucket lacks direct get, or a request failed.
             BucketNotFoundError: the bucket was deleted (by any client).
         """
-        async with self._missing:
-            return await read_snapshot(self, keys)
+        async with self._core.missing:
+            return await read_snapshot(self._core, keys)
 
     # -- watching and listing -----------------------------------------------------------------
 
@@ -518,7 +475,7 @@ class Bucket:
                 the watch ran: it ends then, even if a bucket of its name was created again.
         """
         return KeyWatcher(
-            self,
+            self._core,
             keys,
             include_history=include_history,
             updates_only=updates_only,
@@ -535,7 +492,7 @@ class Bucket:
             FilterNotSupportedError: a wildcard the key codec cannot encode.
             BucketNotFoundError: (iterating) the bucket was deleted, also while it ran.
         """
-        return iter_keys(self, watch_subjects(self, filters))
+        return iter_keys(self._core, self._core.filter_subjects(filters))
 
     def history(self, key: str) -> AsyncIterator[Entry]:
         """Every stored revision of ``key``, oldest first (tombstones and markers included).
@@ -547,7 +504,7 @@ class Bucket:
                 on with the next one.
             BucketNotFoundError: (iterating) the bucket was deleted, also while it ran.
         """
-        return History(self, key, self._subject(key))
+        return History(self._core, key, self._core.subject(key))
 
     # -- reads --------------------------------------------------------------------------------
 
@@ -564,13 +521,13 @@ class Bucket:
         """
         if revision is None:
             try:
-                message = await self._last_message(key)
+                message = await self._core.last_message(key)
             except MessageNotFoundError as exc:
                 raise KeyNotFoundError(key) from exc
         else:
             validate_revision(revision, allow_zero=False)
-            message = await self._message_at(key, revision)
-        entry = self._entry(message)
+            message = await self._core.message_at(key, revision)
+        entry = self._core.entry(message)
         if entry.op is not Op.PUT:
             raise KeyNotFoundError(
                 key, f"key {key!r}: {entry.op.name.lower()} at revision {entry.revision}"
@@ -583,10 +540,10 @@ class Bucket:
         Raises:
             BucketNotFoundError: the bucket was deleted (by any client).
         """
-        async with self._missing:
-            info = await self._js.stream_info(self._stream)
+        async with self._core.missing:
+            info = await self._core.js.stream_info(self._core.stream)
         return BucketStatus(
-            bucket=self._name,
+            bucket=self._core.name,
             values=info.state.messages,
             bytes=info.state.bytes,
             config=bucket_config_from_stream(info.config),
@@ -595,224 +552,11 @@ class Bucket:
 
     # -- internals ----------------------------------------------------------------------------
 
-    def _subject(self, key: str) -> str:
-        """The subject of a user key: encoded by the key codec, then checked against the KV
-        key rules and the longest key the server's control line holds."""
-        codec = self._key_codec
-        if codec is None:
-            validate_key(key, max_length=self.max_key_length)
-            return self._prefix + key
-        stored = codec.encode_key(key)
-        try:
-            validate_key(stored, max_length=self.max_key_length)
-        except InvalidKeyError as exc:
-            raise InvalidKeyError(f"key {key!r}, stored as {stored!r}: {exc}") from None
-        return self._prefix + stored
-
-    def _filter_subjects(self, filters: str | list[str]) -> list[str]:
-        """The subjects of user key filters (encoded by the key codec where it can)."""
-        patterns = checked_filters(filters)
-        if not patterns:
-            raise ClientValidationError("a key filter list needs at least one filter")
-        longest = self.max_key_length
-        stored_patterns = []
-        for pattern in patterns:
-            stored = pattern if self._key_codec is None else encode_filter(self._key_codec, pattern)
-            try:
-                validate_filter(stored, max_length=longest)
-            except InvalidKeyError as exc:
-                if stored is pattern:
-                    raise
-                raise InvalidKeyError(f"filter {pattern!r}, stored as {stored!r}: {exc}") from None
-            stored_patterns.append(stored)
-        return [self._prefix + stored for stored in distinct_filters(stored_patterns)]
-
-    def _decode_key(self, stored: str) -> str:
-        """The user key of a stored key.
-
-        Raises:
-            KeyDecodeError: the codec cannot decode it (written without the codec).
-        """
-        codec = self._key_codec
-        if codec is None:
-            return stored
-        try:
-            return codec.decode_key(stored)
-        except KeyDecodeError:
-            raise
-        except Exception as exc:  # a custom codec's own error: reported (and skipped) as ours
-            raise KeyDecodeError(stored, f"{codec!r} failed: {exc!r}") from exc
-
-    def _ttl_headers(self, ttl: TTLValue | None) -> dict[str, str]:
-        if ttl is None:
-            return {}
-        seconds = self._checked_ttl(ttl)
-        headers = {hdr.TTL: format_ttl(seconds)}
-        if self._config.history > 1 and seconds != NEVER:
-            headers[hdr.ROLLUP] = hdr.ROLLUP_SUBJECT  # a key TTL, not a revision TTL
-        return headers
-
-    def _delete_headers(self) -> dict[str, str]:
-        return {hdr.KV_OPERATION: hdr.KV_OPERATION_DELETE}
-
-    def _purge_headers(self, ttl: TTLValue | None) -> dict[str, str]:
-        headers = {hdr.KV_OPERATION: hdr.KV_OPERATION_PURGE, hdr.ROLLUP: hdr.ROLLUP_SUBJECT}
-        if ttl is not None:
-            headers[hdr.TTL] = format_ttl(self._checked_ttl(ttl))
-        return headers
-
-    def _checked_ttl(self, ttl: TTLValue) -> int:
-        # With one revision per key the server does not stretch TTLs to marker_ttl.
-        floor = self._config.marker_ttl if self._config.history > 1 else None
-        return parse_ttl_at_least(ttl, floor, owner=f"bucket {self._name!r}")
-
-    @staticmethod
-    def _stored_ttl(headers: dict[str, str]) -> int | None:
-        text = headers.get(hdr.TTL)
-        if not text:
-            return None
-        try:
-            return parse_ttl_header(text)
-        except InvalidTTLError:
-            return None
-
-    def _payload(self, value: BytesLike) -> bytes:
-        data = bytes(check_bytes_like(value, "value"))
-        limit = self._config.max_value_size
-        if limit > 0 and len(data) > limit:
-            raise ValueTooLargeError(f"value of {len(data)} bytes exceeds max_value_size {limit}")
-        max_payload = self._js.nc.max_payload
-        if max_payload and len(data) > max_payload:  # fail early; the whole message is
-            raise ValueTooLargeError(  # checked (with its headers) before it is sent
-                f"value of {len(data)} bytes exceeds the server's max payload {max_payload}"
-            )
-        return data
-
-    async def _write(self, key: str, value: BytesLike, headers: dict[str, str]) -> int:
-        """One write, idempotent through a ``Nats-Msg-Id``: a lost ack is retried until the
-        context's ``retry_deadline`` and never stores the value twice."""
-        subject = self._subject(key)
-        data = self._payload(value)
-        if self._value_stages:
-            headers = dict(headers)  # a stage may add headers of its own
-            data = self._seal(subject, data, headers)
-        msg_id = NUID().next().decode()
-        async with self._missing:
-            ack = await self._js.publish(subject, data, headers=headers, msg_id=msg_id)
-        self._own_writes.note(subject, ack.seq)
-        return ack.seq
-
-    def _seal(self, subject: str, data: bytes, headers: dict[str, str]) -> bytes:
-        """``data`` through the value stages, first to last (tombstones stay plain)."""
-        if not self._value_stages or hdr.KV_OPERATION in headers:
-            return data
-        stored_key = subject[len(self._prefix) :]
-        if self._sole_encryption is not None:
-            return self._sole_encryption.seal_value(self._name, stored_key, data, headers)
-        context = ValueContext(self._name, stored_key, headers)
-        for stage in self._value_stages:
-            data = stage.seal(data, context)
-        return data
-
-    def _defer_seal(self, headers: dict[str, str]) -> bool:
-        """Whether a batched value can be sealed later, while the batch is sent (only the
-        bucket's encryption: its payload size and headers are known before it seals); if so,
-        ``headers`` gets its ``Jetstore-Enc`` header now."""
-        if self._sole_encryption is None:
-            return False
-        headers[hdr.ENCRYPTION] = self._sole_encryption.header
-        return True
-
-    def _seal_deferred(self, subject: str, data: bytes) -> bytes:
-        """The payload of a value :meth:`_defer_seal` kept plain, sealed as it is sent."""
-        assert self._sole_encryption is not None
-        stored_key = subject[len(self._prefix) :]
-        return self._sole_encryption.seal_payload(self._name, stored_key, data)
-
-    @property
-    def _seal_overhead(self) -> int:
-        return OVERHEAD if self._sole_encryption is not None else 0
-
-    def _open(self, subject: str, data: bytes, headers: dict[str, str], revision: int) -> bytes:
-        """A stored value through the value stages, last to first."""
-        stored_key = subject[len(self._prefix) :]
-        if self._sole_encryption is not None:
-            return self._sole_encryption.open_value(self._name, stored_key, data, headers, revision)
-        context = ValueContext(self._name, stored_key, headers, revision)
-        for stage in reversed(self._value_stages):
-            data = stage.open(data, context)
-        return data
-
-    async def _write_expecting(
-        self, key: str, value: BytesLike, headers: dict[str, str], revision: int
-    ) -> int:
-        try:
-            return await self._write(key, value, _expect(headers, revision))
-        except WrongLastSequenceError as exc:
-            current = exc.last_sequence
-            if current is None:
-                current = await self._latest_revision(key)
-            raise WrongRevisionError(key, revision, current, err_code=exc.err_code) from exc
-
-    async def _latest_revision(self, key: str) -> int:
-        try:
-            return (await self._last_message(key)).seq
-        except MessageNotFoundError:
-            return 0
-
     def _note_contended(self, key: str) -> None:
         self._contended[key] = None
         self._contended.move_to_end(key)
         if len(self._contended) > _CONTENDED_KEYS:
             self._contended.popitem(last=False)
-
-    async def _last_message_or_none(self, key: str, *, at_least: int = 0) -> StoredMessage | None:
-        try:
-            return await self._last_message(key, at_least=at_least)
-        except MessageNotFoundError:
-            return None
-
-    async def _last_message(self, key: str, *, at_least: int = 0) -> StoredMessage:
-        """The newest message of ``key``, never older than this handle's own write of it nor
-        than ``at_least`` (a revision the server named): a replica that answers before it has
-        caught up is overruled by the stream leader."""
-        subject = self._subject(key)
-        async with self._missing:
-            if not self._direct:
-                return await self._js.get_last_message(self._stream, subject, direct=False)
-            floor = max(self._own_writes.revision(subject), at_least)
-            try:
-                message = await self._js.get_last_message(self._stream, subject)
-            except MessageNotFoundError:
-                if not floor:
-                    raise
-            else:
-                if message.seq >= floor:
-                    return message
-            return await self._js.get_last_message(self._stream, subject, direct=False)
-
-    async def _message_at(self, key: str, revision: int) -> StoredMessage:
-        subject = self._subject(key)
-        try:
-            message = await self._stored_message(revision)
-        except MessageNotFoundError as exc:
-            raise KeyNotFoundError(key, f"key {key!r} has no revision {revision}") from exc
-        except UndecodableMessageError:  # a subject that is not UTF-8 is no key's
-            message = None
-        if message is None or message.subject != subject:
-            raise KeyNotFoundError(key, f"revision {revision} is not a revision of key {key!r}")
-        return message
-
-    async def _stored_message(self, revision: int) -> StoredMessage:
-        """The message at ``revision``; a replica that lacks it (it may trail the leader) is
-        overruled by the stream leader before the revision is called missing."""
-        async with self._missing:
-            try:
-                return await self._js.get_message(self._stream, revision, direct=self._direct)
-            except MessageNotFoundError:
-                if not self._direct:
-                    raise
-            return await self._js.get_message(self._stream, revision, direct=False)
 
     def decode_entry(
         self,
@@ -845,61 +589,10 @@ class Bucket:
             raise WrongTypeError(f"headers must be a dict or None, not {type(headers).__name__}")
         if headers and not all(isinstance(v, str) for v in (*headers, *headers.values())):
             raise WrongTypeError("headers must map str names to str values")
-        if not subject.startswith(self._prefix) or len(subject) == len(self._prefix):
-            raise KeyDecodeError(subject, f"not a key subject of bucket {self._name!r}")
+        if not subject.startswith(self._core.prefix) or len(subject) == len(self._core.prefix):
+            raise KeyDecodeError(subject, f"not a key subject of bucket {self._core.name!r}")
         data = value if isinstance(value, bytes) else bytes(value)
-        return self._entry_of(subject, data, revision, created, headers or {})
-
-    def _entry(self, message: StoredMessage) -> Entry:
-        return self._entry_of(
-            message.subject, message.data, message.seq, message.time, message.headers
-        )
-
-    def _entry_of(
-        self,
-        subject: str,
-        value: bytes,
-        revision: int,
-        created: datetime,
-        headers: dict[str, str],
-        delta: int | None = None,
-        *,
-        headers_only: bool = False,
-    ) -> Entry:
-        """The entry a stored message (get) or a delivered one (watch, history) stands for;
-        ``headers_only``: a delivery without its value (a ``meta_only`` watch), not opened.
-        Tombstones and markers have an empty value, whatever payload their message has.
-
-        Only the caller knows that it asked for no values: a ``Nats-Msg-Size`` header can be
-        stored by any client, and taking it for the sign made a plain value slipped into an
-        encrypted bucket read as if it had been decrypted."""
-        op = op_from_headers(headers)
-        key = self._decode_key(subject[len(self._prefix) :])
-        if op is not Op.PUT:
-            # A tombstone or marker has no value. A peer may still send one with a payload,
-            # which no stage opens (in an encrypted bucket it is unauthenticated): never
-            # shown as if it were the key's value.
-            value = b""
-        elif self._value_stages and not headers_only:
-            try:
-                value = self._open(subject, value, headers, revision)
-            except DecryptionError as exc:
-                exc.key = key  # the stage knows the stored key; callers name the user key
-                raise
-        return Entry(
-            bucket=self._name,
-            key=key,
-            value=value,
-            revision=revision,
-            created=created,
-            op=op,
-            delta=delta,
-            ttl=self._stored_ttl(headers) if hdr.TTL in headers else None,
-        )
-
-
-def _expect(headers: dict[str, str], revision: int) -> dict[str, str]:
-    return {**headers, hdr.EXPECTED_LAST_SUBJECT_SEQUENCE: str(revision)}
+        return self._core.entry_of(subject, data, revision, created, headers or {})
 
 
 async def _discard(future: asyncio.Future[Any]) -> None:

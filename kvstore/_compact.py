@@ -5,14 +5,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
 
 from jetstream import StoredMessage, scan_stream
 
+from ._core import BucketCore
 from ._models import Op, op_from_headers
-
-if TYPE_CHECKING:
-    from ._bucket import Bucket
 
 __all__ = ["PURGES_IN_FLIGHT", "compact_deletes"]
 
@@ -23,7 +20,7 @@ PURGES_IN_FLIGHT = 32
 100,000 tombstones cost 100,000 round trips end to end."""
 
 
-async def compact_deletes(bucket: Bucket, older_than: timedelta | None) -> int:
+async def compact_deletes(bucket: BucketCore, older_than: timedelta | None) -> int:
     """Purge every tombstone or marker of ``bucket`` (see ``Bucket.purge_deletes``); how many
     keys were removed entirely. The first failed purge is raised once the others in flight are
     cancelled.
@@ -36,7 +33,7 @@ async def compact_deletes(bucket: Bucket, older_than: timedelta | None) -> int:
     running: set[asyncio.Task[bool]] = set()
     try:
         async for message in scan_stream(
-            bucket._js, bucket.stream, [f"{bucket._prefix}>"], headers_only=True
+            bucket.js, bucket.stream, [f"{bucket.prefix}>"], headers_only=True
         ):
             if not _is_purgeable(bucket, message):
                 continue
@@ -51,7 +48,7 @@ async def compact_deletes(bucket: Bucket, older_than: timedelta | None) -> int:
     return removed
 
 
-def _is_purgeable(bucket: Bucket, message: StoredMessage) -> bool:
+def _is_purgeable(bucket: BucketCore, message: StoredMessage) -> bool:
     if op_from_headers(message.headers) is Op.PUT:
         return False
     if _has_wildcard(message.subject):
@@ -69,9 +66,9 @@ def _has_wildcard(subject: str) -> bool:
     return any(token in ("*", ">") for token in subject.split("."))
 
 
-async def _purge(bucket: Bucket, subject: str, old: bool) -> bool:
+async def _purge(bucket: BucketCore, subject: str, old: bool) -> bool:
     """Purge one key: wholly if its tombstone is ``old``, else all but the tombstone."""
-    await bucket._js.purge_stream(bucket.stream, subject=subject, keep=None if old else 1)
+    await bucket.js.purge_stream(bucket.stream, subject=subject, keep=None if old else 1)
     return old
 
 

@@ -19,14 +19,18 @@ can catch a bucket problem by its KV name or by the JetStream condition undernea
 
 from __future__ import annotations
 
+import functools
+
 from jetstream import (
     ClientValidationError,
+    JetStream,
     JetStreamError,
     MessageNotFoundError,
     StreamExistsError,
     StreamNotFoundError,
     WrongLastSequenceError,
 )
+from jetstream._missing_stream import MissingStream
 
 __all__ = [
     "BucketExistsError",
@@ -39,6 +43,7 @@ __all__ = [
     "ValueDecodeError",
     "ValueEncodeError",
     "WrongRevisionError",
+    "missing_bucket",
 ]
 
 
@@ -123,3 +128,11 @@ class ValueDecodeError(JetStreamError):
         self.key = key
         self.revision = revision
         self.value = value
+
+
+def missing_bucket(js: JetStream, bucket: str) -> MissingStream:
+    """The KV layer's one translator of a missing bucket: around any operation on ``bucket``,
+    "stream not found" (and a 503 confirmed to mean it) becomes :class:`BucketNotFoundError`
+    naming it (see :class:`jetstream._missing_stream.MissingStream`)."""
+    stream = f"KV_{bucket}"  # as _models.stream_name (importing it here would be circular)
+    return MissingStream(js, stream, functools.partial(BucketNotFoundError, bucket))

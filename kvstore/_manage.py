@@ -24,8 +24,7 @@ from jetstream._shared_config import valid_bucket_names
 from ._bucket import Bucket
 from ._codecs import KeyCodec
 from ._encryption import EncryptionStage
-from ._errors import BucketExistsError, BucketNotFoundError
-from ._missing import missing_bucket
+from ._errors import BucketExistsError, BucketNotFoundError, missing_bucket
 from ._models import (
     BucketConfig,
     bucket_config_from_stream,

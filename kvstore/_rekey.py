@@ -13,7 +13,6 @@ import asyncio
 import logging
 import math
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 
 from nats.nuid import NUID
 
@@ -29,11 +28,9 @@ from jetstream import (
 )
 from jetstream import headers as hdr
 
+from ._core import BucketCore
+from ._encryption import EncryptionStage
 from ._models import Op, op_from_headers
-
-if TYPE_CHECKING:
-    from ._bucket import Bucket
-    from ._encryption import EncryptionStage
 
 __all__ = ["rekey_bucket"]
 
@@ -41,12 +38,12 @@ _log = logging.getLogger("kvstore")
 _CONCURRENCY = 64  # CAS writes in flight at once (each on its own key)
 
 
-async def rekey_bucket(bucket: Bucket, stage: EncryptionStage) -> RekeyReport:
+async def rekey_bucket(bucket: BucketCore, stage: EncryptionStage) -> RekeyReport:
     """Rewrite every live value not sealed with ``stage``'s primary key (see module docs)."""
-    started_at = (await bucket._js.stream_info(bucket.stream)).state.last_seq
+    started_at = (await bucket.js.stream_info(bucket.stream)).state.last_seq
     report = RekeyReport()
     pending: list[StoredMessage] = []
-    async for message in scan_stream(bucket._js, bucket.stream, [f"{bucket._prefix}>"]):
+    async for message in scan_stream(bucket.js, bucket.stream, [f"{bucket.prefix}>"]):
         if message.seq > started_at:
             continue  # written since we started (our own rewrites among them)
         outcome = _classify(bucket, stage, message)
@@ -60,7 +57,9 @@ async def rekey_bucket(bucket: Bucket, stage: EncryptionStage) -> RekeyReport:
     return report + await _rewrite_all(bucket, pending)
 
 
-def _classify(bucket: Bucket, stage: EncryptionStage, message: StoredMessage) -> RekeyReport | None:
+def _classify(
+    bucket: BucketCore, stage: EncryptionStage, message: StoredMessage
+) -> RekeyReport | None:
     """The count a message adds without a rewrite, or None if it needs one."""
     if op_from_headers(message.headers) is not Op.PUT:
         return RekeyReport()  # tombstones and markers are plain by design
@@ -79,7 +78,7 @@ def _classify(bucket: Bucket, stage: EncryptionStage, message: StoredMessage) ->
     return None
 
 
-async def _rewrite_all(bucket: Bucket, messages: list[StoredMessage]) -> RekeyReport:
+async def _rewrite_all(bucket: BucketCore, messages: list[StoredMessage]) -> RekeyReport:
     report = RekeyReport()
     if messages:
         try:
@@ -94,9 +93,9 @@ async def _rewrite_all(bucket: Bucket, messages: list[StoredMessage]) -> RekeyRe
     return report
 
 
-async def _rewrite(bucket: Bucket, message: StoredMessage) -> RekeyReport:
+async def _rewrite(bucket: BucketCore, message: StoredMessage) -> RekeyReport:
     try:
-        plaintext = bucket._open(message.subject, message.data, message.headers, message.seq)
+        plaintext = bucket.open(message.subject, message.data, message.headers, message.seq)
     except DecryptionError as exc:
         _log.warning("bucket %r: rekey skips %s: %s", bucket.name, message.subject, exc)
         return RekeyReport(skipped=1)
@@ -104,10 +103,10 @@ async def _rewrite(bucket: Bucket, message: StoredMessage) -> RekeyReport:
         headers = _ttl_headers(bucket, message)
     except InvalidTTLError:
         return RekeyReport(skipped=1)  # expires before a rewrite could keep its TTL
-    data = bucket._seal(message.subject, plaintext, headers)
+    data = bucket.seal(message.subject, plaintext, headers)
     headers[hdr.EXPECTED_LAST_SUBJECT_SEQUENCE] = str(message.seq)
     try:
-        await bucket._js.publish(
+        await bucket.js.publish(
             message.subject, data, headers=headers, msg_id=NUID().next().decode()
         )
     except WrongLastSequenceError:
@@ -121,20 +120,20 @@ async def _rewrite(bucket: Bucket, message: StoredMessage) -> RekeyReport:
     return RekeyReport(rekeyed=1)
 
 
-def _ttl_headers(bucket: Bucket, message: StoredMessage) -> dict[str, str]:
+def _ttl_headers(bucket: BucketCore, message: StoredMessage) -> dict[str, str]:
     """The TTL headers that keep the value's expiry time: what is left of its TTL.
 
     Raises:
         InvalidTTLError: less than a second left (or less than the bucket's ``marker_ttl``
             floor on a bucket with history).
     """
-    ttl = bucket._stored_ttl(message.headers)
+    ttl = bucket.stored_ttl(message.headers)
     if ttl is None:
         return {}
     if ttl == NEVER:
-        return bucket._ttl_headers("never")
+        return bucket.ttl_headers("never")
     age = (datetime.now(UTC) - message.time).total_seconds()
     left = math.ceil(ttl - age)
     if left < 1:
         raise InvalidTTLError("expired")
-    return bucket._ttl_headers(left)
+    return bucket.ttl_headers(left)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncGenerator, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from jetstream import (
     JetStream,
@@ -17,11 +17,9 @@ from jetstream import (
 )
 from jetstream import headers as hdr
 
+from ._core import BucketCore
 from ._keys import checked_keys
 from ._models import Entry, Op
-
-if TYPE_CHECKING:
-    from ._bucket import Bucket
 
 __all__ = [
     "MULTI_GET_CHUNK",
@@ -66,7 +64,7 @@ class Snapshot(Mapping[str, Entry]):
         return f"<Snapshot revision={self.revision} keys={list(self)} missing={list(self.missing)}>"
 
 
-async def read_snapshot(bucket: Bucket, keys: Iterable[str]) -> Snapshot:
+async def read_snapshot(bucket: BucketCore, keys: Iterable[str]) -> Snapshot:
     """Read ``keys`` as of one stream sequence.
 
     Up to 1000 keys are one batched direct get, answered by one replica as of its own last
@@ -82,13 +80,13 @@ async def read_snapshot(bucket: Bucket, keys: Iterable[str]) -> Snapshot:
         JetStreamError: the bucket has no direct get, or a request failed.
     """
     wanted = list(dict.fromkeys(checked_keys(keys)))  # unique, in request order
-    subjects = [bucket._subject(key) for key in wanted]
-    if not bucket._direct:
+    subjects = [bucket.subject(key) for key in wanted]
+    if not bucket.direct:
         raise JetStreamError(
             f"get_many needs direct get, which bucket {bucket.name!r} lacks (it was created "
             "without allow_direct); enable it with kvstore.update_bucket(js, name)"
         )
-    own = bucket._own_writes
+    own = bucket.own_writes
     floor = max((own.revision(s) for s in subjects), default=0)  # its own writes of them
     for _ in range(PINNED_ATTEMPTS):
         answer = await _read_pinned(bucket, subjects)
@@ -141,7 +139,7 @@ def subject_chunks(subjects: list[str], max_payload: int, reserve: int = 0) -> l
 
 
 async def _read_pinned(
-    bucket: Bucket, subjects: list[str]
+    bucket: BucketCore, subjects: list[str]
 ) -> tuple[dict[str, StoredMessage], int | None] | None:
     """Every subject as of one sequence, and that sequence (the pin); None when a replica
     behind the pin answered part of it.
@@ -149,7 +147,7 @@ async def _read_pinned(
     One request when the subjects fit: one replica answers it as of its own last sequence
     (its reply says which), consistent if perhaps not the newest. Otherwise every request is
     pinned to the leader's newest message, which each answer must return too."""
-    js, stream = bucket._js, bucket.stream
+    js, stream = bucket.js, bucket.stream
     found: dict[str, StoredMessage] = {}
     if not subjects:
         return found, None
@@ -157,7 +155,7 @@ async def _read_pinned(
         messages, pin = await js.get_last_messages(stream, subjects)
         found.update((m.subject, m) for m in messages)
         return found, pin
-    witness = await newest_message(js, stream, f"{bucket._prefix}>")
+    witness = await newest_message(js, stream, f"{bucket.prefix}>")
     if witness is None:
         return found, 0  # an empty bucket: every key is missing
     if not witness.literal:
@@ -263,7 +261,7 @@ def _subject_cost(subject: str) -> int:
 
 
 async def _any_stored(
-    bucket: Bucket, absent: list[str], found: dict[str, StoredMessage], pin: int | None
+    bucket: BucketCore, absent: list[str], found: dict[str, StoredMessage], pin: int | None
 ) -> bool:
     """Whether any of the ``absent`` subjects has a message now (then the pinned read may
     have missed it: its revision at the pin was replaced, or written after an empty first
@@ -274,11 +272,11 @@ async def _any_stored(
     found by the read is asked along, so that the answer is never empty (an empty one reports
     nothing). Only when nothing was found does the leader say what to ask for and from where.
     An answer that cannot be trusted counts as yes: the read is repeated."""
-    js, stream = bucket._js, bucket.stream
+    js, stream = bucket.js, bucket.stream
     floor = pin or 0
     sentinel = next(iter(found), None)
     if sentinel is None:
-        newest = await newest_message(js, stream, f"{bucket._prefix}>")
+        newest = await newest_message(js, stream, f"{bucket.prefix}>")
         if newest is None:
             return False  # nothing is stored at all
         if not newest.literal:
@@ -297,7 +295,7 @@ async def _any_stored(
 
 
 async def _read_by_consumer(
-    bucket: Bucket, subjects: list[str]
+    bucket: BucketCore, subjects: list[str]
 ) -> tuple[dict[str, StoredMessage], int, bool]:
     """The newest message of each subject through an ordered consumer (last per subject, then
     whatever is written meanwhile, until it has caught up): consistent as of the last message
@@ -306,14 +304,14 @@ async def _read_by_consumer(
     thousands of filter subjects)."""
     wanted = set(subjects)
     whole = len(subjects) > FILTERED_SCAN
-    filters = [f"{bucket._prefix}>"] if whole else subjects
+    filters = [f"{bucket.prefix}>"] if whole else subjects
     # A scan of the whole bucket can go on until it stops at the last message of a batch (the
     # newest one is always whole); a filtered one may never see it (it is on another key).
     ends_scan = _ends_batch if whole else None
     found: dict[str, StoredMessage] = {}
     pin = 0
     last: StoredMessage | None = None
-    async for message in scan_stream(bucket._js, bucket.stream, filters, ends_scan=ends_scan):
+    async for message in scan_stream(bucket.js, bucket.stream, filters, ends_scan=ends_scan):
         if message.subject in wanted:
             found[message.subject] = message  # stream order: a later revision replaces
         if message.seq > pin:
@@ -330,7 +328,7 @@ def _ends_batch(message: StoredMessage | PullMessage) -> bool:
 
 
 def _snapshot(
-    bucket: Bucket,
+    bucket: BucketCore,
     wanted: list[str],
     subjects: list[str],
     found: dict[str, StoredMessage],
@@ -340,7 +338,7 @@ def _snapshot(
     for key, subject in zip(wanted, subjects, strict=True):
         message = found.get(subject)
         if message is not None:
-            entry = bucket._entry(message)
+            entry = bucket.entry(message)
             if entry.op is Op.PUT:
                 entries[key] = entry
     missing = tuple(key for key in wanted if key not in entries)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator
-from typing import TYPE_CHECKING, Self
+from typing import Self
 
 from jetstream import (
     AckReply,
@@ -17,32 +17,24 @@ from jetstream import (
     scan_stream,
 )
 
+from ._core import BucketCore
 from ._errors import KeyDecodeError, KeyNotFoundError
 from ._keys import validate_revision
 from ._models import Entry, Op, op_from_headers
 
-if TYPE_CHECKING:
-    from ._bucket import Bucket
-
-
-__all__ = ["History", "KeyWatcher", "iter_keys", "watch_subjects"]
+__all__ = ["History", "KeyWatcher", "iter_keys"]
 
 _log = logging.getLogger("kvstore")
 
 
-def watch_subjects(bucket: Bucket, keys: str | list[str]) -> list[str]:
-    """The subjects of user key filters (see ``Bucket._filter_subjects``)."""
-    return bucket._filter_subjects(keys)
-
-
-def _skip_foreign(bucket: Bucket, error: KeyDecodeError) -> None:
+def _skip_foreign(bucket: BucketCore, error: KeyDecodeError) -> None:
     # A key the codec cannot decode was not written through it: no user key names it, so
     # the codec's view of the bucket (keys, watch) leaves it out, with a trace in the log.
     _log.warning("bucket %r: skipping a key its key codec cannot decode: %s", bucket.name, error)
 
 
 def entry_from(
-    bucket: Bucket,
+    bucket: BucketCore,
     message: PullMessage,
     meta: AckReply | None = None,
     *,
@@ -51,7 +43,7 @@ def entry_from(
     """The entry ``message`` stands for (``meta``: its metadata, when already parsed;
     ``headers_only``: delivered without its value)."""
     meta = meta or message.metadata
-    return bucket._entry_of(
+    return bucket.entry_of(
         message.subject,
         message.data,
         meta.stream_seq,
@@ -77,7 +69,7 @@ class KeyWatcher(AsyncResource):
 
     def __init__(
         self,
-        bucket: Bucket,
+        bucket: BucketCore,
         keys: str | list[str] = ">",
         *,
         include_history: bool = False,
@@ -93,15 +85,15 @@ class KeyWatcher(AsyncResource):
             if updates_only:
                 raise ClientValidationError("resume_from and updates_only exclude each other")
             validate_revision(resume_from, allow_zero=False, what="resume_from")
-        self._bucket = bucket
+        self._core = bucket
         self._ignore_deletes = ignore_deletes
         self._updates_only = updates_only
         self._meta_only = meta_only
         policy = "all" if include_history else "new" if updates_only else "last_per_subject"
         self._consumer = OrderedConsumer(
-            bucket._js,
+            bucket.js,
             bucket.stream,
-            filter_subjects=watch_subjects(bucket, keys),
+            filter_subjects=bucket.filter_subjects(keys),
             deliver_policy=policy,
             opt_start_seq=resume_from or 0,
             headers_only=meta_only,
@@ -126,7 +118,7 @@ class KeyWatcher(AsyncResource):
         return self._consumer.skipped
 
     async def _start(self) -> None:
-        async with self._bucket._missing:
+        async with self._core.missing:
             await self._consumer.start()  # cancelled midway: the next read finishes it
         self._started = True
         if self._updates_only:
@@ -169,9 +161,9 @@ class KeyWatcher(AsyncResource):
             if message is None:
                 return None
             try:
-                entry = entry_from(self._bucket, message, headers_only=self._meta_only)
+                entry = entry_from(self._core, message, headers_only=self._meta_only)
             except KeyDecodeError as exc:
-                _skip_foreign(self._bucket, exc)
+                _skip_foreign(self._core, exc)
                 continue
             if self._ignore_deletes and entry.op is not Op.PUT:
                 continue
@@ -181,7 +173,7 @@ class KeyWatcher(AsyncResource):
         """The next message, from the server (the watch ends with BucketNotFoundError once
         the bucket is deleted, even if a bucket of its name was created again meanwhile);
         None as :meth:`OrderedConsumer.next_message` says."""
-        async with self._bucket._missing:
+        async with self._core.missing:
             return await self._consumer.next_message(until_initial_done=until_initial_done)
 
     async def stop(self) -> None:
@@ -200,14 +192,15 @@ class KeyWatcher(AsyncResource):
         await self.stop()
 
 
-async def iter_keys(bucket: Bucket, subjects: list[str]) -> AsyncIterator[str]:
-    """Keys with a live value on ``subjects`` (see :func:`watch_subjects`), server-filtered."""
-    scan = scan_stream(bucket._js, bucket.stream, subjects, headers_only=True)
-    async with bucket._missing:
+async def iter_keys(bucket: BucketCore, subjects: list[str]) -> AsyncIterator[str]:
+    """Keys with a live value on ``subjects`` (:meth:`BucketCore.filter_subjects`), filtered
+    by the server."""
+    scan = scan_stream(bucket.js, bucket.stream, subjects, headers_only=True)
+    async with bucket.missing:
         async for message in scan:
             if op_from_headers(message.headers) is Op.PUT:
                 try:
-                    yield bucket._decode_key(message.subject[len(bucket._prefix) :])
+                    yield bucket.decode_key(message.subject[len(bucket.prefix) :])
                 except KeyDecodeError as exc:
                     _skip_foreign(bucket, exc)
 
@@ -219,17 +212,17 @@ class History:
     as a watch does: the value is opened here, outside the generator reading the messages,
     which an exception would end."""
 
-    def __init__(self, bucket: Bucket, key: str, subject: str) -> None:
-        self._bucket = bucket
+    def __init__(self, bucket: BucketCore, key: str, subject: str) -> None:
+        self._core = bucket
         self._messages = _history_messages(bucket, key, subject)
 
     def __aiter__(self) -> Self:
         return self
 
     async def __anext__(self) -> Entry:
-        async with self._bucket._missing:
+        async with self._core.missing:
             message = await self._messages.__anext__()
-        return entry_from(self._bucket, message)
+        return entry_from(self._core, message)
 
     async def aclose(self) -> None:
         """Stop reading (the consumer is deleted)."""
@@ -237,11 +230,11 @@ class History:
 
 
 async def _history_messages(
-    bucket: Bucket, key: str, subject: str
+    bucket: BucketCore, key: str, subject: str
 ) -> AsyncGenerator[PullMessage, None]:
     found = False
     async with OrderedConsumer(
-        bucket._js,
+        bucket.js,
         bucket.stream,
         filter_subjects=[subject],
         deliver_policy="all",

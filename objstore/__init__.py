@@ -31,7 +31,14 @@ from ._errors import (
 )
 from ._files import local_path
 from ._links import MAX_LINK_DEPTH
-from ._manage import create_store, delete_store, list_stores, open_store
+from ._manage import (
+    StoreOptions,
+    create_store,
+    delete_store,
+    list_stores,
+    open_store,
+    update_store,
+)
 from ._models import (
     DEFAULT_CHUNK_SIZE,
     ObjectInfo,
@@ -69,6 +76,7 @@ __all__ = [
     "StoreConfig",
     "StoreExistsError",
     "StoreNotFoundError",
+    "StoreOptions",
     "StoreStatus",
     "UnreadableSourceError",
     "UploadFailedError",
@@ -79,6 +87,7 @@ __all__ = [
     "open_store",
     "reader_permissions",
     "scan_directory",
+    "update_store",
     "uploader_permissions",
 ]
 

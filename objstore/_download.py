@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from typing import TYPE_CHECKING, Self
+from typing import Self
 
 import nats.errors
 
@@ -21,15 +21,12 @@ from jetstream import (
     WrongEventLoopError,
 )
 
+from ._core import StoreCore
 from ._errors import DigestMismatchError, ObjectNotFoundError
 from ._feed import ChunkFeed
 from ._io import digest_text
 from ._models import DEFAULT_CHUNK_SIZE, ObjectInfo, chunk_subject
 from ._trust import check_readable
-
-if TYPE_CHECKING:
-    from ._store import ObjectStore
-
 
 __all__ = [
     "DEFAULT_STALL_TIMEOUT",
@@ -85,7 +82,7 @@ class ObjectReader(AsyncResource):
     """
 
     def __init__(
-        self, store: ObjectStore, info: ObjectInfo, *, stall_timeout: float = DEFAULT_STALL_TIMEOUT
+        self, store: StoreCore, info: ObjectInfo, *, stall_timeout: float = DEFAULT_STALL_TIMEOUT
     ) -> None:
         check_stall_timeout(stall_timeout)
         check_readable(info)  # checked where decoded; again here for infos built by callers
@@ -99,7 +96,7 @@ class ObjectReader(AsyncResource):
         window = window_messages(info)
         buffered = max(1, window // FEED_SHARE)
         self._consumer = OrderedConsumer(
-            store._js,
+            store.js,
             store.stream,
             filter_subjects=[self._subject],
             max_messages=max(1, window - buffered),
@@ -122,7 +119,7 @@ class ObjectReader(AsyncResource):
 
     async def __anext__(self) -> bytes:
         try:
-            async with self._store._missing:  # the store deleted: StoreNotFoundError
+            async with self._store.missing:  # the store deleted: StoreNotFoundError
                 return await self._next_chunk()
         except (StopAsyncIteration, WrongEventLoopError):
             raise  # (from another loop nothing can be ended: leaving the block in its own does)
@@ -166,7 +163,7 @@ class ObjectReader(AsyncResource):
         Raises:
             DecryptionError, UnknownKeyIdError, PlaintextValueError: see ChunkCipher.open.
         """
-        cipher = self._store._cipher
+        cipher = self._store.cipher
         if cipher is None:
             return message.data
         index = self._received - 1
@@ -192,7 +189,7 @@ class ObjectReader(AsyncResource):
             if message is not None:
                 return message
         # About to wait: only in the context's own event loop can the chunks ever arrive.
-        self._store._js.ensure_open()
+        self._store.js.ensure_open()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._stall_timeout
         if not self._started:
@@ -239,13 +236,13 @@ class ObjectReader(AsyncResource):
         DigestMismatchError when not. Return while the next chunk is there (a renamed object
         still reads whole) or the server cannot answer (the stall timeout decides then)."""
         info, store = self.info, self._store
-        direct = None if store._direct else False
+        direct = None if store.direct else False
         try:
             after = self._last_seq + 1  # the feed may have read further ahead
             # One request's time: reads are retried until the context's retry_deadline, and
             # a server that cannot answer is for the stall timeout to judge.
-            async with asyncio.timeout(store._js.timeout):
-                await store._js.get_next_message(store.stream, self._subject, after, direct=direct)
+            async with asyncio.timeout(store.js.timeout):
+                await store.js.get_next_message(store.stream, self._subject, after, direct=direct)
             return
         except MessageNotFoundError:
             pass
@@ -253,7 +250,7 @@ class ObjectReader(AsyncResource):
             return
         progress = f"{self._received} of {info.chunks} chunks read"
         try:  # the server just answered: this read may ride out an election, to say why
-            current = await store._current_info(info.name, include_deleted=True)
+            current = await store.current_info(info.name, include_deleted=True)
         except (JetStreamError, nats.errors.Error, OSError):
             current = info  # unknown: the chunks are gone all the same
         if current is None or current.deleted or current.nuid != info.nuid:
@@ -266,10 +263,10 @@ class ObjectReader(AsyncResource):
         )
 
     async def _finish(self) -> None:
-        self._store._js.check_loop()  # the feed's task can only be stopped from its own loop
+        self._store.js.check_loop()  # the feed's task can only be stopped from its own loop
         await self._feed.close()
         await self._consumer.close()
-        cipher = self._store._cipher
+        cipher = self._store.cipher
         if cipher is not None and self.info.chunks == 0:
             cipher.check_empty(self.info.name, self.info.headers)
         info = self.info
@@ -293,7 +290,7 @@ class ObjectReader(AsyncResource):
         return b"".join([chunk async for chunk in self])
 
     async def _exit(self, error: BaseException | None) -> None:
-        self._store._js.check_loop()  # the feed's task can only be stopped from its own loop
+        self._store.js.check_loop()  # the feed's task can only be stopped from its own loop
         await self._feed.close()  # a failure after the read ended is moot
         await self._consumer.close()
 

@@ -21,14 +21,18 @@ JetStreamError
 
 from __future__ import annotations
 
+import functools
+
 from jetstream import (
     ClientValidationError,
     FastBatchError,
+    JetStream,
     JetStreamError,
     MessageNotFoundError,
     StreamExistsError,
     StreamNotFoundError,
 )
+from jetstream._missing_stream import MissingStream
 
 __all__ = [
     "DigestMismatchError",
@@ -46,6 +50,7 @@ __all__ = [
     "StoreNotFoundError",
     "UnreadableSourceError",
     "UploadFailedError",
+    "missing_store",
 ]
 
 
@@ -144,3 +149,11 @@ class DuplicateObjectNameError(ClientValidationError):
     def __init__(self, message: str, names: tuple[str, ...]) -> None:
         super().__init__(message)
         self.names = names
+
+
+def missing_store(js: JetStream, store: str) -> MissingStream:
+    """The object store layer's one translator of a missing store: around any operation on
+    ``store``, "stream not found" (and a 503 confirmed to mean it) becomes
+    :class:`StoreNotFoundError` naming it (see :class:`jetstream._missing_stream.MissingStream`)."""
+    stream = f"OBJ_{store}"  # as _models.stream_name (importing it here would be circular)
+    return MissingStream(js, stream, functools.partial(StoreNotFoundError, store))

@@ -9,15 +9,12 @@ bound. Reads here follow at most :data:`MAX_LINK_DEPTH` links and refuse loops, 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import Protocol, TypeVar
 
 from jetstream import ClientValidationError
 
 from ._errors import ObjectLinkError
 from ._models import ObjectInfo
-
-if TYPE_CHECKING:
-    from ._store import ObjectStore
 
 __all__ = ["MAX_LINK_DEPTH", "follow_links"]
 
@@ -25,11 +22,23 @@ MAX_LINK_DEPTH = 8
 """Links a read follows from the name it was given to the object it reads."""
 
 
+class _Store(Protocol):
+    """What following links needs of a store: its name and its objects' records."""
+
+    @property
+    def name(self) -> str: ...
+
+    async def info(self, name: str) -> ObjectInfo: ...
+
+
+S = TypeVar("S", bound=_Store)
+
+
 async def follow_links(
-    store: ObjectStore,
+    store: S,
     info: ObjectInfo,
-    open_store: Callable[[ObjectStore, str], Awaitable[ObjectStore]],
-) -> tuple[ObjectStore, ObjectInfo]:
+    open_store: Callable[[S, str], Awaitable[S]],
+) -> tuple[S, ObjectInfo]:
     """The store and record of the object ``info`` leads to (itself when not a link).
     ``open_store(current, name)`` opens another store a link points into.
 

@@ -1,13 +1,16 @@
-"""Creating, opening, deleting and listing object stores."""
+"""Creating, opening, updating, deleting and listing object stores."""
 
 from __future__ import annotations
 
 import dataclasses
 import logging
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Literal, TypedDict, Unpack
+
+import msgspec
 
 from jetstream import (
+    DurationValue,
     Feature,
     JetStream,
     Keyring,
@@ -16,15 +19,37 @@ from jetstream import (
 )
 from jetstream._shared_config import valid_bucket_names
 
+from ._core import store_info
 from ._encryption import cipher_for
-from ._errors import StoreExistsError
-from ._missing import missing_store
-from ._models import StoreConfig, stream_config_for_store, stream_name
-from ._store import ObjectStore, open_store, store_info
+from ._errors import StoreExistsError, missing_store
+from ._models import StoreConfig, store_config_from_stream, stream_config_for_store, stream_name
+from ._store import ObjectStore, bound_store, open_store
 
-__all__ = ["create_store", "delete_store", "list_stores", "open_store", "store_info"]
+__all__ = [
+    "StoreOptions",
+    "create_store",
+    "delete_store",
+    "list_stores",
+    "open_store",
+    "store_info",
+    "update_store",
+]
 
 _log = logging.getLogger("objstore")
+
+
+class StoreOptions(TypedDict, total=False):
+    """Keyword options of :func:`create_store` / :func:`update_store`: the fields of
+    :class:`StoreConfig`."""
+
+    description: str
+    max_age: DurationValue | None
+    marker_ttl: DurationValue | None
+    max_bytes: int
+    storage: Literal["file", "memory"]
+    replicas: int
+    compression: bool
+    metadata: dict[str, str]
 
 
 async def create_store(
@@ -34,7 +59,7 @@ async def create_store(
     *,
     encryption: Keyring | None = None,
     allow_plaintext: bool = False,
-    **options: Any,
+    **options: Unpack[StoreOptions],
 ) -> ObjectStore:
     """Create an object store (``OBJ_<name>``) with fast ingest (server 2.14+) and per-object
     TTL; give a :class:`StoreConfig` or its fields as keywords. Creating the same store again
@@ -51,11 +76,7 @@ async def create_store(
     """
     validate_bucket_name(name)
     cipher_for(encryption, allow_plaintext)
-    config = (
-        dataclasses.replace(config or StoreConfig(), **options)
-        if options
-        else (config or StoreConfig())
-    )
+    config = _merge(config or StoreConfig(), options)
     await js.require(Feature.FAST_INGEST)
     try:
         await js.add_stream(stream_config_for_store(name, config, allow_batched=True))
@@ -72,6 +93,51 @@ async def create_store(
         encryption=encryption,
         allow_plaintext=allow_plaintext,
     )
+
+
+async def update_store(
+    js: JetStream,
+    name: str,
+    config: StoreConfig | None = None,
+    **options: Unpack[StoreOptions],
+) -> ObjectStore:
+    """Change a store's configuration (its objects stay); fields not given keep their current
+    value. Give a :class:`StoreConfig` or its fields as keywords (``max_bytes=``,
+    ``description=``, ``max_age=``, ``replicas=``, ``compression=``, ``marker_ttl=``,
+    ``metadata=``). Settings we do not model (placement, sources, fast ingest, direct get)
+    are preserved; the server refuses what it cannot change (the storage type). Returns a
+    handle without encryption (open the store again with ``encryption=`` for one).
+
+    Raises:
+        InvalidBucketNameError, InvalidBucketConfigError: bad input; nothing is sent.
+        StoreNotFoundError: no such store (also deleted meanwhile).
+        InvalidStreamConfigError: the server refused the change (e.g. the storage type, or
+            ``marker_ttl`` on a store made without per-message TTL).
+    """
+    current = await store_info(js, name)
+    merged = _merge(config or store_config_from_stream(current.config), options)
+    ours = stream_config_for_store(name, merged, allow_batched=current.config.allow_batched)
+    changed = {field: getattr(ours, field) for field in _STORE_STREAM_FIELDS}
+    # The server's own metadata (_nats.*) is its to keep; ours replaces the rest.
+    server_keys = {
+        k: v for k, v in (current.config.metadata or {}).items() if k.startswith("_nats.")
+    }
+    changed["metadata"] = {**server_keys, **(ours.metadata or {})} or None
+    updated = msgspec.structs.replace(current.config, **changed)
+    async with missing_store(js, name):  # deleted since it was read
+        info = await js.update_stream(updated)
+    return bound_store(js, name, info)
+
+
+_STORE_STREAM_FIELDS = (
+    "description",
+    "max_age",
+    "max_bytes",
+    "storage",
+    "num_replicas",
+    "compression",
+    "subject_delete_marker_ttl",
+)
 
 
 async def delete_store(js: JetStream, name: str) -> None:
@@ -94,3 +160,7 @@ async def list_stores(js: JetStream) -> AsyncIterator[str]:
     """
     async for name in valid_bucket_names(js.stream_names(subject="$O.*.M.>"), "OBJ_", _log):
         yield name
+
+
+def _merge(config: StoreConfig, options: StoreOptions) -> StoreConfig:
+    return dataclasses.replace(config, **options) if options else config  # type: ignore[arg-type]

@@ -17,12 +17,13 @@ from jetstream import (
 from jetstream._errors import check_count
 from jetstream._hidden_payload import PayloadHidden
 
+from ._checks import check_chunk_size
 from ._encryption import cipher_for
 from ._errors import DuplicateObjectNameError, StoreNotFoundError
 from ._manage import open_store
 from ._models import DEFAULT_CHUNK_SIZE
 from ._paths import check_root, open_under_root
-from ._store import ObjectStore, check_chunk_size
+from ._store import ObjectStore
 
 __all__ = ["UploadItem", "UploadOutcome", "upload_many"]
 

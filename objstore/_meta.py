@@ -25,7 +25,6 @@ import dataclasses
 import math
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -44,19 +43,16 @@ from jetstream import (
 )
 from jetstream import headers as hdr
 
+from ._core import StoreCore
 from ._errors import InvalidObjectMetaError, InvalidObjectNameError, ObjectChangedError
 from ._finish import CallerGone, stop_if_gone
-from ._models import ObjectInfo, decode_info, encode_info, meta_subject, name_from_meta_subject
-from ._trust import check_record
-
-if TYPE_CHECKING:
-    from ._store import ObjectStore
+from ._models import ObjectInfo, encode_info, meta_subject
+from ._trust import info_from_message
 
 __all__ = [
     "MetaRecord",
     "attempts",
     "check_record_fits",
-    "info_from_message",
     "read_record",
     "remaining_ttl",
     "replace_record",
@@ -98,31 +94,6 @@ def attempts(what: str) -> Iterator[int]:
     )
 
 
-def info_from_message(store: str, subject: str, data: bytes, headers: dict[str, str]) -> ObjectInfo:
-    """The ObjectInfo of a stored meta message, checked (any peer may have written it); an
-    empty payload (a server expiry marker, or a purge marker) reads as a deleted object.
-
-    Raises:
-        InvalidObjectMetaError: the payload is not an ADR-20 meta record, or one whose fields
-            cannot be trusted (see :func:`objstore._trust.check_record`).
-    """
-    name = name_from_meta_subject(subject)
-    if data:
-        info = decode_info(data, name=name, bucket=store)
-        check_record(info, store=store, subject_name=name)
-        return info
-    return ObjectInfo(
-        name=name,
-        bucket=store,
-        nuid="",
-        size=0,
-        mtime="",
-        chunks=0,
-        deleted=True,
-        expired=hdr.MARKER_REASON in headers,
-    )
-
-
 def remaining_ttl(message: StoredMessage, now: datetime | None = None) -> dict[str, str] | None:
     """The ``Nats-TTL`` header a rewrite of ``message`` carries so it expires when ``message``
     would have: ``{}`` without a TTL, None when less than a second is left.
@@ -144,7 +115,7 @@ def remaining_ttl(message: StoredMessage, now: datetime | None = None) -> dict[s
     return {hdr.TTL: format_ttl(left)} if left >= 1 else None
 
 
-async def read_record(store: ObjectStore, name: str, *, strict: bool = True) -> MetaRecord | None:
+async def read_record(store: StoreCore, name: str, *, strict: bool = True) -> MetaRecord | None:
     """The newest record of ``name`` read from the stream leader (a replica may lag, and the
     sequence is what the next write is conditional on); None if the subject is empty.
     Without ``strict`` an unreadable record reads as a deleted one (to be written over).
@@ -154,7 +125,7 @@ async def read_record(store: ObjectStore, name: str, *, strict: bool = True) -> 
             read failed.
     """
     try:
-        message = await store._js.get_last_message(
+        message = await store.js.get_last_message(
             store.stream, meta_subject(store.name, name), direct=False
         )
     except MessageNotFoundError:
@@ -173,7 +144,7 @@ async def read_record(store: ObjectStore, name: str, *, strict: bool = True) -> 
 
 
 async def write_record(
-    store: ObjectStore, info: ObjectInfo, ttl_headers: dict[str, str], *, expected: int, msg_id: str
+    store: StoreCore, info: ObjectInfo, ttl_headers: dict[str, str], *, expected: int, msg_id: str
 ) -> int:
     """Store ``info`` as the record of its name if the subject's last sequence is still
     ``expected`` (0: no record); returns its sequence.
@@ -184,7 +155,7 @@ async def write_record(
     """
     subject = meta_subject(store.name, info.name)
     headers = _record_headers(ttl_headers, expected)
-    ack = await store._js.publish(subject, encode_info(info), headers=headers, msg_id=msg_id)
+    ack = await store.js.publish(subject, encode_info(info), headers=headers, msg_id=msg_id)
     return ack.seq
 
 
@@ -196,7 +167,7 @@ def _record_headers(ttl_headers: dict[str, str], expected: int) -> dict[str, str
     }
 
 
-def check_record_fits(store: ObjectStore, draft: ObjectInfo, ttl_headers: dict[str, str]) -> None:
+def check_record_fits(store: StoreCore, draft: ObjectInfo, ttl_headers: dict[str, str]) -> None:
     """Refuse, before any chunk is sent, an upload whose record would not fit the server's
     max_payload once it is done: ``draft`` with the fields the upload fills in (size, chunks,
     digest, time) and the write's headers at their longest. A record within a few dozen bytes
@@ -213,13 +184,13 @@ def check_record_fits(store: ObjectStore, draft: ObjectInfo, ttl_headers: dict[s
     headers[hdr.MSG_ID] = f"{draft.nuid}-{_ATTEMPTS}"  # replace_record's retries add "-N"
     subject = meta_subject(store.name, draft.name)
     try:
-        check_subject_length(store._js.nc, subject)
+        check_subject_length(store.js.nc, subject)
     except ClientValidationError as exc:
         raise InvalidObjectNameError(
             f"object name of {len(draft.name.encode())} bytes is too long to store: {exc}"
         ) from None
     try:
-        check_message_size(store._js.nc, subject, headers, len(encode_info(longest)))
+        check_message_size(store.js.nc, subject, headers, len(encode_info(longest)))
     except ValueTooLargeError as exc:
         raise ValueTooLargeError(
             f"the meta record of object {draft.name[:80]!r} (name, description, headers and "
@@ -233,7 +204,7 @@ _LONGEST_MTIME = "2006-01-02T15:04:05.999999999Z"
 
 
 async def replace_record(
-    store: ObjectStore,
+    store: StoreCore,
     info: ObjectInfo,
     ttl_headers: dict[str, str],
     *,

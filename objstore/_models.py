@@ -41,6 +41,9 @@ class ObjectLink(msgspec.Struct, omit_defaults=True):
 
 
 class ObjectMetaOptions(msgspec.Struct, omit_defaults=True):
+    """The ``options`` of a meta record (ADR-20): the ``link`` a link record points to, and
+    the ``max_chunk_size`` the writer used."""
+
     link: ObjectLink | None = None
     max_chunk_size: int = 0
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
 
 from jetstream import (
     DecryptionError,
@@ -22,31 +21,29 @@ from jetstream import (
     WrongLastSequenceError,
 )
 
+from ._core import StoreCore
 from ._download import ObjectReader
+from ._encryption import ChunkCipher
 from ._errors import ObjectNotFoundError, UploadFailedError
 from ._meta import MetaRecord, read_record
 from ._models import DEFAULT_CHUNK_SIZE, ObjectInfo, chunk_subject
 from ._upload import upload
-
-if TYPE_CHECKING:
-    from ._encryption import ChunkCipher
-    from ._store import ObjectStore
 
 __all__ = ["rekey_store"]
 
 _log = logging.getLogger("objstore")
 
 
-async def rekey_store(store: ObjectStore, cipher: ChunkCipher) -> RekeyReport:
+async def rekey_store(store: StoreCore, cipher: ChunkCipher) -> RekeyReport:
     """Rewrite every live object not sealed with ``cipher``'s primary key (see module docs)."""
-    names = [info.name async for info in store.list()]  # first, so our writes are not listed
+    names = [info.name async for info in store.infos(include_deleted=False)]  # first: not ours
     report = RekeyReport()
     for name in names:
         report += await _rekey_object(store, cipher, name)
     return report
 
 
-async def _rekey_object(store: ObjectStore, cipher: ChunkCipher, name: str) -> RekeyReport:
+async def _rekey_object(store: StoreCore, cipher: ChunkCipher, name: str) -> RekeyReport:
     record = await read_record(store, name, strict=False)
     if record is None or not record.live:
         return RekeyReport(changed=1)  # deleted (or expiring) since it was listed
@@ -65,7 +62,7 @@ async def _rekey_object(store: ObjectStore, cipher: ChunkCipher, name: str) -> R
     return await _reupload(store, record)
 
 
-async def _key_id(store: ObjectStore, cipher: ChunkCipher, info: ObjectInfo) -> str | None:
+async def _key_id(store: StoreCore, cipher: ChunkCipher, info: ObjectInfo) -> str | None:
     """The key id of the object's first chunk (None: plain, or no chunks).
 
     Raises:
@@ -74,13 +71,13 @@ async def _key_id(store: ObjectStore, cipher: ChunkCipher, info: ObjectInfo) -> 
     if info.chunks == 0:
         return None
     subject = chunk_subject(store.name, info.nuid)
-    first = await store._js.get_next_message(store.stream, subject, 1, direct=False)
+    first = await store.js.get_next_message(store.stream, subject, 1, direct=False)
     return cipher.keyring.key_id_of(first.headers)
 
 
-async def _reupload(store: ObjectStore, record: MetaRecord) -> RekeyReport:
+async def _reupload(store: StoreCore, record: MetaRecord) -> RekeyReport:
     info = record.info
-    chunk_size = min(DEFAULT_CHUNK_SIZE, store._chunk_room(record.ttl_headers))
+    chunk_size = min(DEFAULT_CHUNK_SIZE, store.chunk_room(record.ttl_headers))
     try:
         await upload(
             store,
@@ -108,7 +105,7 @@ async def _reupload(store: ObjectStore, record: MetaRecord) -> RekeyReport:
     return RekeyReport(rekeyed=1)
 
 
-async def _plaintext(store: ObjectStore, info: ObjectInfo) -> AsyncIterator[bytes]:
+async def _plaintext(store: StoreCore, info: ObjectInfo) -> AsyncIterator[bytes]:
     """The object's plaintext, chunk by chunk, digest and authentication checked."""
     async with ObjectReader(store, info) as reader:
         async for chunk in reader:

@@ -3,90 +3,56 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
-from collections.abc import AsyncIterator, Callable
-from datetime import UTC, datetime, timedelta
-
-from nats.nuid import NUID
+from collections.abc import AsyncIterator
+from datetime import timedelta
 
 from jetstream import (
     ClientValidationError,
     JetStream,
     Keyring,
-    MessageNotFoundError,
     OrderedConsumer,
     RekeyReport,
     RequestTimeoutError,
-    StoredMessage,
     StreamInfo,
     TTLValue,
-    WrongLastSequenceError,
     format_ttl,
-    parse_ttl_at_least,
-    payload_room,
-    scan_stream,
     validate_bucket_name,
 )
 from jetstream import headers as hdr
-from jetstream._errors import check_count
-from jetstream._wire_text import utf8_or_none
 
+from ._checks import check_chunk_size, check_record_text, validate_object_name
+from ._cleanup import remove_orphans
+from ._core import StoreCore, store_info
 from ._download import DEFAULT_STALL_TIMEOUT, ObjectReader, check_stall_timeout
-from ._encryption import OVERHEAD, cipher_for
+from ._encryption import cipher_for
 from ._errors import (
-    InvalidObjectMetaError,
-    InvalidObjectNameError,
-    ObjectExistsError,
     ObjectNotFoundError,
-    StoreNotFoundError,
 )
 from ._files import check_target, save_to_file
-from ._finish import CallerGone, run_attempts_to_end, stop_if_gone
+from ._finish import run_attempts_to_end
 from ._io import Source
 from ._links import follow_links
-from ._meta import MetaRecord, attempts, info_from_message, read_record, write_record
-from ._missing import missing_store
 from ._models import (
     DEFAULT_CHUNK_SIZE,
     ObjectInfo,
     ObjectLink,
-    ObjectMetaOptions,
     StoreStatus,
-    chunk_subject,
-    meta_subject,
     now_rfc3339,
     store_config_from_stream,
-    stream_name,
 )
 from ._rekey import rekey_store
-from ._trust import is_literal_token
+from ._rewrites import delete_object, rename, update_in_place, write_link
 from ._upload import Progress, upload
 
-__all__ = ["ObjectStore", "open_store", "store_info", "validate_object_name"]
-
-_log = logging.getLogger(__name__)
+__all__ = ["ObjectStore", "bound_store", "open_store"]
 
 _MAX_CHUNK_SIZE = 8 * 1024 * 1024
 
 
-def check_chunk_size(chunk_size: object) -> int:
-    """Raises WrongTypeError (not an int) or ClientValidationError (not 1..8 MiB)."""
-    return check_count(chunk_size, "chunk_size", 1, _MAX_CHUNK_SIZE)
-
-
 _DEFAULT_CLEANUP_AGE = timedelta(minutes=1)
 _log = logging.getLogger("objstore")
-
-
-def validate_object_name(name: str) -> None:
-    """Raises InvalidObjectNameError: not a str, empty, or not text UTF-8 can carry (a lone
-    surrogate, as ``json.loads`` or a file name's undecodable bytes give)."""
-    if not isinstance(name, str) or not name:
-        raise InvalidObjectNameError(f"object names are non-empty strings: {name!r}")
-    if utf8_or_none(name) is None:
-        raise InvalidObjectNameError(f"object name {name!r} is not UTF-8 text")
 
 
 class ObjectStore:
@@ -137,26 +103,39 @@ class ObjectStore:
         encryption: Keyring | None = None,
         allow_plaintext: bool = False,
     ) -> None:
-        self._cipher = cipher_for(encryption, allow_plaintext)
-        self._js = js
-        self.name = name
-        self.stream = stream_name(name)
-        self._direct = direct
-        self._marker_ttl = marker_ttl
-        self._batched = batched  # the stream's allow_batched; None until checked
-        self._fallback_logged = False
-        # Every operation that reaches the server runs in it: a store deleted by anyone is
-        # StoreNotFoundError naming it, whatever the server answered (10059, or a 503).
-        self._missing = missing_store(js, name)
+        self._core = StoreCore(
+            js,
+            name,
+            direct=direct,
+            marker_ttl=marker_ttl,
+            batched=batched,
+            encryption=encryption,
+            allow_plaintext=allow_plaintext,
+        )
+
+    @property
+    def name(self) -> str:
+        """The store name."""
+        return self._core.name
+
+    @property
+    def stream(self) -> str:
+        """The backing stream, ``OBJ_<name>``."""
+        return self._core.stream
+
+    @property
+    def js(self) -> JetStream:
+        """The JetStream context this handle reads and writes through."""
+        return self._core.js
 
     def __repr__(self) -> str:
-        enc = f" encryption={self._cipher.keyring!r}" if self._cipher is not None else ""
+        enc = f" encryption={self._core.cipher.keyring!r}" if self._core.cipher is not None else ""
         return f"<ObjectStore {self.name!r}{enc}>"
 
     @property
     def encryption(self) -> Keyring | None:
         """The keyring objects are encrypted with (None: stored as given)."""
-        return None if self._cipher is None else self._cipher.keyring
+        return None if self._core.cipher is None else self._core.cipher.keyring
 
     # -- writing ------------------------------------------------------------------------------
 
@@ -206,14 +185,14 @@ class ObjectStore:
         """
         validate_object_name(name)
         chunk_size = check_chunk_size(chunk_size)
-        _check_record_text(description, meta, headers)
-        ttl_headers = {hdr.TTL: format_ttl(self._checked_ttl(ttl))} if ttl is not None else {}
+        check_record_text(description, meta, headers)
+        ttl_headers = {hdr.TTL: format_ttl(self._core.checked_ttl(ttl))} if ttl is not None else {}
         # A chunk and its headers must fit the server's max_payload (it would drop the
         # connection otherwise): shrink the chunks to fit (sealed chunks are larger).
-        chunk_size = min(chunk_size, self._chunk_room(ttl_headers))
-        async with self._missing:
+        chunk_size = min(chunk_size, self._core.chunk_room(ttl_headers))
+        async with self._core.missing:
             return await upload(
-                self,
+                self._core,
                 name,
                 source,
                 ttl_headers=ttl_headers,
@@ -223,30 +202,6 @@ class ObjectStore:
                 metadata=meta,
                 progress=progress,
             )
-
-    def _chunk_room(self, ttl_headers: dict[str, str]) -> int:
-        """The largest (plaintext) chunk that fits the server's max_payload when stored."""
-        if self._cipher is None:
-            return payload_room(self._js.nc, ttl_headers)
-        sealed = {**ttl_headers, **self._cipher.chunk_headers()}
-        return payload_room(self._js.nc, sealed) - OVERHEAD
-
-    async def _fast_ingest(self) -> bool:
-        """Whether uploads may use fast ingest: the stream's ``allow_batched``, looked up once
-        per store (stores made by other clients lack it: uploads then use acked publishes)."""
-        if self._batched is None:
-            self._batched = (await store_info(self._js, self.name)).config.allow_batched
-        if not self._batched and not self._fallback_logged:
-            self._fallback_logged = True
-            _log.info(
-                "object store %r has no allow_batched (made by another client): uploads use "
-                "acked publishes in a bounded window instead of fast ingest",
-                self.name,
-            )
-        return self._batched
-
-    def _checked_ttl(self, ttl: TTLValue) -> int:
-        return parse_ttl_at_least(ttl, self._marker_ttl, owner=f"store {self.name!r}")
 
     async def delete(self, name: str) -> None:
         """Delete an object: a ``deleted`` meta record replaces it (only if it is still the
@@ -267,50 +222,10 @@ class ObjectStore:
         """
         validate_object_name(name)
         # Run to the end even if cancelled: a tombstone without the purge would orphan chunks.
-        async with self._missing:
-            await run_attempts_to_end(lambda caller_gone: self._delete(name, caller_gone))
-
-    async def _delete(self, name: str, caller_gone: CallerGone) -> None:
-        for attempt in attempts(f"delete of {name!r}"):
-            record = await read_record(self, name, strict=False)
-            if record is None or (record.readable and not record.live):
-                raise ObjectNotFoundError(name)
-            stop_if_gone(attempt, caller_gone, f"delete of {name!r}")
-            try:
-                await self._tombstone(record)
-            except WrongLastSequenceError:
-                continue  # replaced meanwhile: delete what is there now
-            if not record.readable:
-                # Nothing is purged on the word of a record that failed its checks (a nuid
-                # of ">" would name every object's chunks); cleanup() finds its chunks.
-                _log.warning("store %r: deleted the unreadable meta record of %r", self.name, name)
-            elif not record.info.is_link and record.info.nuid:
-                await self._js.purge_stream(
-                    self.stream, subject=chunk_subject(self.name, record.info.nuid)
-                )
-            return
-
-    async def _live_record(self, name: str) -> MetaRecord:
-        record = await read_record(self, name)
-        if record is None or not record.live:
-            raise ObjectNotFoundError(name)
-        return record
-
-    async def _tombstone(self, record: MetaRecord) -> int:
-        """Replace ``record`` by a ``deleted`` one (same TTL left), if it is still the newest."""
-        info = record.info
-        tombstone = ObjectInfo(
-            name=info.name,
-            bucket=self.name,
-            nuid=info.nuid,
-            size=0,
-            mtime=now_rfc3339(),
-            chunks=0,
-            deleted=True,
-        )
-        return await write_record(
-            self, tombstone, record.ttl_headers, expected=record.seq, msg_id=_msg_id()
-        )
+        async with self._core.missing:
+            await run_attempts_to_end(
+                lambda caller_gone: delete_object(self._core, name, caller_gone)
+            )
 
     async def update_meta(
         self,
@@ -342,7 +257,7 @@ class ObjectStore:
             StoreNotFoundError: the store was deleted (by any client).
         """
         validate_object_name(name)
-        _check_record_text(description, meta, headers)
+        check_record_text(description, meta, headers)
         target = new_name if new_name is not None else name
         validate_object_name(target)
 
@@ -361,79 +276,13 @@ class ObjectStore:
                 options=info.options,
             )
 
-        async with self._missing:
+        async with self._core.missing:
             if target == name:
-                return await self._update_in_place(name, change)
+                return await update_in_place(self._core, name, change)
             # Run to the end even if cancelled: never a copy without the source's tombstone.
             return await run_attempts_to_end(
-                lambda caller_gone: self._rename(name, target, change, caller_gone)
+                lambda caller_gone: rename(self._core, name, target, change, caller_gone)
             )
-
-    async def _update_in_place(
-        self, name: str, change: Callable[[ObjectInfo], ObjectInfo]
-    ) -> ObjectInfo:
-        for _ in attempts(f"update of {name!r}"):
-            record = await self._live_record(name)
-            updated = change(record.info)
-            try:
-                await write_record(
-                    self, updated, record.ttl_headers, expected=record.seq, msg_id=_msg_id()
-                )
-            except WrongLastSequenceError:
-                continue
-            return updated
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    async def _rename(
-        self,
-        name: str,
-        target: str,
-        change: Callable[[ObjectInfo], ObjectInfo],
-        caller_gone: CallerGone,
-    ) -> ObjectInfo:
-        for attempt in attempts(f"rename of {name!r} to {target!r}"):
-            source = await self._live_record(name)
-            taken = await read_record(self, target)
-            if taken is not None and not taken.info.deleted:
-                raise ObjectExistsError(f"an object named {target!r} exists")
-            stop_if_gone(attempt, caller_gone, f"rename of {name!r} to {target!r}")
-            renamed = change(source.info)
-            try:  # the copy first: a crash after it leaves two names, not none
-                copy_seq = await write_record(
-                    self,
-                    renamed,
-                    source.ttl_headers,
-                    expected=taken.seq if taken is not None else 0,
-                    msg_id=_msg_id(),
-                )
-            except WrongLastSequenceError:
-                continue  # target written meanwhile: check again whether it is free
-            try:
-                await self._tombstone(source)
-            except WrongLastSequenceError:
-                # The source changed after the copy (a put may have purged the copied chunks):
-                # withdraw the copy and start over.
-                copy = MetaRecord(info=renamed, seq=copy_seq, ttl_headers=source.ttl_headers)
-                await self._withdraw(copy)
-                continue
-            return renamed
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    async def _withdraw(self, copy: MetaRecord) -> None:
-        """Tombstone a rename's copy, also after someone updated it meanwhile (an
-        ``update_meta`` of the new name): as long as the name still holds the copied chunks it
-        is the copy, and left alone it would share them with the source, whose next put
-        purges them. A name replaced by a put (other chunks) or deleted is left as it is."""
-        nuid = copy.info.nuid
-        for _ in attempts(f"withdrawal of the copy {copy.info.name!r}"):
-            try:
-                await self._tombstone(copy)
-                return
-            except WrongLastSequenceError:
-                current = await read_record(self, copy.info.name, strict=False)
-                if current is None or not current.live or current.info.nuid != nuid:
-                    return
-                copy = current
 
     async def add_link(self, name: str, target: str | ObjectInfo) -> ObjectInfo:
         """Make ``name`` a link to another object (of this store, or of another when
@@ -469,30 +318,8 @@ class ObjectStore:
         return await self._write_link(name, ObjectLink(bucket=store.name))
 
     async def _write_link(self, name: str, link: ObjectLink) -> ObjectInfo:
-        async with self._missing:
-            return await self._write_link_record(name, link)
-
-    async def _write_link_record(self, name: str, link: ObjectLink) -> ObjectInfo:
-        for _ in attempts(f"link {name!r}"):
-            existing = await read_record(self, name)
-            if existing is not None and existing.live and not existing.info.is_link:
-                raise ObjectExistsError(f"{name!r} is an object, not a link")
-            info = ObjectInfo(
-                name=name,
-                bucket=self.name,
-                nuid=_msg_id(),
-                size=0,
-                mtime=now_rfc3339(),
-                chunks=0,
-                options=ObjectMetaOptions(link=link),
-            )
-            expected = existing.seq if existing is not None else 0
-            try:  # a link is a record of its own: no TTL carried over
-                await write_record(self, info, {}, expected=expected, msg_id=_msg_id())
-            except WrongLastSequenceError:
-                continue
-            return info
-        raise AssertionError("unreachable")  # pragma: no cover
+        async with self._core.missing:
+            return await write_link(self._core, name, link)
 
     async def rekey(self) -> RekeyReport:
         """Re-encrypt every live object sealed with a key other than the keyring's primary
@@ -508,10 +335,10 @@ class ObjectStore:
             StoreNotFoundError: the store was deleted (by any client).
             JetStreamError: a listing, read or upload failed (run it again to continue).
         """
-        if self._cipher is None:
+        if self._core.cipher is None:
             raise ClientValidationError(f"store {self.name!r} was opened without encryption=")
-        async with self._missing:
-            return await rekey_store(self, self._cipher)
+        async with self._core.missing:
+            return await rekey_store(self._core, self._core.cipher)
 
     async def seal(self) -> None:
         """Make the store read-only, for good.
@@ -519,10 +346,10 @@ class ObjectStore:
         Raises:
             StoreNotFoundError: the store was deleted (by any client).
         """
-        async with self._missing:
-            info = await self._js.stream_info(self.stream)
+        async with self._core.missing:
+            info = await self._core.js.stream_info(self.stream)
             info.config.sealed = True
-            await self._js.update_stream(info.config)
+            await self._core.js.update_stream(info.config)
 
     async def cleanup(self, *, older_than: timedelta = _DEFAULT_CLEANUP_AGE) -> int:
         """Remove chunks no meta record refers to (left by a crashed or killed uploader) whose
@@ -534,31 +361,8 @@ class ObjectStore:
             JetStreamError: the store could not be scanned or purged.
             StoreNotFoundError: the store was deleted (by any client).
         """
-        async with self._missing:
-            return await self._remove_orphans(older_than)
-
-    async def _remove_orphans(self, older_than: timedelta) -> int:
-        referenced = await self._referenced_nuids()
-        if referenced is None:
-            return 0
-        now = datetime.now(UTC)
-        orphans = []
-        prefix = f"$O.{self.name}.C."
-        async for message in scan_stream(self._js, self.stream, [f"{prefix}>"], headers_only=True):
-            nuid = message.subject[len(prefix) :]
-            if not is_literal_token(nuid):
-                # A peer may store chunks on a literal `$O.<s>.C.>` (or `*`, or several
-                # tokens): as a purge filter that subject would cover every object's chunks.
-                _log.warning(
-                    "store %r: cleanup leaves the chunk on %r (not one literal token)",
-                    self.name,
-                    message.subject,
-                )
-            elif nuid not in referenced and now - message.time >= older_than:
-                orphans.append(message.subject)
-        for subject in orphans:
-            await self._js.purge_stream(self.stream, subject=subject)
-        return len(orphans)
+        async with self._core.missing:
+            return await remove_orphans(self._core, older_than)
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -571,8 +375,8 @@ class ObjectStore:
             StoreNotFoundError: the store was deleted (by any client).
         """
         validate_object_name(name)
-        async with self._missing:
-            info = await self._current_info(name, include_deleted=include_deleted)
+        async with self._core.missing:
+            info = await self._core.current_info(name, include_deleted=include_deleted)
         if info is None:
             raise ObjectNotFoundError(name)
         return info
@@ -650,14 +454,14 @@ class ObjectStore:
 
     async def list(self, *, include_deleted: bool = False) -> AsyncIterator[ObjectInfo]:
         """Every object's meta record (deleted ones only with ``include_deleted``); unreadable
-        records are skipped with a warning on the ``objstore._store`` logger.
+        records are skipped with a warning on the ``objstore`` logger.
 
         Raises:
             JetStreamError: the store could not be scanned.
             StoreNotFoundError: the store was deleted, also while it was listed.
         """
-        async with self._missing:
-            async for info in self._infos(include_deleted=include_deleted):
+        async with self._core.missing:
+            async for info in self._core.infos(include_deleted=include_deleted):
                 yield info
 
     async def status(self) -> StoreStatus:
@@ -666,7 +470,7 @@ class ObjectStore:
         Raises:
             StoreNotFoundError: the store was deleted (by any client).
         """
-        info = await store_info(self._js, self.name)
+        info = await store_info(self._core.js, self.name)
         return StoreStatus(
             store=self.name,
             size=info.state.bytes,
@@ -692,88 +496,17 @@ class ObjectStore:
             raise ClientValidationError("include_history and updates_only exclude each other")
         policy = "all" if include_history else "new" if updates_only else "last_per_subject"
         consumer = OrderedConsumer(
-            self._js,
+            self._core.js,
             self.stream,
             filter_subjects=[f"$O.{self.name}.M.>"],
             deliver_policy=policy,
             detect_recreation=True,  # a watch never goes on in a store created again
         )
-        async with self._missing, consumer:
+        async with self._core.missing, consumer:
             async for message in consumer:
-                info = self._readable(message.subject, message.data, message.headers)
+                info = self._core.readable(message.subject, message.data, message.headers)
                 if info is not None:
                     yield info
-
-    # -- internals ----------------------------------------------------------------------------
-
-    async def _current_info(self, name: str, *, include_deleted: bool = False) -> ObjectInfo | None:
-        try:
-            message = await self._js.get_last_message(
-                self.stream, meta_subject(self.name, name), direct=None if self._direct else False
-            )
-        except MessageNotFoundError:
-            return None
-        info = info_from_message(self.name, message.subject, message.data, message.headers)
-        if info.deleted and not include_deleted:
-            return None
-        return info
-
-    async def _referenced_nuids(self) -> set[str] | None:
-        """Every nuid a meta record keeps alive; None (and a warning) if a record is unreadable
-        beyond telling its nuid: it might refer to any chunks, so none may be removed."""
-        referenced: set[str] = set()
-        unreadable: list[str] = []
-        async for message in scan_stream(self._js, self.stream, [f"$O.{self.name}.M.>"]):
-            nuid = _referenced_nuid(self.name, message)
-            if nuid is None:
-                unreadable.append(message.subject)
-            else:
-                referenced.add(nuid)
-        if unreadable:
-            _log.warning(
-                "store %r: cleanup removes nothing while meta records are unreadable "
-                "(they may refer to any chunks): %s",
-                self.name,
-                ", ".join(unreadable),
-            )
-            return None
-        return referenced
-
-    def _readable(self, subject: str, data: bytes, headers: dict[str, str]) -> ObjectInfo | None:
-        """For listings: a record nobody can read is skipped with a warning, never fatal."""
-        try:
-            return info_from_message(self.name, subject, data, headers)
-        except InvalidObjectMetaError as exc:
-            _log.warning(
-                "store %r: skipping the unreadable meta record on %s: %s", self.name, subject, exc
-            )
-            return None
-
-    async def _infos(self, *, include_deleted: bool) -> AsyncIterator[ObjectInfo]:
-        async for message in scan_stream(self._js, self.stream, [f"$O.{self.name}.M.>"]):
-            info = self._readable(message.subject, message.data, message.headers)
-            if info is not None and (include_deleted or not info.deleted):
-                yield info
-
-
-def _msg_id() -> str:
-    return NUID().next().decode()
-
-
-def _referenced_nuid(store: str, message: StoredMessage) -> str | None:
-    """The chunks a meta record keeps alive ("" for none); None when it cannot be told."""
-    try:
-        info = info_from_message(store, message.subject, message.data, message.headers)
-    except InvalidObjectMetaError:
-        try:  # not ADR-20 as a whole: a nuid alone still says which chunks to keep
-            raw = json.loads(message.data)
-        except (ValueError, RecursionError):  # not JSON, or nested beyond the recursion limit
-            return None
-        nuid = raw.get("nuid") if isinstance(raw, dict) else None
-        if nuid == "" or (isinstance(nuid, str) and is_literal_token(nuid)):
-            return nuid
-        return None  # a nuid that is no literal token could mean any chunks
-    return "" if info.deleted else info.nuid
 
 
 class _OpeningReader:
@@ -797,7 +530,7 @@ class _OpeningReader:
                 f"object {self._name!r}: its meta record did not come within the "
                 f"stall_timeout of {self._stall_timeout:g}s"
             ) from None
-        self._reader = ObjectReader(store, info, stall_timeout=self._stall_timeout)
+        self._reader = ObjectReader(store._core, info, stall_timeout=self._stall_timeout)
         return await self._reader.__aenter__()
 
     async def __aexit__(self, *exc: object) -> None:
@@ -808,11 +541,11 @@ class _OpeningReader:
 async def _open_linked(current: ObjectStore, name: str) -> ObjectStore:
     # A link into another store reads it with this store's keys (its chunks are bound to
     # the store they are in, so the ring must hold the key they were sealed with).
-    cipher = current._cipher
+    cipher = current._core.cipher
     if cipher is None:
-        return await open_store(current._js, name)
+        return await open_store(current._core.js, name)
     return await open_store(
-        current._js, name, encryption=cipher.keyring, allow_plaintext=cipher.allow_plaintext
+        current._core.js, name, encryption=cipher.keyring, allow_plaintext=cipher.allow_plaintext
     )
 
 
@@ -825,29 +558,6 @@ def _keep_marker(
     if marker is None or hdr.ENCRYPTION in new:
         return new
     return {**new, hdr.ENCRYPTION: marker}
-
-
-def _check_record_text(
-    description: str | None, meta: dict[str, str] | None, headers: dict[str, list[str]] | None
-) -> None:
-    """Raises ClientValidationError: a field of the meta record of the wrong type, or a string
-    UTF-8 cannot carry (a lone surrogate)."""
-    if description is not None and not isinstance(description, str):
-        raise ClientValidationError(f"description must be a str: {description!r}")
-    if meta is not None and not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in meta.items()
-    ):
-        raise ClientValidationError("meta must map str to str")
-    if headers is not None and not all(
-        isinstance(k, str) and isinstance(v, list) and all(isinstance(x, str) for x in v)
-        for k, v in headers.items()
-    ):
-        raise ClientValidationError("headers must map str to a list of str")
-    texts = [description or "", *(meta or {}), *(meta or {}).values(), *(headers or {})]
-    texts += [value for values in (headers or {}).values() for value in values]
-    for text in texts:
-        if utf8_or_none(text) is None:
-            raise ClientValidationError(f"{text!r} holds a lone surrogate: not text")
 
 
 async def open_store(
@@ -875,27 +585,24 @@ async def open_store(
     """
     cipher_for(encryption, allow_plaintext)  # bad options: before anything is sent
     info = await store_info(js, name)
-    marker_ttl = store_config_from_stream(info.config).marker_ttl
+    return bound_store(js, name, info, encryption=encryption, allow_plaintext=allow_plaintext)
+
+
+def bound_store(
+    js: JetStream,
+    name: str,
+    info: StreamInfo,
+    *,
+    encryption: Keyring | None = None,
+    allow_plaintext: bool = False,
+) -> ObjectStore:
+    """A handle on the store whose stream ``info`` describes, with the options it records."""
     return ObjectStore(
         js,
         name,
         direct=info.config.allow_direct,
-        marker_ttl=marker_ttl,
+        marker_ttl=store_config_from_stream(info.config).marker_ttl,
         batched=info.config.allow_batched,
         encryption=encryption,
         allow_plaintext=allow_plaintext,
     )
-
-
-async def store_info(js: JetStream, name: str) -> StreamInfo:
-    """The stream info of a store.
-
-    Raises:
-        StoreNotFoundError: no such store, or a stream that is not an object store.
-    """
-    validate_bucket_name(name)
-    async with missing_store(js, name):
-        info = await js.stream_info(stream_name(name))
-    if f"$O.{name}.M.>" not in info.config.subjects:
-        raise StoreNotFoundError(name, f"stream {info.config.name!r} is not an object store")
-    return info

@@ -13,11 +13,12 @@ from __future__ import annotations
 import re
 
 from jetstream import InvalidBucketNameError, validate_bucket_name
+from jetstream import headers as hdr
 
 from ._errors import InvalidObjectMetaError
-from ._models import ObjectInfo
+from ._models import ObjectInfo, decode_info, name_from_meta_subject
 
-__all__ = ["check_readable", "check_record", "is_literal_token"]
+__all__ = ["check_readable", "check_record", "info_from_message", "is_literal_token"]
 
 _LITERAL_TOKEN = re.compile(r"[!-~]+")
 """Printable ASCII without space: no whitespace or control character can split a subject."""
@@ -94,3 +95,28 @@ def _link_problem(info: ObjectInfo) -> str:
     except InvalidBucketNameError:
         return f"links to an invalid store name {link.bucket!r}"
     return ""
+
+
+def info_from_message(store: str, subject: str, data: bytes, headers: dict[str, str]) -> ObjectInfo:
+    """The ObjectInfo of a stored meta message, checked (any peer may have written it); an
+    empty payload (a server expiry marker, or a purge marker) reads as a deleted object.
+
+    Raises:
+        InvalidObjectMetaError: the payload is not an ADR-20 meta record, or one whose fields
+            cannot be trusted (see :func:`objstore._trust.check_record`).
+    """
+    name = name_from_meta_subject(subject)
+    if data:
+        info = decode_info(data, name=name, bucket=store)
+        check_record(info, store=store, subject_name=name)
+        return info
+    return ObjectInfo(
+        name=name,
+        bucket=store,
+        nuid="",
+        size=0,
+        mtime="",
+        chunks=0,
+        deleted=True,
+        expired=hdr.MARKER_REASON in headers,
+    )

@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import hashlib
 from collections.abc import AsyncIterator, Callable
-from typing import TYPE_CHECKING, NoReturn, TypeAlias
+from typing import NoReturn, TypeAlias
 
 import msgspec
 import nats.errors
@@ -41,6 +41,7 @@ from jetstream import (
 )
 from jetstream._resource import aclose_iterator
 
+from ._core import StoreCore
 from ._download import WINDOW_BYTES
 from ._encryption import OVERHEAD
 from ._errors import UploadFailedError
@@ -48,9 +49,6 @@ from ._finish import CallerGone, run_attempts_to_end, run_to_end
 from ._io import Source, chunks_of, digest_text
 from ._meta import MetaRecord, check_record_fits, read_record, replace_record, write_record
 from ._models import ObjectInfo, ObjectMetaOptions, chunk_subject, now_rfc3339
-
-if TYPE_CHECKING:
-    from ._store import ObjectStore
 
 __all__ = ["Progress", "upload"]
 
@@ -62,7 +60,7 @@ Progress = Callable[[int, int | None], None]
 
 
 async def upload(
-    store: ObjectStore,
+    store: StoreCore,
     name: str,
     source: Source,
     *,
@@ -77,7 +75,7 @@ async def upload(
     """Upload ``source`` as ``name``; with ``replacing`` (rekey) only if that record is still
     the name's record when the upload commits (else UploadFailedError from a
     WrongLastSequenceError, the new chunks removed)."""
-    cipher = store._cipher
+    cipher = store.cipher
     stored_chunk_size = chunk_size + OVERHEAD if cipher is not None else chunk_size
     nuid = NUID().next().decode()
     draft = ObjectInfo(
@@ -127,7 +125,7 @@ async def upload(
 
 
 async def _commit_over(
-    store: ObjectStore,
+    store: StoreCore,
     info: ObjectInfo,
     ttl_headers: dict[str, str],
     replacing: MetaRecord,
@@ -148,7 +146,7 @@ async def _commit_over(
 
 
 async def _commit(
-    store: ObjectStore,
+    store: StoreCore,
     info: ObjectInfo,
     ttl_headers: dict[str, str],
     previous: MetaRecord | None,
@@ -197,16 +195,16 @@ def _unknown(name: str, msg_ids: list[str], exc: Exception) -> CommitUnknownErro
 _Publisher: TypeAlias = FastPublisher | AckedPublisher
 
 
-async def _publisher(store: ObjectStore, chunk_size: int) -> _Publisher:
+async def _publisher(store: StoreCore, chunk_size: int) -> _Publisher:
     """Fast ingest where the stream allows it; acked publishes in a window of about
     WINDOW_BYTES otherwise (stores made by other clients have no ``allow_batched``)."""
-    if await store._fast_ingest():
-        return FastPublisher(store._js, gap="fail")
-    return AckedPublisher(store._js, window=max(2, min(256, WINDOW_BYTES // chunk_size)))
+    if await store.fast_ingest():
+        return FastPublisher(store.js, gap="fail")
+    return AckedPublisher(store.js, window=max(2, min(256, WINDOW_BYTES // chunk_size)))
 
 
 async def _abandon(
-    store: ObjectStore,
+    store: StoreCore,
     subject: str,
     name: str,
     exc: BaseException,
@@ -221,9 +219,9 @@ async def _abandon(
     by the connection's timeouts; cancelled again, it finishes in the background."""
     store_gone = await run_to_end(_settle_and_purge(store, subject, publisher))
     if store_gone and isinstance(exc, Exception):  # whatever the upload got, that is why
-        raise store._missing.error() from exc
+        raise store.missing.error() from exc
     if isinstance(exc, BatchPublishDisabledError):
-        store._batched = False  # the stream changed since it was checked: acked next time
+        store.batched = False  # the stream changed since it was checked: acked next time
         raise UploadFailedError(
             f"upload of {name!r} failed: the stream {store.stream} has no allow_batched "
             f"(changed since it was checked); uploads now use acked publishes, retry it: {exc}"
@@ -233,7 +231,7 @@ async def _abandon(
     raise exc
 
 
-async def _settle_and_purge(store: ObjectStore, subject: str, publisher: _Publisher | None) -> bool:
+async def _settle_and_purge(store: StoreCore, subject: str, publisher: _Publisher | None) -> bool:
     """True when the purge found the store gone (and the chunks with it)."""
     if publisher is not None:
         await publisher.abandon()
@@ -290,11 +288,11 @@ def _report(progress: Progress | None, done: int, total: int | None) -> None:
         progress(done, total)
 
 
-async def _purge(store: ObjectStore, subject: str) -> bool:
+async def _purge(store: StoreCore, subject: str) -> bool:
     """Best effort: what a failed purge leaves, cleanup() removes; its error must never hide
     the upload's own (a closed connection included). True when the store is gone."""
     try:
-        await store._js.purge_stream(store.stream, subject=subject)
+        await store.js.purge_stream(store.stream, subject=subject)
     except StreamNotFoundError:
         return True
     except (JetStreamError, nats.errors.Error, OSError):

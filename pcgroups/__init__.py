@@ -7,27 +7,14 @@ JSON orbit.go writes (see ``docs/PCGROUPS-WIRE.md``), so Go and Python members s
 and orbit's ``cg`` tool manages groups created here::
 
     config = pcgroups.StaticConfig(max_members=4, members=("m1", "m2"))
-    pcgroups.static_member_filters(config, "m1")   # ('0.>', '1.>')
+    pcgroups.wire.static_member_filters(config, "m1")   # ('0.>', '1.>')
+
+``pcgroups.wire`` holds the wire format itself (config JSON, names, partitioning).
 """
 
 from jetstream._public import show_as as _show_as
 
-from ._assign import (
-    PRIORITY_GROUP,
-    balanced_assignment,
-    config_key,
-    elastic_member_filters,
-    elastic_stream_config,
-    elastic_stream_name,
-    elastic_transforms,
-    hash_partition,
-    member_partitions,
-    static_consumer_name,
-    static_member_filters,
-    transform_destination,
-    validate_elastic_config,
-    validate_static_config,
-)
+from . import wire
 from ._consume import DEFAULT_ACK_WAIT, consume_elastic, consume_static
 from ._elastic import (
     add_members,
@@ -66,22 +53,15 @@ from ._members import (
 )
 from ._message import GroupMessage
 from ._models import (
-    ELASTIC_BUCKET,
-    STATIC_BUCKET,
     ElasticConfig,
     MemberMapping,
     PartitioningFilter,
     StaticConfig,
-    decode_elastic_config,
-    decode_static_config,
-    encode_elastic_config,
-    encode_static_config,
 )
 from ._static import create_static, delete_static, list_static, static_config
 from ._status import GroupStatus, PartitionStatus, elastic_status, static_status
 from ._watch_group import (
     BucketGroupWatch,
-    bucket_group_filter,
     create_bucket_group,
     delete_bucket_group,
     watch_group,
@@ -89,10 +69,7 @@ from ._watch_group import (
 
 __all__ = [
     "DEFAULT_ACK_WAIT",
-    "ELASTIC_BUCKET",
     "MAX_MEMBER_FILTERS",
-    "PRIORITY_GROUP",
-    "STATIC_BUCKET",
     "BucketGroupWatch",
     "CorruptGroupConfigError",
     "ElasticConfig",
@@ -117,16 +94,11 @@ __all__ = [
     "PartitioningFilter",
     "StaticConfig",
     "add_members",
-    "balanced_assignment",
-    "bucket_group_filter",
-    "config_key",
     "consume_elastic",
     "consume_static",
     "create_bucket_group",
     "create_elastic",
     "create_static",
-    "decode_elastic_config",
-    "decode_static_config",
     "delete_bucket_group",
     "delete_elastic",
     "delete_member_mappings",
@@ -134,31 +106,19 @@ __all__ = [
     "delete_static",
     "elastic_active_members",
     "elastic_config",
-    "elastic_member_filters",
     "elastic_partition_filters",
     "elastic_status",
     "elastic_step_down",
-    "elastic_stream_config",
-    "elastic_stream_name",
-    "elastic_transforms",
-    "encode_elastic_config",
-    "encode_static_config",
-    "hash_partition",
     "list_elastic",
     "list_static",
-    "member_partitions",
     "origin_revision",
     "set_member_mappings",
     "static_active_members",
     "static_config",
-    "static_consumer_name",
-    "static_member_filters",
     "static_status",
     "static_step_down",
-    "transform_destination",
-    "validate_elastic_config",
-    "validate_static_config",
     "watch_group",
+    "wire",
 ]
 
 _show_as(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Final
 
 import msgspec
@@ -300,15 +300,17 @@ async def elastic_config(js: JetStream, stream: str, group: str) -> ElasticConfi
     return config
 
 
-async def list_elastic(js: JetStream, stream: str) -> list[str]:
-    """The names of the elastic groups on ``stream``, sorted; a config key whose group name
-    no call accepts is skipped, warned.
+async def list_elastic(js: JetStream, stream: str) -> AsyncIterator[str]:
+    """Iterate over the names of the elastic groups on ``stream``, sorted; a config key whose
+    group name no call accepts is skipped, warned.
 
     Raises:
-        InvalidGroupNameError: bad stream name; nothing is sent.
+        InvalidGroupNameError: (iterating) bad stream name; nothing is sent.
+        JetStreamError: the listing failed.
     """
     validate_key_token(stream, "stream")
-    return await group_names(js, ELASTIC_BUCKET, stream)
+    for name in await group_names(js, ELASTIC_BUCKET, stream):
+        yield name
 
 
 async def delete_elastic(js: JetStream, stream: str, group: str) -> None:

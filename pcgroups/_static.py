@@ -7,7 +7,7 @@ each member consumes with its own durable ``<group>-<member>`` on that stream.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 
 from jetstream import (
     ClientValidationError,
@@ -155,15 +155,17 @@ async def static_config(js: JetStream, stream: str, group: str) -> StaticConfig:
     return _decoded(data, stream, group)
 
 
-async def list_static(js: JetStream, stream: str) -> list[str]:
-    """The names of the static groups on ``stream``, sorted (none when no static group was
-    ever created); a config key whose group name no call accepts is skipped, warned.
+async def list_static(js: JetStream, stream: str) -> AsyncIterator[str]:
+    """Iterate over the names of the static groups on ``stream``, sorted (none when no static
+    group was ever created); a config key whose group name no call accepts is skipped, warned.
 
     Raises:
-        InvalidGroupNameError: bad stream name; nothing is sent.
+        InvalidGroupNameError: (iterating) bad stream name; nothing is sent.
+        JetStreamError: the listing failed.
     """
     validate_key_token(stream, "stream")
-    return await group_names(js, STATIC_BUCKET, stream)
+    for name in await group_names(js, STATIC_BUCKET, stream):
+        yield name
 
 
 async def delete_static(js: JetStream, stream: str, group: str) -> None:

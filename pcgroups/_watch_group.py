@@ -24,7 +24,7 @@ import msgspec
 
 from jetstream import ClientValidationError, ConsumerConfig, JetStream
 from kvstore import Bucket
-from kvstore._missing import missing_bucket
+from kvstore._errors import missing_bucket
 
 from ._assign import elastic_stream_name, validate_group_names, validate_member_name
 from ._consume import consume_elastic

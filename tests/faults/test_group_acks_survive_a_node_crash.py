@@ -67,7 +67,7 @@ async def test_confirmed_acks_survive_a_crash_of_the_consumer_leader_and_the_mem
         ) as before:
             journals = Journals(list(before.values()))
             await wait_for(lambda: len(journals.processed()) >= MESSAGES // 3, "a third")
-            consumer = pcgroups.static_consumer_name("g", "m1")
+            consumer = pcgroups.wire.static_consumer_name("g", "m1")
             node = await consumer_leader(cluster, js, STREAM, consumer)
             await asyncio.to_thread(cluster.nodes[node].kill)
             for member in before.values():

@@ -33,10 +33,10 @@ async def group_stream(
         }
     await js.add_stream(config)
     yield name
-    for group in await pcgroups.list_static(js, name):
+    async for group in pcgroups.list_static(js, name):
         with contextlib.suppress(jetstream.JetStreamError):
             await pcgroups.delete_static(js, name, group)
-    for group in await pcgroups.list_elastic(js, name):
+    async for group in pcgroups.list_elastic(js, name):
         with contextlib.suppress(jetstream.JetStreamError):
             await pcgroups.delete_elastic(js, name, group)
     async for stream in js.stream_names():

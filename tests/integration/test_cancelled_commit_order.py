@@ -11,7 +11,7 @@ import pytest
 
 import jetstream
 import objstore
-from objstore import ObjectStore, _finish, _meta, _store
+from objstore import ObjectStore, _finish, _meta, _rewrites
 
 
 def _blocking_write(
@@ -28,7 +28,7 @@ def _blocking_write(
         return await real_write(s, info, ttl, expected=expected, msg_id=msg_id)
 
     monkeypatch.setattr(_meta, "write_record", write_record)
-    monkeypatch.setattr(_store, "write_record", write_record)  # imported by name there
+    monkeypatch.setattr(_rewrites, "write_record", write_record)  # imported by name there
     return in_flight, release
 
 
@@ -77,7 +77,7 @@ async def test_cancelled_put_never_overwrites_a_later_completed_put(
     nuids = {
         m.subject.rsplit(".", 1)[1]
         async for m in jetstream.scan_stream(
-            store._js, store.stream, [f"$O.{store.name}.C.>"], headers_only=True
+            store.js, store.stream, [f"$O.{store.name}.C.>"], headers_only=True
         )
     }
     assert nuids == {(await store.info("x")).nuid}, "chunks left behind"

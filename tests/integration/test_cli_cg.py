@@ -121,7 +121,10 @@ async def test_static_create_ls_info_consume_delete(
     assert mapped.code == 0 and "member_mappings: a:1 b:0\n" in mapped.text
     assert bad_name.code == 2 and "InvalidGroupNameError" in bad_name.err
     assert len(bad_name.err.strip().splitlines()) == 1  # one line, no traceback
-    assert await pcgroups.list_static(js, stream) == ["g", "mapped"]  # nothing else written
+    assert [g async for g in pcgroups.list_static(js, stream)] == [
+        "g",
+        "mapped",
+    ]  # nothing else written
 
     for key in ("alice", "bob", "carol", "dave", "erin", "frank"):
         await js.publish(f"{stream}.{key}", f"order of {key}".encode())
@@ -161,7 +164,7 @@ async def test_static_create_ls_info_consume_delete(
     )
     assert refused.code == 2 and "--force" in refused.err
     assert deleted.code == 0 and deleted.text == "deleted static group mapped\n"
-    assert await pcgroups.list_static(js, stream) == ["g"]
+    assert [g async for g in pcgroups.list_static(js, stream)] == ["g"]
     gone = jetstore("cg", "static", "info", stream, "mapped", *url)
     assert gone.code == 1 and "GroupNotFoundError" in gone.err
 
@@ -200,7 +203,7 @@ async def test_elastic_membership_mappings_and_a_running_member(
     assert bad_filter.code == 2 and "InvalidPartitioningFilterError" in bad_filter.err
     assert no_stream.code == 1 and "StreamNotFoundError" in no_stream.err
     assert (await pcgroups.elastic_config(js, stream, "ship")).members == ("a", "b")
-    assert await pcgroups.list_elastic(js, stream) == ["ship"]
+    assert [g async for g in pcgroups.list_elastic(js, stream)] == ["ship"]
 
     for customer in ("alice", "bob", "carol", "dave"):
         await js.publish(f"{stream}.{customer}", customer.encode())
@@ -242,7 +245,7 @@ async def test_elastic_membership_mappings_and_a_running_member(
 
     deleted = jetstore("cg", "elastic", "delete", stream, "ship", "-f", *url)
     assert deleted.code == 0 and deleted.text == "deleted elastic group ship\n"
-    assert await pcgroups.list_elastic(js, stream) == []
+    assert [g async for g in pcgroups.list_elastic(js, stream)] == []
     with pytest.raises(jetstream.StreamNotFoundError):  # its work queue went with it
         await js.stream_info(f"{stream}-ship")
     again = jetstore("cg", "elastic", "delete", stream, "ship", "-f", *url)
@@ -316,7 +319,7 @@ async def test_watch_group_create_watch_delete(
     )
     assert no_bucket.code == 1 and "BucketNotFoundError" in no_bucket.err
     assert deleted.code == 0 and deleted.text == "deleted watch group idx\n"
-    assert await pcgroups.list_elastic(js, bucket.stream) == []
+    assert [g async for g in pcgroups.list_elastic(js, bucket.stream)] == []
     assert (await bucket.get("user.2")).value == b"grace"  # the bucket stays
     assert isinstance(bucket, kvstore.Bucket)
 
@@ -359,13 +362,13 @@ async def test_status_lists_stranded_partitions(
     ``status`` lists them as stranded, with what waits there."""
     url = ("--server", nats_server.url)
     await pcgroups.create_elastic(js, orders, "g", max_members=4)
-    config = pcgroups.encode_elastic_config(
+    config = pcgroups.wire.encode_elastic_config(
         pcgroups.ElasticConfig(max_members=4, members=("a", "b c"))
     )
-    await (await kvstore.open_bucket(js, pcgroups.ELASTIC_BUCKET)).put(f"{orders}.g", config)
+    await (await kvstore.open_bucket(js, pcgroups.wire.ELASTIC_BUCKET)).put(f"{orders}.g", config)
     for i in range(20):
         await js.publish(f"{orders}.k{i}", b"x")
-    queue_name = pcgroups.elastic_stream_name(orders, "g")
+    queue_name = pcgroups.wire.elastic_stream_name(orders, "g")
     while (await js.stream_info(queue_name)).state.messages < 20:
         await asyncio.sleep(0.02)
     plain, as_json = jetstore_all(

@@ -37,9 +37,9 @@ async def stream(js: jetstream.JetStream, unique_name: Callable[[str], str]) -> 
 async def edit(js: jetstream.JetStream, bucket: str, key: str, config: object) -> None:
     """Rewrite a stored group config as another tool (orbit's ``cg``, a hand edit) would."""
     encode = (
-        pcgroups.encode_static_config
+        pcgroups.wire.encode_static_config
         if isinstance(config, pcgroups.StaticConfig)
-        else pcgroups.encode_elastic_config
+        else pcgroups.wire.encode_elastic_config
     )
     await (await kvstore.open_bucket(js, bucket)).put(key, encode(config))  # type: ignore[arg-type]
 
@@ -67,7 +67,7 @@ async def test_an_elastic_config_edited_to_fewer_partitions_stops_members_from_s
     await publish(js, stream)
     await wait_for(lambda: queued(js, stream, KEYS), "the work queue holds every message")
     fewer = msgspec.structs.replace(created, max_members=2, members=("a", "b"))
-    await edit(js, pcgroups.ELASTIC_BUCKET, f"{stream}.g", fewer)
+    await edit(js, pcgroups.wire.ELASTIC_BUCKET, f"{stream}.g", fewer)
 
     member = pcgroups.consume_elastic(js, stream, "g", "a", lambda msg: None)
     with pytest.raises(pcgroups.GroupConfigMismatchError, match="into 4 partitions") as raised:
@@ -96,7 +96,7 @@ async def test_a_static_config_edited_to_fewer_partitions_stops_members_from_sta
         await publish(js, stream)
         await edit(
             js,
-            pcgroups.STATIC_BUCKET,
+            pcgroups.wire.STATIC_BUCKET,
             f"{stream}.g",
             msgspec.structs.replace(created, max_members=2),
         )
@@ -119,7 +119,7 @@ async def test_partitions_of_a_member_that_can_never_join_are_listed_as_stranded
     created = await pcgroups.create_elastic(js, stream, "g", max_members=4)
     await edit(
         js,
-        pcgroups.ELASTIC_BUCKET,
+        pcgroups.wire.ELASTIC_BUCKET,
         f"{stream}.g",
         msgspec.structs.replace(created, members=("a", "b c")),
     )

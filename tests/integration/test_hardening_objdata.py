@@ -158,7 +158,7 @@ async def test_fast_ingest_is_kept_where_the_stream_allows_it(
     with caplog.at_level(logging.INFO, logger="objstore"):
         await store.put("a", b"a" * 10)
     assert not [r for r in caplog.records if "allow_batched" in r.getMessage()]
-    assert await store._fast_ingest() is True
+    assert await store._core.fast_ingest() is True
     await objstore.delete_store(js, store.name)
 
 

@@ -22,6 +22,7 @@ from nats.js import JetStreamContext
 
 import jetstream
 import objstore
+import objstore._rewrites
 from objstore import ObjectStore
 from tests.conftest import StoreFactory
 
@@ -397,18 +398,18 @@ async def test_a_withdrawn_rename_copy_that_was_updated_meanwhile_leaves_no_seco
     then raised ObjectExistsError, and the next put of the source purged the copy's chunks."""
     data = os.urandom(3 * SMALL)
     await store.put("a", data, chunk_size=SMALL)
-    retire = store._tombstone
+    retire = objstore._rewrites.tombstone
     raced = False
 
-    async def racing_retire(record: Any) -> int:
+    async def racing_retire(core: Any, record: Any) -> int:
         nonlocal raced
         if not raced:  # the rename is about to retire its source: two writers get in first
             raced = True
             await store.update_meta("a", description="the source changed")
             await store.update_meta("b", description="the copy changed")
-        return await retire(record)
+        return await retire(core, record)
 
-    monkeypatch.setattr(store, "_tombstone", racing_retire)
+    monkeypatch.setattr(objstore._rewrites, "tombstone", racing_retire)
     renamed = await store.update_meta("a", new_name="b")
 
     assert renamed.name == "b"

@@ -80,7 +80,7 @@ async def test_prepare_many_checks_and_queues_without_sending(bucket: Bucket) ->
     await bucket.put("held", b"0")
     first = bucket.prepare_many({"a": b"1", "held": b"2"}, expect={"held": 1}, ttl={"a": "1h"})
     with pytest.raises(kvstore.ValueTooLargeError):
-        bucket.prepare_many({"b": b"x" * (bucket._js.nc.max_payload + 1)})
+        bucket.prepare_many({"b": b"x" * (bucket.js.nc.max_payload + 1)})
     assert [key async for key in bucket.keys()] == ["held"]  # nothing sent yet
     revisions = await first.commit()
     assert (await bucket.get("held")).value == b"2"

@@ -161,7 +161,7 @@ async def test_partition_key_reads_never_take_a_trailing_replicas_answer(
         await bucket.put_many({key: b"new" for key in keys[1000:1500]})
         witness = await newest_message(js, bucket.stream, f"$KV.{bucket.name}.>")
         assert witness is not None
-        subjects = [bucket._subject(key) for key in keys]
+        subjects = [bucket._core.subject(key) for key in keys]
         for _ in range(READS // 4):
             found = await read_keys(js, bucket.stream, [f"$KV.{bucket.name}.>"], subjects, witness)
             values = {m.subject[-5:]: m.data for m in found}
@@ -212,7 +212,7 @@ async def test_a_removed_last_message_does_not_force_the_slow_paths(
     monkeypatch.setattr(_ranges, "_scan", no_fallback)
     snapshot = await bucket.get_many(keys)
     assert len(snapshot) == len(keys) and snapshot.revision == witness.seq
-    subjects = [bucket._subject(key) for key in keys]
+    subjects = [bucket._core.subject(key) for key in keys]
     found = await read_keys(js, bucket.stream, [f"$KV.{bucket.name}.>"], subjects, witness)
     assert len(found) == len(keys)
 
@@ -309,7 +309,7 @@ async def test_a_rewritten_witness_scans_only_the_keys_written_since_planning(
         return await real_scan(js_, stream, filters, *args)
 
     monkeypatch.setattr(_ranges, "_scan", recorded)
-    subjects = [bucket._subject(key) for key in keys]
+    subjects = [bucket._core.subject(key) for key in keys]
     found = await read_keys(js, bucket.stream, [prefix + ">"], subjects, witness)
     values = {m.subject[len(prefix) :]: m.data for m in found}
     assert sorted(values) == keys

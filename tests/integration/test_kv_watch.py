@@ -260,7 +260,7 @@ async def test_a_stray_delivery_is_reported_once_and_the_watch_goes_on(bucket: B
 
         def stray_before_the_fifth(message: jetstream.PullMessage, receive: Receive) -> None:
             if message.reply and message.metadata.consumer_seq == 5:
-                receive(jetstream.PullMessage("x", "_INBOX.stray", b"", {}, 0, bucket._js.nc))
+                receive(jetstream.PullMessage("x", "_INBOX.stray", b"", {}, 0, bucket.js.nc))
             receive(message)
 
         _intercept_deliveries(watcher, stray_before_the_fifth)

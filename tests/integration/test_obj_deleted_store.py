@@ -135,7 +135,7 @@ async def test_an_upload_under_way_ends_with_store_not_found_when_the_store_is_d
     """Not UploadFailedError around a 503: the store is gone, and says so."""
     store = await make_store()
     if not fast_ingest:
-        store._batched = False  # as for a store another client made
+        store._core.batched = False  # as for a store another client made
     sent, resume = asyncio.Event(), asyncio.Event()
     upload = asyncio.create_task(store.put("o", _slow_source(sent, resume), chunk_size=64 * 1024))
     await sent.wait()

@@ -322,7 +322,7 @@ async def test_store_rekey_migrates_plain_objects(
 
 async def _put_with_largest_meta(store: objstore.ObjectStore, name: str, data: bytes) -> None:
     """``name`` with metadata as large as its record allows (found by bisection)."""
-    fits, too_big = 0, store._js.nc.max_payload
+    fits, too_big = 0, store.js.nc.max_payload
     while too_big - fits > 1:
         size = (fits + too_big) // 2
         try:

@@ -28,7 +28,7 @@ async def stream(js: jetstream.JetStream, unique_name: Callable[[str], str]) -> 
 
 
 async def stored(js: jetstream.JetStream, stream: str, group: str) -> bytes | None:
-    bucket = await kvstore.open_bucket(js, pcgroups.STATIC_BUCKET)
+    bucket = await kvstore.open_bucket(js, pcgroups.wire.STATIC_BUCKET)
     try:
         return (await bucket.get(f"{stream}.{group}")).value
     except kvstore.KeyNotFoundError:
@@ -48,17 +48,17 @@ async def test_create_writes_orbits_json_under_stream_dot_group(
     )
     assert await stored(js, stream, "g") == expected
     # a peer client (nats-py) reads it from the same bucket and key
-    entry = await (await peer.key_value(pcgroups.STATIC_BUCKET)).get(f"{stream}.g")
+    entry = await (await peer.key_value(pcgroups.wire.STATIC_BUCKET)).get(f"{stream}.g")
     assert entry.value == expected
     # the bucket is what orbit's CreateKeyValue makes: file storage, one value per key
-    status = await (await kvstore.open_bucket(js, pcgroups.STATIC_BUCKET)).status()
+    status = await (await kvstore.open_bucket(js, pcgroups.wire.STATIC_BUCKET)).status()
     assert (status.config.history, status.config.storage) == (1, "file")
     assert await pcgroups.static_config(js, stream, "g") == config
 
 
 async def test_orbit_written_configs_are_read(js: jetstream.JetStream, stream: str) -> None:
     await pcgroups.create_static(js, stream, "seed", max_members=1, members=["m"])  # the bucket
-    bucket = await kvstore.open_bucket(js, pcgroups.STATIC_BUCKET)
+    bucket = await kvstore.open_bucket(js, pcgroups.wire.STATIC_BUCKET)
     await bucket.put(f"{stream}.balanced", (FIXTURES / "static_balanced.json").read_bytes())
     await bucket.put(f"{stream}.mapped", (FIXTURES / "static_mapped.json").read_bytes())
     assert await pcgroups.static_config(js, stream, "balanced") == StaticConfig(
@@ -66,15 +66,15 @@ async def test_orbit_written_configs_are_read(js: jetstream.JetStream, stream: s
     )
     mapped = await pcgroups.static_config(js, stream, "mapped")
     assert mapped.member_mappings == (MemberMapping("a", (0, 2)), MemberMapping("b", (1,)))
-    assert pcgroups.static_member_filters(mapped, "a") == ("0.>", "2.>")
-    assert await pcgroups.list_static(js, stream) == ["balanced", "mapped", "seed"]
+    assert pcgroups.wire.static_member_filters(mapped, "a") == ("0.>", "2.>")
+    assert [g async for g in pcgroups.list_static(js, stream)] == ["balanced", "mapped", "seed"]
 
 
 async def test_list_is_per_stream(js: jetstream.JetStream, stream: str) -> None:
     await pcgroups.create_static(js, stream, "a", max_members=2, members=["m"])
     await pcgroups.create_static(js, stream, "b", max_members=2, members=["m"])
-    assert await pcgroups.list_static(js, stream) == ["a", "b"]
-    assert await pcgroups.list_static(js, stream + "x") == []
+    assert [g async for g in pcgroups.list_static(js, stream)] == ["a", "b"]
+    assert [g async for g in pcgroups.list_static(js, stream + "x")] == []
 
 
 async def test_create_again_same_config_is_a_no_op_other_config_is_refused(
@@ -128,13 +128,13 @@ async def test_bad_input_raises_typed_errors_and_writes_nothing(
     with pytest.raises(error) as info:
         await pcgroups.create_static(js, stream, group, **options)  # type: ignore[arg-type]
     assert isinstance(info.value, jetstream.ClientValidationError)
-    assert await pcgroups.list_static(js, stream) == ["seed"]
+    assert [g async for g in pcgroups.list_static(js, stream)] == ["seed"]
 
 
 async def test_a_missing_stream_writes_nothing(js: jetstream.JetStream, stream: str) -> None:
     with pytest.raises(jetstream.StreamNotFoundError):
         await pcgroups.create_static(js, stream + "missing", "g", max_members=2, members=["m"])
-    assert await pcgroups.list_static(js, stream + "missing") == []
+    assert [g async for g in pcgroups.list_static(js, stream + "missing")] == []
 
 
 async def test_missing_and_corrupt_configs_raise_typed_errors(
@@ -145,7 +145,7 @@ async def test_missing_and_corrupt_configs_raise_typed_errors(
     with pytest.raises(pcgroups.GroupNotFoundError):
         await pcgroups.delete_static(js, stream, "nope")
     await pcgroups.create_static(js, stream, "seed", max_members=1, members=["m"])
-    bucket = await kvstore.open_bucket(js, pcgroups.STATIC_BUCKET)
+    bucket = await kvstore.open_bucket(js, pcgroups.wire.STATIC_BUCKET)
     await bucket.put(f"{stream}.junk", b"{not json")
     await bucket.put(f"{stream}.broken", b'{"max_members":0}')
     for group in ("junk", "broken"):
@@ -154,7 +154,7 @@ async def test_missing_and_corrupt_configs_raise_typed_errors(
         with pytest.raises(pcgroups.CorruptGroupConfigError):
             await pcgroups.create_static(js, stream, group, max_members=1, members=["m"])
     await pcgroups.delete_static(js, stream, "junk")  # a corrupt group can still be deleted
-    assert "junk" not in await pcgroups.list_static(js, stream)
+    assert "junk" not in [g async for g in pcgroups.list_static(js, stream)]
 
 
 async def test_delete_tombstones_the_config_and_removes_only_its_members_consumers(
@@ -170,11 +170,11 @@ async def test_delete_tombstones_the_config_and_removes_only_its_members_consume
     await pcgroups.delete_static(js, stream, "a")
     names = [name async for name in js.consumer_names(stream)]
     assert names == ["a-b-m1"]
-    assert await pcgroups.list_static(js, stream) == ["a-b"]
+    assert [g async for g in pcgroups.list_static(js, stream)] == ["a-b"]
     with pytest.raises(pcgroups.GroupNotFoundError):
         await pcgroups.static_config(js, stream, "a")
     # a DEL tombstone, which orbit's members treat as a normal end
-    bucket = await kvstore.open_bucket(js, pcgroups.STATIC_BUCKET)
+    bucket = await kvstore.open_bucket(js, pcgroups.wire.STATIC_BUCKET)
     history = [entry async for entry in bucket.history(f"{stream}.a")]
     assert history[-1].op is kvstore.Op.DELETE
     # the group can be created again after a delete
@@ -186,4 +186,4 @@ async def test_partition_numbers_are_the_servers(js: jetstream.JetStream, stream
     for key in ("alice", "bob", "carol", "dave", "erin", "frank", "k1", "k22"):
         ack = await js.publish(f"{stream}.{key}", b"x")
         message = await js.get_message(stream, ack.seq, direct=False)
-        assert message.subject == f"{pcgroups.hash_partition(key.encode(), 4)}.{stream}.{key}"
+        assert message.subject == f"{pcgroups.wire.hash_partition(key.encode(), 4)}.{stream}.{key}"

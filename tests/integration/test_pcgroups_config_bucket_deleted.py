@@ -58,8 +58,8 @@ async def test_members_end_with_group_deleted_when_the_config_buckets_are_delete
         pcgroups.consume_static(js, static_stream, "g", "m1", config=template) as static,
         pcgroups.watch_group(bucket, "w", "m1", config=template) as watch,
     ):
-        await kvstore.delete_bucket(js, pcgroups.ELASTIC_BUCKET)
-        await kvstore.delete_bucket(js, pcgroups.STATIC_BUCKET)
+        await kvstore.delete_bucket(js, pcgroups.wire.ELASTIC_BUCKET)
+        await kvstore.delete_bucket(js, pcgroups.wire.STATIC_BUCKET)
         for member in (elastic, static, watch):
             with pytest.raises(pcgroups.GroupDeletedError):
                 await asyncio.wait_for(member.done(), DEADLINE)
@@ -68,7 +68,7 @@ async def test_members_end_with_group_deleted_when_the_config_buckets_are_delete
     # created again the same way, and the static group too
     await pcgroups.create_elastic(js, source, "g", max_members=2, filters=[by_key(source)])
     await pcgroups.create_static(js, static_stream, "g", max_members=2, members=["m1"])
-    assert await pcgroups.list_static(js, static_stream) == ["g"]
+    assert [g async for g in pcgroups.list_static(js, static_stream)] == ["g"]
 
 
 async def test_a_group_is_created_again_with_another_partitioning_after_its_bucket_was_deleted(
@@ -76,10 +76,10 @@ async def test_a_group_is_created_again_with_another_partitioning_after_its_buck
 ) -> None:
     await pcgroups.create_elastic(js, source, "g", max_members=2, filters=[by_key(source)])
     await js.publish(f"{source}.a", b"old")
-    queue = pcgroups.elastic_stream_name(source, "g")
+    queue = pcgroups.wire.elastic_stream_name(source, "g")
     while (await js.stream_info(queue)).state.messages < 1:  # sourced into the old work queue
         await asyncio.sleep(0.02)
-    await kvstore.delete_bucket(js, pcgroups.ELASTIC_BUCKET)  # the work queue stays behind
+    await kvstore.delete_bucket(js, pcgroups.wire.ELASTIC_BUCKET)  # the work queue stays behind
     config = await pcgroups.create_elastic(js, source, "g", max_members=3)
     assert await pcgroups.elastic_config(js, source, "g") == config
     info = await js.stream_info(queue)
@@ -90,17 +90,19 @@ async def test_a_group_is_created_again_with_another_partitioning_after_its_buck
     while (info := await js.stream_info(queue)).state.messages < 1:
         await asyncio.sleep(0.02)
     message = await js.get_message(queue, info.state.first_seq)
-    assert message.subject == f"{pcgroups.hash_partition(f'{source}.a'.encode(), 3)}.{source}.a"
+    assert (
+        message.subject == f"{pcgroups.wire.hash_partition(f'{source}.a'.encode(), 3)}.{source}.a"
+    )
 
 
 async def test_delete_elastic_removes_a_work_queue_its_config_left_behind(
     js: jetstream.JetStream, source: str
 ) -> None:
     await pcgroups.create_elastic(js, source, "g", max_members=2)
-    await kvstore.delete_bucket(js, pcgroups.ELASTIC_BUCKET)
+    await kvstore.delete_bucket(js, pcgroups.wire.ELASTIC_BUCKET)
     await pcgroups.delete_elastic(js, source, "g")
     with pytest.raises(jetstream.StreamNotFoundError):
-        await js.stream_info(pcgroups.elastic_stream_name(source, "g"))
+        await js.stream_info(pcgroups.wire.elastic_stream_name(source, "g"))
     with pytest.raises(pcgroups.GroupNotFoundError):  # nothing of it is left
         await pcgroups.delete_elastic(js, source, "g")
 
@@ -108,7 +110,7 @@ async def test_delete_elastic_removes_a_work_queue_its_config_left_behind(
 async def test_a_stream_with_a_work_queue_name_that_is_no_work_queue_is_left_alone(
     js: jetstream.JetStream, source: str
 ) -> None:
-    name = pcgroups.elastic_stream_name(source, "g")
+    name = pcgroups.wire.elastic_stream_name(source, "g")
     await js.add_stream(jetstream.StreamConfig(name=name, subjects=[f"{name}.>"]))
     await js.publish(f"{name}.x", b"mine")
     with pytest.raises(pcgroups.GroupExistsError, match=name):
@@ -126,10 +128,10 @@ async def test_concurrent_creates_over_a_left_work_queue_agree_on_one_partitioni
     """Three creates at once (two alike) over the work queue a deleted bucket left: the ones
     that return agree with the stored config, the others raise ``GroupExistsError``, and the
     work queue is partitioned as the stored config says."""
-    queue = pcgroups.elastic_stream_name(source, "g")
+    queue = pcgroups.wire.elastic_stream_name(source, "g")
     for _ in range(5):
         await pcgroups.create_elastic(js, source, "g", max_members=2)
-        await kvstore.delete_bucket(js, pcgroups.ELASTIC_BUCKET)
+        await kvstore.delete_bucket(js, pcgroups.wire.ELASTIC_BUCKET)
         results = await asyncio.gather(
             *(pcgroups.create_elastic(js, source, "g", max_members=n) for n in (3, 4, 4)),
             return_exceptions=True,

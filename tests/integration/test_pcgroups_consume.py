@@ -191,13 +191,15 @@ async def test_elastic_members_share_the_stream_and_survive_a_drop(
             ),
             "m3 idle",
         )
-        names_now = {n async for n in js.consumer_names(pcgroups.elastic_stream_name(source, "g"))}
+        names_now = {
+            n async for n in js.consumer_names(pcgroups.wire.elastic_stream_name(source, "g"))
+        }
         assert "m3" not in names_now
     journal.check(MESSAGES)
     moved = [k for k, items in journal.entries.items() if len({m for _, m, _, _ in items}) > 1]
     assert moved  # the drop moved keys between members mid-flow
     # the work queue is empty: everything was acknowledged
-    info = await js.stream_info(pcgroups.elastic_stream_name(source, "g"))
+    info = await js.stream_info(pcgroups.wire.elastic_stream_name(source, "g"))
     assert info.state.messages == 0
 
 
@@ -281,10 +283,10 @@ async def test_an_incompatible_change_ends_members(
     js: jetstream.JetStream, conns: list[jetstream.JetStream], source: str
 ) -> None:
     await create_elastic(js, source, ["m1"])
-    bucket = await kvstore.open_bucket(js, pcgroups.ELASTIC_BUCKET)
+    bucket = await kvstore.open_bucket(js, pcgroups.wire.ELASTIC_BUCKET)
     async with pcgroups.consume_elastic(conns[0], source, "g", "m1", config=template()) as member:
         config = await pcgroups.elastic_config(js, source, "g")
-        raw = pcgroups.encode_elastic_config(
+        raw = pcgroups.wire.encode_elastic_config(
             pcgroups.ElasticConfig(
                 max_members=config.max_members + 1,
                 partitioning_filters=config.partitioning_filters,
@@ -482,7 +484,7 @@ async def test_a_deleted_member_consumer_is_recreated(
 ) -> None:
     await create_elastic(js, source, ["m1"])
     await pcgroups.create_static(js, static_stream, "g", max_members=3, members=["m1"])
-    elastic_stream = pcgroups.elastic_stream_name(source, "g")
+    elastic_stream = pcgroups.wire.elastic_stream_name(source, "g")
     await consume_across_a_delete(
         js, conns[0], pcgroups.consume_elastic, source, elastic_stream, "m1"
     )

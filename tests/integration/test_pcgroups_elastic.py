@@ -33,7 +33,7 @@ async def source(js: jetstream.JetStream, unique_name: Callable[[str], str]) -> 
 
 async def stored(js: jetstream.JetStream, stream: str, group: str) -> tuple[bytes, int] | None:
     try:
-        bucket = await kvstore.open_bucket(js, pcgroups.ELASTIC_BUCKET)
+        bucket = await kvstore.open_bucket(js, pcgroups.wire.ELASTIC_BUCKET)
         entry = await bucket.get(f"{stream}.{group}")
     except (kvstore.KeyNotFoundError, kvstore.BucketNotFoundError):
         return None
@@ -87,7 +87,7 @@ async def test_configs_are_byte_identical_to_orbits(js: jetstream.JetStream, sou
     assert (await stored(js, source, "m") or (b"",))[0] == fixture(
         "elastic_mapped.json", "events", source
     )
-    assert await pcgroups.list_elastic(js, source) == ["g", "m", "n"]
+    assert [g async for g in pcgroups.list_elastic(js, source)] == ["g", "m", "n"]
     config = await pcgroups.elastic_config(js, source, "m")
     assert config.member_mappings == (MemberMapping("x", (2,)), MemberMapping("y", (0, 1)))
     assert await pcgroups.elastic_partition_filters(js, source, "m", "y") == ("0.>", "1.>")
@@ -127,7 +127,7 @@ async def test_the_work_queue_gets_the_servers_partition_first(
     partitions = set()
     for seq, key in enumerate(keys, start=1):
         message = await js.get_message(f"{source}-g", seq, direct=False)
-        partition = pcgroups.hash_partition(key.encode(), config.max_members)
+        partition = pcgroups.wire.hash_partition(key.encode(), config.max_members)
         partitions.add(partition)
         assert message.subject == f"{partition}.{source}.orders.{key}"
     assert partitions == {0, 1, 2, 3}
@@ -234,7 +234,7 @@ async def test_delete_removes_the_config_and_the_work_queue(
     await pcgroups.delete_elastic(js, source, "g")
     assert await stored(js, source, "g") is None
     assert not await stream_exists(js, f"{source}-g")
-    assert await pcgroups.list_elastic(js, source) == []
+    assert [g async for g in pcgroups.list_elastic(js, source)] == []
     with pytest.raises(pcgroups.GroupNotFoundError):
         await pcgroups.delete_elastic(js, source, "g")
 
@@ -247,7 +247,7 @@ def member_consumer(
         durable_name=name if durable else "",
         ack_policy="explicit",
         filter_subjects=filters,
-        priority_groups=[pcgroups.PRIORITY_GROUP],
+        priority_groups=[pcgroups.wire.PRIORITY_GROUP],
         priority_policy="pinned_client",
         priority_timeout=5,
     )
@@ -258,7 +258,7 @@ async def test_elastic_active_members_and_step_down(js: jetstream.JetStream, sou
     config = await pcgroups.add_members(js, source, "g", ["m1", "m2"])
     queue = f"{source}-g"
     assert await pcgroups.elastic_active_members(js, source, "g") == []
-    filters = list(pcgroups.elastic_member_filters(config, "m1"))
+    filters = list(pcgroups.wire.elastic_member_filters(config, "m1"))
     consumer = await js.create_consumer(queue, member_consumer("m1", filters))
     assert await pcgroups.elastic_active_members(js, source, "g") == ["m1"]
 
@@ -266,7 +266,7 @@ async def test_elastic_active_members_and_step_down(js: jetstream.JetStream, sou
     n = 0
     while True:  # a message of m1's partition pins m1's consumer
         try:
-            msg = await consumer.next(timeout=0.5, group=pcgroups.PRIORITY_GROUP)
+            msg = await consumer.next(timeout=0.5, group=pcgroups.wire.PRIORITY_GROUP)
             break
         except jetstream.RequestTimeoutError:
             n += 1
@@ -298,19 +298,21 @@ async def test_static_active_members_and_step_down(js: jetstream.JetStream, sour
         )
     )
     key = next(
-        k for k in (f"k{i}" for i in range(100)) if pcgroups.hash_partition(k.encode(), 2) == 0
+        k for k in (f"k{i}" for i in range(100)) if pcgroups.wire.hash_partition(k.encode(), 2) == 0
     )
     try:
         config = await pcgroups.create_static(
             js, static_stream, "g", max_members=2, members=["m1", "m2"]
         )
-        filters = list(pcgroups.static_member_filters(config, "m1"))
+        filters = list(pcgroups.wire.static_member_filters(config, "m1"))
         consumer = await js.create_consumer(
             static_stream, member_consumer("g-m1", filters, durable=True)
         )
         # a consumer without a waiting pull is not active (orbit: num_waiting != 0)
         assert await pcgroups.static_active_members(js, static_stream, "g") == []
-        pulling = asyncio.ensure_future(consumer.next(timeout=5, group=pcgroups.PRIORITY_GROUP))
+        pulling = asyncio.ensure_future(
+            consumer.next(timeout=5, group=pcgroups.wire.PRIORITY_GROUP)
+        )
         deadline = time.monotonic() + 5
         while await pcgroups.static_active_members(js, static_stream, "g") != ["m1"]:
             assert time.monotonic() < deadline

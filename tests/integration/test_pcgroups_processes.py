@@ -57,7 +57,7 @@ async def settled_static(js: jetstream.JetStream, stream: str, members: list[str
     """Wait until the server holds every message as acknowledged by the members' consumers."""
     deadline = time.monotonic() + DEADLINE
     for member in members:
-        name = pcgroups.static_consumer_name("g", member)
+        name = pcgroups.wire.static_consumer_name("g", member)
         while True:
             info = await js.consumer_info(stream, name)
             if info.num_pending == 0 and info.num_ack_pending == 0:
@@ -69,7 +69,7 @@ async def settled_static(js: jetstream.JetStream, stream: str, members: list[str
 async def settled_elastic(js: jetstream.JetStream, stream: str) -> None:
     """Wait until the work queue is empty: every message acknowledged."""
     deadline = time.monotonic() + DEADLINE
-    while (await js.stream_info(pcgroups.elastic_stream_name(stream, "g"))).state.messages:
+    while (await js.stream_info(pcgroups.wire.elastic_stream_name(stream, "g"))).state.messages:
         assert time.monotonic() < deadline, "the work queue still holds messages"
         await asyncio.sleep(0.1)
 

@@ -45,8 +45,8 @@ async def static_stream(
 
 
 async def nothing_written(js: jetstream.JetStream, stream: str) -> None:
-    assert await pcgroups.list_static(js, stream) == []
-    assert await pcgroups.list_elastic(js, stream) == []
+    assert [g async for g in pcgroups.list_static(js, stream)] == []
+    assert [g async for g in pcgroups.list_elastic(js, stream)] == []
     assert [s async for s in js.stream_names() if s.startswith(f"{stream}-")] == []
     assert [c async for c in js.consumer_names(stream)] == []
 
@@ -149,12 +149,12 @@ async def test_a_config_another_client_wrote_with_covering_filters_ends_the_memb
     js: jetstream.JetStream, static_stream: str
 ) -> None:
     await pcgroups.create_static(js, static_stream, "seed", max_members=1, members=["m"])
-    raw = pcgroups.encode_static_config(
+    raw = pcgroups.wire.encode_static_config(
         pcgroups.StaticConfig(
             max_members=2, members=("m1",), filters=(f"{static_stream}.*", f"{static_stream}.>")
         )
     )  # orbit's CreateStatic writes this: it does not look at the filters
-    bucket = await kvstore.open_bucket(js, pcgroups.STATIC_BUCKET)
+    bucket = await kvstore.open_bucket(js, pcgroups.wire.STATIC_BUCKET)
     await bucket.put(f"{static_stream}.g", raw)
     with pytest.raises(pcgroups.InvalidGroupConfigError, match="covers"):
         async with pcgroups.consume_static(js, static_stream, "g", "m1") as member:
@@ -190,7 +190,7 @@ async def test_more_filters_than_a_member_consumer_can_take_are_refused(
         await pcgroups.create_bucket_group(bucket, "g", max_members=TOO_MANY)
     await nothing_written(js, source)
     await nothing_written(js, static_stream)
-    assert await pcgroups.list_elastic(js, bucket.stream) == []
+    assert [g async for g in pcgroups.list_elastic(js, bucket.stream)] == []
     # a static group's membership is fixed: 20,000 partitions over 10 members are 2,000 each
     members = [f"m{i}" for i in range(10)]
     await pcgroups.create_static(js, static_stream, "g", max_members=TOO_MANY, members=members)
@@ -213,10 +213,10 @@ async def test_a_config_another_client_wrote_with_too_many_partitions_ends_the_m
     info = await js.stream_info(source)
     partitions = MAX_MEMBER_FILTERS + 1
     config = pcgroups.ElasticConfig(max_members=partitions, members=("m1", "m2"))
-    await js.add_stream(pcgroups.elastic_stream_config(source, "g", config, info.config))
+    await js.add_stream(pcgroups.wire.elastic_stream_config(source, "g", config, info.config))
     await pcgroups.create_elastic(js, source, "seed", max_members=1)  # the bucket
-    bucket = await kvstore.open_bucket(js, pcgroups.ELASTIC_BUCKET)
-    await bucket.put(f"{source}.g", pcgroups.encode_elastic_config(config))  # as orbit may
+    bucket = await kvstore.open_bucket(js, pcgroups.wire.ELASTIC_BUCKET)
+    await bucket.put(f"{source}.g", pcgroups.wire.encode_elastic_config(config))  # as orbit may
     template = ConsumerConfig(ack_wait=2)
     async with pcgroups.consume_elastic(js, source, "g", "m1", config=template) as member:
         assert len(member.partitions) == (partitions + 1) // 2
@@ -224,7 +224,7 @@ async def test_a_config_another_client_wrote_with_too_many_partitions_ends_the_m
         with pytest.raises(pcgroups.InvalidGroupConfigError, match="MAX_MEMBER_FILTERS"):
             await asyncio.wait_for(member.done(), DEADLINE)
     alone = pcgroups.ElasticConfig(max_members=TOO_MANY, members=("m1",))
-    await bucket.put(f"{source}.g", pcgroups.encode_elastic_config(alone))
+    await bucket.put(f"{source}.g", pcgroups.wire.encode_elastic_config(alone))
     with pytest.raises(pcgroups.InvalidGroupConfigError, match="MAX_MEMBER_FILTERS"):
         async with pcgroups.consume_elastic(js, source, "g", "m1") as member:
             await asyncio.wait_for(member.done(), DEADLINE)

@@ -232,7 +232,7 @@ async def test_in_progress_keeps_a_key_from_the_standby_while_its_partition_move
     async with members(nats_server.url, tmp_path, *specs, iterate=iterate) as running:
         journals = Journals(list(running.values()))
         keys = ["k0", "k1"]  # one in each partition: whichever moves, the other stays
-        assert {pcgroups.hash_partition(k.encode(), 2) for k in keys} == {0, 1}
+        assert {pcgroups.wire.hash_partition(k.encode(), 2) for k in keys} == {0, 1}
         for n in range(3):
             for key in keys:
                 plan = "k0:0:4:0.5" if (key, n) == ("k0", 0) else f"{key}:{n}"

@@ -118,7 +118,7 @@ async def groups(js: jetstream.JetStream) -> AsyncIterator[list[kvstore.Bucket]]
     buckets: list[kvstore.Bucket] = []
     yield buckets
     for bucket in buckets:
-        for group in await pcgroups.list_elastic(js, bucket.stream):
+        async for group in pcgroups.list_elastic(js, bucket.stream):
             with contextlib.suppress(jetstream.JetStreamError):
                 await pcgroups.delete_bucket_group(bucket, group)
 
@@ -217,7 +217,7 @@ async def test_three_members_get_every_change_in_order_across_a_cancelled_member
                 break
     owners = {key: {m for _, _, m, *_ in items} for key, items in journal.entries.items()}
     assert any(len(members) > 1 for members in owners.values())  # m3's keys moved
-    info = await js.stream_info(pcgroups.elastic_stream_name(bucket.stream, "g"))
+    info = await js.stream_info(pcgroups.wire.elastic_stream_name(bucket.stream, "g"))
     assert info.state.messages == 0  # the work queue is empty: everything acknowledged
 
 
@@ -371,9 +371,9 @@ async def test_bad_input_is_refused_before_anything_is_written(
     for error, target, group, options in refused:
         with pytest.raises(error):
             await pcgroups.create_bucket_group(target, group, **options)  # type: ignore[arg-type]
-    assert await pcgroups.list_elastic(js, bucket.stream) == []
+    assert [g async for g in pcgroups.list_elastic(js, bucket.stream)] == []
     with pytest.raises(jetstream.StreamNotFoundError):  # no work-queue stream either
-        await js.stream_info(pcgroups.elastic_stream_name(bucket.stream, "g"))
+        await js.stream_info(pcgroups.wire.elastic_stream_name(bucket.stream, "g"))
     with pytest.raises(jetstream.ClientValidationError):
         pcgroups.watch_group("b", "g", "m1")  # type: ignore[arg-type]
     with pytest.raises(pcgroups.InvalidGroupNameError):
@@ -387,7 +387,7 @@ async def test_bad_input_is_refused_before_anything_is_written(
         await pcgroups.delete_bucket_group(bucket, "g")
     # an existing group keeps its partitioning; a deleted bucket gets no group
     config = await pcgroups.create_bucket_group(bucket, "g", max_members=2, members=["m1"])
-    assert config.partitioning_filters == (pcgroups.bucket_group_filter(bucket.name),)
+    assert config.partitioning_filters == (pcgroups.wire.bucket_group_filter(bucket.name),)
     assert await pcgroups.create_bucket_group(bucket, "g", max_members=2) == config
     with pytest.raises(pcgroups.GroupExistsError):
         await pcgroups.create_bucket_group(bucket, "g", max_members=3)
@@ -402,7 +402,7 @@ async def test_bad_input_is_refused_before_anything_is_written(
     await kvstore.delete_bucket(js, bucket.name)
     with pytest.raises(kvstore.BucketNotFoundError):
         await pcgroups.create_bucket_group(bucket, "h", max_members=2)
-    assert await pcgroups.list_elastic(js, bucket.stream) == ["g"]
+    assert [g async for g in pcgroups.list_elastic(js, bucket.stream)] == ["g"]
 
 
 async def test_encrypted_values_and_codec_keys_arrive_decoded(
@@ -453,7 +453,7 @@ async def test_sourcing_keeps_ttl_marker_and_rollup_headers_and_applies_none(
     bucket = await make_bucket(history=5, marker_ttl=timedelta(seconds=1))
     groups.append(bucket)
     await pcgroups.create_bucket_group(bucket, "g", max_members=3)  # no members: it fills up
-    queue = pcgroups.elastic_stream_name(bucket.stream, "g")
+    queue = pcgroups.wire.elastic_stream_name(bucket.stream, "g")
     revisions = [
         await bucket.put("k", b"1"),
         await bucket.put("a.b.c.d.e", b"deep"),  # any number of tokens
@@ -470,7 +470,7 @@ async def test_sourcing_keeps_ttl_marker_and_rollup_headers_and_applies_none(
     assert [pcgroups.origin_revision(c.headers) for c in copies] == revisions
     for copy in copies:
         token, _, subject = copy.subject.partition(".")
-        assert int(token) == pcgroups.hash_partition(subject.encode(), 3)
+        assert int(token) == pcgroups.wire.hash_partition(subject.encode(), 3)
         assert copy.headers["Nats-Stream-Source"].split(" ")[0] == bucket.stream
         assert not any(h.startswith("Nats-Expected-") for h in copy.headers)
     assert copies[0].data == b"1"  # not removed by the purge's rollup
@@ -503,7 +503,7 @@ async def test_star_filters_would_drop_deeper_keys(
         await bucket.put(key, b"x")
     copies: dict[str, list[str]] = {}
     for group in ("stars", "whole"):
-        queue = pcgroups.elastic_stream_name(bucket.stream, group)
+        queue = pcgroups.wire.elastic_stream_name(bucket.stream, group)
         while (await js.stream_info(queue)).state.last_seq < (2 if group == "stars" else 3):
             await asyncio.sleep(0.02)
         last = (await js.stream_info(queue)).state.last_seq

@@ -46,7 +46,9 @@ async def test_sourcing_puts_the_servers_partition_first(
         members=("m1", "m2"),
     )
     info = await js.stream_info(source)
-    created = await js.add_stream(pcgroups.elastic_stream_config(source, "g", config, info.config))
+    created = await js.add_stream(
+        pcgroups.wire.elastic_stream_config(source, "g", config, info.config)
+    )
     assert created.config.name == f"{source}-g"
     assert created.config.retention == "workqueue"
     keys = [f"k{i}" for i in range(20)]
@@ -56,7 +58,7 @@ async def test_sourcing_puts_the_servers_partition_first(
     for seq, key in enumerate(keys, start=1):
         message = await js.get_message(f"{source}-g", seq, direct=False)
         # partitioned on wildcard 2 only: the key token, hashed alone
-        partition = pcgroups.hash_partition(key.encode(), 5)
+        partition = pcgroups.wire.hash_partition(key.encode(), 5)
         assert message.subject == f"{partition}.{source}.orders.{key}"
 
 
@@ -65,7 +67,7 @@ async def test_a_create_in_nats_go_shape_is_the_same_stream(
 ) -> None:
     config = ElasticConfig(max_members=3, max_buffered_msgs=100)
     info = await js.stream_info(source)
-    await js.add_stream(pcgroups.elastic_stream_config(source, "g", config, info.config))
+    await js.add_stream(pcgroups.wire.elastic_stream_config(source, "g", config, info.config))
     # the fields orbit's CreateElastic sets, zero values as nats.go sends them
     go_shape = {
         "name": f"{source}-g",
@@ -96,10 +98,10 @@ async def test_member_filters_on_the_work_queue(js: jetstream.JetStream, source:
     )
     info = await js.stream_info(source)
     stream = (
-        await js.add_stream(pcgroups.elastic_stream_config(source, "g", config, info.config))
+        await js.add_stream(pcgroups.wire.elastic_stream_config(source, "g", config, info.config))
     ).config.name
     for member in ("m1", "m2", "m3"):
-        filters = list(pcgroups.elastic_member_filters(config, member))
+        filters = list(pcgroups.wire.elastic_member_filters(config, member))
         await js.create_consumer(
             stream,
             jetstream.ConsumerConfig(name=member, filter_subjects=filters, ack_policy="explicit"),

@@ -302,7 +302,7 @@ async def test_json_records_that_are_not_utf8_are_typed_errors(
             await store.info("peer")
     for config in (b'{"max_members":1,"members":["m\xff"]}', b'{"members":["\\ud800"]}'):
         with pytest.raises(pcgroups.CorruptGroupConfigError):
-            pcgroups.decode_elastic_config(config)
+            pcgroups.wire.decode_elastic_config(config)
 
 
 async def test_cli_listings_end(

@@ -1,6 +1,7 @@
 """The public surface: __all__ lists exactly the public names, and optional extras stay out."""
 
 from __future__ import annotations
+import __future__
 
 import contextlib
 import inspect
@@ -8,22 +9,29 @@ import pathlib
 import pydoc
 import subprocess
 import sys
+import types
 import typing
 
 import pytest
 
+import jetstore
 import jetstream
 import kvstore
 import objstore
+import pcgroups
+import pcgroups.wire
+
+PACKAGES = [jetstream, kvstore, objstore, pcgroups, pcgroups.wire, jetstore]
 
 
-@pytest.mark.parametrize("module", [jetstream, kvstore, objstore])
+@pytest.mark.parametrize("module", PACKAGES, ids=lambda module: module.__name__)
 def test_all_lists_the_public_names(module: object) -> None:
     exported = set(module.__all__)  # type: ignore[attr-defined]
     public = {
         name
         for name, value in vars(module).items()
         if not name.startswith("_")
+        and not isinstance(value, __future__._Feature)  # from __future__ import annotations
         and (not isinstance(value, type(sys)) or name in exported)  # public submodules
     }
     assert exported == public
@@ -51,10 +59,36 @@ def test_a_missing_spark_extra_says_how_to_install_it(module: str) -> None:
 def _public_objects() -> list[tuple[str, object]]:
     return [
         (f"{module.__name__}.{name}", getattr(module, name))
-        for module in (jetstream, kvstore, objstore)
+        for module in PACKAGES
         for name in module.__all__
         if inspect.isclass(getattr(module, name)) or inspect.isfunction(getattr(module, name))
     ]
+
+
+@pytest.mark.parametrize("module", PACKAGES, ids=lambda module: module.__name__)
+def test_every_exported_name_exists_and_nothing_private_leaks(module: types.ModuleType) -> None:
+    assert module.__doc__, f"{module.__name__} has no docstring"
+    missing = [name for name in module.__all__ if not hasattr(module, name)]
+    assert not missing, f"{module.__name__}.__all__ names what it lacks: {missing}"
+    private = [name for name in module.__all__ if name.startswith("_")]
+    assert not private, f"{module.__name__}.__all__ exports private names: {private}"
+    modules = [
+        name
+        for name in module.__all__
+        if isinstance(getattr(module, name), types.ModuleType)
+        and any(part.startswith("_") for part in getattr(module, name).__name__.split("."))
+    ]
+    assert not modules, f"{module.__name__} exports private modules: {modules}"
+
+
+@pytest.mark.parametrize(
+    ("name", "obj"),
+    [pytest.param(name, obj, id=name) for name, obj in _public_objects()],
+)
+def test_every_public_class_and_function_has_a_docstring(name: str, obj: object) -> None:
+    """Its own docstring, not one inherited from a base class."""
+    doc = vars(obj).get("__doc__") if inspect.isclass(obj) else inspect.getdoc(obj)
+    assert doc, f"{name} has no docstring"
 
 
 @pytest.mark.parametrize(

@@ -25,14 +25,14 @@ def test_the_partition_count_is_read_from_a_transform_destination() -> None:
 
 def test_a_work_queue_made_for_the_config_agrees_with_it() -> None:
     config = ElasticConfig(max_members=4, partitioning_filters=(PartitioningFilter("o.*", (1,)),))
-    assert _elastic_mismatch(config, list(pcgroups.elastic_transforms(config)), "O-g") is None
+    assert _elastic_mismatch(config, list(pcgroups.wire.elastic_transforms(config)), "O-g") is None
     whole = ElasticConfig(max_members=2)  # no filters: the whole stream by subject
-    assert _elastic_mismatch(whole, list(pcgroups.elastic_transforms(whole)), "O-g") is None
+    assert _elastic_mismatch(whole, list(pcgroups.wire.elastic_transforms(whole)), "O-g") is None
 
 
 def test_a_config_edited_after_the_work_queue_was_made_disagrees() -> None:
     made = ElasticConfig(max_members=4, partitioning_filters=(PartitioningFilter("o.*", (1,)),))
-    queue = list(pcgroups.elastic_transforms(made))
+    queue = list(pcgroups.wire.elastic_transforms(made))
     fewer = ElasticConfig(max_members=2, partitioning_filters=made.partitioning_filters)
     assert _elastic_mismatch(fewer, queue, "O-g") == (
         "the work queue O-g splits messages into 4 partitions, the config has max_members 2"

@@ -8,8 +8,9 @@ import pytest
 
 import jetstream
 import objstore
-from objstore._meta import attempts, info_from_message, remaining_ttl
+from objstore._meta import attempts, remaining_ttl
 from objstore._models import decode_info, meta_subject, name_from_meta_subject
+from objstore._trust import info_from_message
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 

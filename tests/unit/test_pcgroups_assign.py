@@ -23,6 +23,9 @@ from pcgroups import (
     MemberMapping,
     PartitioningFilter,
     StaticConfig,
+)
+from pcgroups._assign import validate_group_names, validate_member_name
+from pcgroups.wire import (
     balanced_assignment,
     config_key,
     elastic_member_filters,
@@ -36,7 +39,6 @@ from pcgroups import (
     validate_elastic_config,
     validate_static_config,
 )
-from pcgroups._assign import validate_group_names, validate_member_name
 
 ASSIGNMENT_VECTORS = [
     # P=4, [b, a]: sorted a b, per 4//2=2, blocks 0-1 a, 2-3 b, no remainder
@@ -290,7 +292,7 @@ def test_elastic_stream_config_is_orbits() -> None:
         partitioning_filters=(PartitioningFilter("orders.*", (1,)),),
         max_buffered_msgs=500,
     )
-    stream = pcgroups.elastic_stream_config("orders", "g", config, source)
+    stream = pcgroups.wire.elastic_stream_config("orders", "g", config, source)
     assert (stream.name, stream.subjects, stream.retention) == ("orders-g", [], "workqueue")
     assert (stream.num_replicas, stream.storage) == (3, "memory")
     assert (stream.max_msgs, stream.max_bytes, stream.discard) == (500, -1, "new")

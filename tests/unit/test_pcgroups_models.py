@@ -15,6 +15,8 @@ from pcgroups import (
     MemberMapping,
     PartitioningFilter,
     StaticConfig,
+)
+from pcgroups.wire import (
     decode_elastic_config,
     decode_static_config,
     encode_elastic_config,

@@ -1,36 +1,13 @@
-"""PySpark helpers for object stores: ``upload_objects`` (executors upload, a DataFrame of
-outcomes comes back) and the ``natsobj`` format that lists a store's objects. Needs the
-``spark`` extra (``pip install 'jetstore[spark]'``).
-
-::
-
-    from objstore.spark import upload_objects, register
-    results = upload_objects(
-        files_df, "artifacts", servers=url, path_col="path", allowed_root="/data/in"
-    )
-    register(spark)
-    spark.read.format("natsobj").option("servers", url).load("artifacts")
-
-``natsobj`` options (names are case-insensitive; an unknown option is refused with the list of
-known ones): the connection options of ``natskv`` (``servers``, ``connectTimeout``,
-``connectAttempts``, credentials), ``store`` (or the load path), ``limit`` (at most this many
-rows, 0 = all) and ``includeDeleted`` (false: also list deleted objects).
-"""
+"""``upload_objects``: executors upload one object per row of a DataFrame (from a path or
+binary column) and a DataFrame of outcomes comes back."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any
 
-try:
-    import pyarrow as pa
-    from pyspark.sql.datasource import DataSource, DataSourceReader
-    from pyspark.sql.types import StructType
-except ImportError as exc:  # pragma: no cover - exercised by the missing-extra check
-    raise ImportError(
-        "objstore.spark needs PySpark >= 4.2, pyarrow and pandas: pip install 'jetstore[spark]'"
-    ) from exc
+import pyarrow as pa
 
 from jetstream import (
     CONNECTION_OPTIONS,
@@ -38,36 +15,21 @@ from jetstream import (
     ColumnError,
     ConnectionOptions,
     Keyring,
-    bool_option,
     check_options,
-    int_option,
     run_sync,
     validate_bucket_name,
 )
 from jetstream._errors import check_count
-from jetstream._options import activate_spark_session, named_option, read_columns
 
-from ._errors import DuplicateObjectNameError
-from ._manage import open_store
-from ._many import UploadItem, upload_many
-from ._models import DEFAULT_CHUNK_SIZE
-from ._paths import check_root
-from ._store import check_chunk_size, store_info
+from .._checks import check_chunk_size
+from .._errors import DuplicateObjectNameError
+from .._many import UploadItem, upload_many
+from .._models import DEFAULT_CHUNK_SIZE
+from .._paths import check_root
 
-__all__ = ["ObjectsDataSource", "register", "upload_objects"]
+__all__ = ["RESULT_SCHEMA", "upload_objects"]
 
 RESULT_SCHEMA = "name string, size long, digest string, chunks int, error string"
-LIST_SCHEMA = (
-    "name string, size long, chunks int, digest string, modified timestamp, description string"
-)
-
-
-def register(spark: Any) -> None:
-    """Register the ``natsobj`` format with a SparkSession (idempotent), and make ``spark`` the
-    calling thread's active session: call it in each thread that uses the format (see
-    :func:`kvstore.spark.register`)."""
-    spark.dataSource.register(ObjectsDataSource)
-    activate_spark_session(spark)
 
 
 def upload_objects(
@@ -247,73 +209,3 @@ class _UploadTask:
                 yield UploadItem(name=name, path=value)
             else:
                 yield UploadItem(name=name, data=value)
-
-
-_KNOWN = (*CONNECTION_OPTIONS, "store", "path", "limit", "includeDeleted")
-
-
-class ObjectsDataSource(DataSource):
-    """The ``natsobj`` format: one row per object of a store (options: see the module)."""
-
-    @classmethod
-    def name(cls) -> str:
-        return "natsobj"
-
-    def schema(self) -> str:
-        return LIST_SCHEMA
-
-    def reader(self, schema: StructType) -> _ListReader:
-        """Validate the options and check the store exists, at planning time.
-
-        Raises:
-            ClientValidationError: a bad or unknown option, or no store named.
-            StoreNotFoundError: no such store (names it).
-            ConnectionFailedError: no server reachable.
-        """
-        check_options(self.options, _KNOWN, "natsobj")
-        store = named_option(self.options, "store")
-        validate_bucket_name(store)
-        columns = tuple(name for name, _ in read_columns(schema, _LIST_TYPES, "natsobj"))
-        reader = _ListReader(
-            ConnectionOptions.from_strings(self.options), store, self.options, columns
-        )
-        run_sync(reader.check)
-        return reader
-
-
-_LIST_TYPES = {
-    name: ({"int": "integer"}.get(kind, kind),)  # DDL names as Spark's typeName() spells them
-    for name, kind in (column.split() for column in LIST_SCHEMA.split(","))
-}
-
-
-class _ListReader(DataSourceReader):
-    def __init__(
-        self,
-        connection: ConnectionOptions,
-        store: str,
-        options: Mapping[str, str],
-        columns: tuple[str, ...],
-    ) -> None:
-        self.connection = connection
-        self.store = store
-        self.columns = columns
-        self.limit = int_option(options, "limit", 0, low=0)
-        self.include_deleted = bool_option(options, "includeDeleted", False)
-
-    async def check(self) -> None:
-        async with self.connection.session() as js:
-            await store_info(js, self.store)
-
-    def read(self, partition: Any) -> Iterator[tuple[Any, ...]]:
-        yield from run_sync(self._list)
-
-    async def _list(self) -> list[tuple[Any, ...]]:
-        rows: list[tuple[Any, ...]] = []
-        async with self.connection.session() as js:
-            store = await open_store(js, self.store)
-            async for i in store.list(include_deleted=self.include_deleted):
-                rows.append(tuple(getattr(i, column) for column in self.columns))
-                if len(rows) == self.limit:
-                    break
-        return rows

@@ -1,0 +1,107 @@
+"""The ``natskv`` options: parsed and checked on the driver, for each mode (write, read,
+stream), before any task runs; and the encryption a task builds from them."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+
+from jetstream import (
+    CONNECTION_OPTIONS,
+    ClientValidationError,
+    ConnectionOptions,
+    Keyring,
+    bool_option,
+    check_options,
+    int_option,
+    str_option,
+    validate_bucket_name,
+)
+from jetstream._options import named_option
+
+from .._encryption import EncryptionStage
+from .._keys import distinct_filters, validate_filter
+from .._models import subject_prefix
+
+__all__ = ["Options", "encryption_stage", "parse_options"]
+
+_COMMON = (*CONNECTION_OPTIONS, "bucket", "path", "keyFile", "allowPlaintext")
+_KNOWN = {
+    "write": (*_COMMON, "keyColumn", "valueColumn", "ttlColumn", "batchSize"),
+    "read": (*_COMMON, "keys", "numPartitions", "includeDeletes"),
+    "stream": (
+        *_COMMON,
+        "keys",
+        "startingSequence",
+        "maxRecordsPerTrigger",
+        "seqsPerPartition",
+        "includeDeletes",
+    ),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    connection: ConnectionOptions
+    bucket: str
+    key_column: str
+    value_column: str
+    ttl_column: str | None
+    batch_size: int
+    filters: tuple[str, ...]
+    partitions: int
+    include_deletes: bool
+    start: str
+    max_records: int | None
+    seqs_per_partition: int
+    key_file: str | None = None
+    allow_plaintext: bool = False
+
+    @property
+    def subjects(self) -> list[str]:
+        return [subject_prefix(self.bucket) + f for f in self.filters]
+
+
+def parse_options(options: Mapping[str, str], mode: str) -> Options:
+    """Parse the options of one mode (``write``, ``read``, ``stream``), refusing the others."""
+    check_options(options, _KNOWN[mode], f"natskv {mode}")
+    stream = mode == "stream"
+    bucket = named_option(options, "bucket")
+    validate_bucket_name(bucket)
+    patterns = [f.strip() for f in (str_option(options, "keys", ">") or ">").split(",")]
+    for pattern in patterns:
+        validate_filter(pattern)
+    filters = tuple(distinct_filters(patterns))  # the server refuses overlapping filters
+    max_records = str_option(options, "maxRecordsPerTrigger")
+    key_file = str_option(options, "keyFile")
+    allow_plaintext = bool_option(options, "allowPlaintext", False)
+    if key_file is not None:
+        Keyring.from_file(key_file)  # a bad key file fails at planning, not in the tasks
+    elif allow_plaintext:
+        raise ClientValidationError("option 'allowPlaintext' needs 'keyFile'")
+    return Options(
+        connection=ConnectionOptions.from_strings(options),
+        bucket=bucket,
+        key_column=str_option(options, "keyColumn", "key") or "key",
+        value_column=str_option(options, "valueColumn", "value") or "value",
+        ttl_column=str_option(options, "ttlColumn"),
+        batch_size=int_option(options, "batchSize", 1000, low=1, high=1000),
+        filters=filters,
+        partitions=int_option(options, "numPartitions", 2, low=1, high=1024),
+        include_deletes=bool_option(options, "includeDeletes", stream),
+        start=(str_option(options, "startingSequence", "earliest") or "earliest").lower(),
+        max_records=None
+        if max_records is None
+        else int_option(options, "maxRecordsPerTrigger", 0, low=1),
+        seqs_per_partition=int_option(options, "seqsPerPartition", 10_000, low=1),
+        key_file=key_file,
+        allow_plaintext=allow_plaintext,
+    )
+
+
+def encryption_stage(opts: Options) -> EncryptionStage | None:
+    """The encryption of a task: its keys read from the key file where the task runs."""
+    if opts.key_file is None:
+        return None
+    keyring = Keyring.from_file(opts.key_file)
+    return EncryptionStage(keyring, allow_plaintext=opts.allow_plaintext)

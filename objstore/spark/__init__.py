@@ -1,0 +1,45 @@
+"""PySpark helpers for object stores: ``upload_objects`` (executors upload, a DataFrame of
+outcomes comes back) and the ``natsobj`` format that lists a store's objects. Needs the
+``spark`` extra (``pip install 'jetstore[spark]'``).
+
+::
+
+    from objstore.spark import upload_objects, register
+    results = upload_objects(
+        files_df, "artifacts", servers=url, path_col="path", allowed_root="/data/in"
+    )
+    register(spark)
+    spark.read.format("natsobj").option("servers", url).load("artifacts")
+
+``natsobj`` options (names are case-insensitive; an unknown option is refused with the list of
+known ones): the connection options of ``natskv`` (``servers``, ``connectTimeout``,
+``connectAttempts``, credentials), ``store`` (or the load path), ``limit`` (at most this many
+rows, 0 = all) and ``includeDeleted`` (false: also list deleted objects).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+try:
+    import pyarrow  # noqa: F401  (the spark extra: checked here, used by the uploads)
+    from pyspark.sql.datasource import DataSource  # noqa: F401
+except ImportError as exc:  # pragma: no cover - exercised by the missing-extra check
+    raise ImportError(
+        "objstore.spark needs PySpark >= 4.2, pyarrow and pandas: pip install 'jetstore[spark]'"
+    ) from exc
+
+from jetstream._options import activate_spark_session
+
+from ._list import LIST_SCHEMA, ObjectsDataSource
+from ._upload import RESULT_SCHEMA, upload_objects
+
+__all__ = ["LIST_SCHEMA", "RESULT_SCHEMA", "ObjectsDataSource", "register", "upload_objects"]
+
+
+def register(spark: Any) -> None:
+    """Register the ``natsobj`` format with a SparkSession (idempotent), and make ``spark`` the
+    calling thread's active session: call it in each thread that uses the format (see
+    :func:`kvstore.spark.register`)."""
+    spark.dataSource.register(ObjectsDataSource)
+    activate_spark_session(spark)
