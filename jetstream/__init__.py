@@ -9,12 +9,14 @@ It is the only package that knows subjects, headers and the JSON API. ``kvstore`
 """
 
 from . import headers
-from ._api import DEFAULT_API_PREFIX, ApiSubjects
-from ._batch import DEFAULT_COMMIT_DEADLINE, DEFAULT_MAX_BATCH, AtomicBatch, BatchAck
-from ._cluster import EmbeddedCluster
-from ._consumer import Consumer, MessageStream, OrderedConsumer
+from ._api.stream_subjects import stream_subjects
+from ._consume.consumer import Consumer, MessageStream, OrderedConsumer
+from ._consume.pull import PullMessage
+from ._consume.scan import scan_stream
 from ._context import DEFAULT_TIMEOUT, Feature, JetStream, connect
-from ._duration import Duration, DurationValue, parse_duration
+from ._crypto.keyring import Keyring, RekeyReport
+from ._embedded.cluster import EmbeddedCluster
+from ._embedded.server import EmbeddedServer, find_server_binary
 from ._errors import (
     AuthenticationError,
     BatchAbandonedError,
@@ -73,9 +75,23 @@ from ._errors import (
     WrongLastSequenceError,
     WrongTypeError,
 )
-from ._fast import FastPublisher
-from ._keyring import Keyring, RekeyReport
-from ._limits import (
+from ._options import (
+    CONNECTION_OPTIONS,
+    ConnectionOptions,
+    bool_option,
+    check_options,
+    int_option,
+    run_sync,
+    str_option,
+)
+from ._protocol.bucket_config import (
+    MAX_BUCKET_NAME,
+    check_size,
+    check_stream_limits,
+    validate_bucket_name,
+)
+from ._protocol.duration import Duration, DurationValue, parse_duration
+from ._protocol.limits import (
     MAX_CONTROL_LINE,
     check_message_size,
     check_subject_length,
@@ -83,8 +99,8 @@ from ._limits import (
     payload_room,
     subject_room,
 )
-from ._message import AckReply, StoredMessage, parse_ack_reply, parse_timestamp
-from ._models import (
+from ._protocol.message import AckReply, StoredMessage, parse_ack_reply, parse_timestamp
+from ._protocol.models import (
     AccountInfo,
     ApiError,
     ApiStats,
@@ -96,24 +112,20 @@ from ._models import (
     StreamInfo,
     StreamState,
 )
-from ._options import (
-    CONNECTION_OPTIONS,
-    ConnectionOptions,
-    bool_option,
-    check_options,
-    int_option,
-    run_sync,
-    str_option,
+from ._protocol.permissions import Permissions, SubjectRule
+from ._protocol.ttl import (
+    NEVER,
+    TTLValue,
+    format_ttl,
+    parse_ttl,
+    parse_ttl_at_least,
+    parse_ttl_header,
 )
-from ._permissions import Permissions, SubjectRule
-from ._pull import PullMessage
+from ._publish.acked import AckedPublisher
+from ._publish.atomic import DEFAULT_COMMIT_DEADLINE, DEFAULT_MAX_BATCH, AtomicBatch, BatchAck
+from ._publish.fast import FastPublisher
 from ._resource import AsyncResource
-from ._scan import scan_stream
-from ._server import EmbeddedServer, find_server_binary
-from ._shared_config import MAX_BUCKET_NAME, check_size, check_stream_limits, validate_bucket_name
-from ._subjects import stream_subjects
-from ._ttl import NEVER, TTLValue, format_ttl, parse_ttl, parse_ttl_at_least, parse_ttl_header
-from ._window import AckedPublisher
+from ._transport.requests import DEFAULT_API_PREFIX, ApiSubjects
 
 __all__ = [
     "CONNECTION_OPTIONS",

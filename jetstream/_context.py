@@ -18,15 +18,10 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.nuid import NUID
 
-from . import _status as st
 from . import headers as hdr
-from ._api import DEFAULT_API_PREFIX, ApiSubjects, decode_reply, request, send
-from ._connection import close_client, open_client, reader_gone
-from ._connection_events import ConnectionEvent, ConnectionEvents, chain_callbacks
-from ._consumer import Consumer
-from ._delivery import route_of
-from ._denials import Denials
-from ._duration import encode_hook
+from ._consume.consumer import Consumer
+from ._consume.priority import validate_priority_group
+from ._consume.scan import find_by_msg_id
 from ._errors import (
     ClientValidationError,
     CommitUnknownError,
@@ -42,10 +37,11 @@ from ._errors import (
     WrongEventLoopError,
     WrongLastSequenceError,
 )
-from ._fence import Fence
-from ._limits import check_message_size, check_subject_length
-from ._message import StoredMessage, parse_header_block, parse_headers
-from ._models import (
+from ._protocol import status as st
+from ._protocol.duration import encode_hook
+from ._protocol.limits import check_message_size, check_subject_length
+from ._protocol.message import StoredMessage, parse_header_block, parse_headers
+from ._protocol.models import (
     AccountInfo,
     ConsumerConfig,
     ConsumerInfo,
@@ -59,13 +55,17 @@ from ._models import (
     StreamNamesResponse,
     SuccessResponse,
 )
-from ._nats_errors import nats_errors
-from ._priority import validate_priority_group
+from ._protocol.text import encode_json
+from ._publish.fence import Fence
 from ._redact import redact_text
 from ._resource import AsyncResource
-from ._scan import find_by_msg_id
-from ._servers import server_list
-from ._wire_text import encode_json
+from ._transport.connection import close_client, open_client, reader_gone
+from ._transport.delivery import route_of
+from ._transport.denials import Denials
+from ._transport.events import ConnectionEvent, ConnectionEvents, chain_callbacks
+from ._transport.nats_errors import nats_errors
+from ._transport.requests import DEFAULT_API_PREFIX, ApiSubjects, decode_reply, request, send
+from ._transport.servers import server_list
 
 __all__ = ["DEFAULT_RETRY_DEADLINE", "DEFAULT_TIMEOUT", "Feature", "JetStream", "connect"]
 
@@ -754,7 +754,7 @@ class JetStream(AsyncResource):
         expected-sequence header makes the repeat fail instead, the subject's messages are
         looked up by their ``Nats-Msg-Id`` to tell whether the earlier attempt was stored. Only
         a refused *retry* after an unanswered attempt pays for that lookup (see
-        :class:`jetstream._fence.Fence`): a refused first attempt raises at once.
+        :class:`jetstream._publish.fence.Fence`): a refused first attempt raises at once.
 
         Raises:
             JetStreamError: the registered error from the ack (e.g. WrongLastSequenceError).
@@ -1022,8 +1022,9 @@ class _BatchAnswer:
         self._receive(msg.headers or {}, msg.data)
 
     def on_frame(self, subject: bytes, reply: bytes, block: bytes | None, data: bytes) -> None:
-        """An answer routed past nats-py's pipeline (see :mod:`jetstream._delivery`): nats-py
-        parses each header name a character at a time, most of a batched get's client time."""
+        """An answer routed past nats-py's pipeline (see :mod:`jetstream._transport.delivery`):
+        nats-py parses each header name a character at a time, most of a batched get's client
+        time."""
         self._receive(parse_headers(block) if block else {}, data)
 
     def _receive(self, headers: dict[str, str], data: bytes) -> None:

@@ -375,7 +375,7 @@ class FastBatchError(JetStreamError):
 
 class UndecodableMessageError(JetStreamError):
     """A stored message whose subject is not UTF-8 (any client may publish one on a stream's
-    subjects; see :mod:`jetstream._wire_text`). Readers skip it and report it once with this
+    subjects; see :mod:`jetstream._protocol.text`). Readers skip it and report it once with this
     error as a warning (error callback or log); a read of exactly that message raises it.
     ``stream`` and ``seq`` say where it is stored (``seq`` 0 when not known)."""
 

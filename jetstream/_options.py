@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from ._context import JetStream, connect
 from ._errors import ClientValidationError, ColumnError
 from ._redact import redact_url
-from ._servers import server_list
+from ._transport.servers import server_list
 
 __all__ = [
     "CONNECTION_OPTIONS",

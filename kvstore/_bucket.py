@@ -34,7 +34,7 @@ from jetstream import (
     subject_room,
 )
 from jetstream import headers as hdr
-from jetstream._envelope import OVERHEAD
+from jetstream._crypto.envelope import OVERHEAD
 from jetstream._errors import check_bytes_like
 
 from ._batch import KeyBatch

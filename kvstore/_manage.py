@@ -19,7 +19,7 @@ from jetstream import (
     StreamInfo,
     validate_bucket_name,
 )
-from jetstream._shared_config import valid_bucket_names
+from jetstream._protocol.bucket_config import valid_bucket_names
 
 from ._bucket import Bucket
 from ._codecs import KeyCodec

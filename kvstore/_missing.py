@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 
 from jetstream import JetStream
-from jetstream._missing_stream import MissingStream
+from jetstream._api.missing_stream import MissingStream
 
 from ._errors import BucketNotFoundError
 from ._models import stream_name

@@ -21,7 +21,7 @@ from jetstream import (
     validate_bucket_name,
 )
 from jetstream import headers as hdr
-from jetstream._hidden_payload import PayloadHidden
+from jetstream._crypto.hidden_payload import PayloadHidden
 
 from ._name_codec import NEW_NAME_FORMAT
 

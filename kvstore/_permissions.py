@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from jetstream import validate_bucket_name
-from jetstream._permissions import (
+from jetstream._protocol.permissions import (
     API,
     Permissions,
     SubjectRule,

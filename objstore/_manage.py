@@ -14,7 +14,7 @@ from jetstream import (
     StreamExistsError,
     validate_bucket_name,
 )
-from jetstream._shared_config import valid_bucket_names
+from jetstream._protocol.bucket_config import valid_bucket_names
 
 from ._encryption import cipher_for
 from ._errors import StoreExistsError

@@ -14,8 +14,8 @@ from jetstream import (
     JetStreamError,
     Keyring,
 )
+from jetstream._crypto.hidden_payload import PayloadHidden
 from jetstream._errors import check_count
-from jetstream._hidden_payload import PayloadHidden
 
 from ._encryption import cipher_for
 from ._errors import DuplicateObjectNameError, StoreNotFoundError

@@ -11,7 +11,7 @@ from typing import Literal
 import msgspec
 
 from jetstream import Duration, StreamConfig, StreamInfo, check_stream_limits, parse_timestamp
-from jetstream._wire_text import decode_json
+from jetstream._protocol.text import decode_json
 
 from ._errors import InvalidObjectMetaError
 

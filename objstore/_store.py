@@ -31,7 +31,7 @@ from jetstream import (
 )
 from jetstream import headers as hdr
 from jetstream._errors import check_count
-from jetstream._wire_text import utf8_or_none
+from jetstream._protocol.text import utf8_or_none
 
 from ._download import DEFAULT_STALL_TIMEOUT, ObjectReader, check_stall_timeout
 from ._encryption import OVERHEAD, cipher_for

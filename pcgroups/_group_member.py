@@ -50,9 +50,9 @@ from jetstream import (
     JetStreamError,
     StreamNotFoundError,
 )
-from jetstream._connection import answers
-from jetstream._consumer import MessageStream
-from jetstream._pull import PullMessage, cancel_and_wait
+from jetstream._consume.consumer import MessageStream
+from jetstream._consume.pull import PullMessage, cancel_and_wait
+from jetstream._transport.connection import answers
 from kvstore import Op
 
 from ._acked import AckedMessages

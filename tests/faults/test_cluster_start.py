@@ -8,7 +8,7 @@ import socket
 import pytest
 
 import jetstream
-from jetstream._ports import _lock, _lock_directory
+from jetstream._embedded.ports import _lock, _lock_directory
 
 
 def _try_lock(port: int) -> int | None:

@@ -11,7 +11,7 @@ import pytest
 
 import jetstream
 from jetstream import JetStream, StreamConfig
-from jetstream._scan import find_by_msg_id
+from jetstream._consume.scan import find_by_msg_id
 
 
 async def test_account_info_reports_the_api_level(js: JetStream) -> None:

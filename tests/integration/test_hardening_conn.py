@@ -592,7 +592,7 @@ async def test_frames_while_reconnecting_take_publish_checks(
     """Pre-encoded frames bypassed nats-py's checks: while reconnecting they were queued past
     the reconnect buffer's limit without an error. Now they go through publish, and a full
     buffer is a DisconnectedError (a JetStreamError); a closed client a ConnectionClosedError."""
-    from jetstream._wire import publish_frames
+    from jetstream._transport.hpub import publish_frames
 
     frames = [("s.a", {"h": "v"}, b"x" * 1000) for _ in range(10)]
     js = await jetstream.connect(

@@ -11,7 +11,8 @@ import pytest
 
 import jetstream
 import kvstore
-from jetstream import _pull, _resets
+from jetstream._consume import pull as _pull
+from jetstream._consume import resets as _resets
 
 pytestmark = pytest.mark.integration
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import random
 
-from jetstream._keep_alive import BufferKeepAlive
-from jetstream._pull import ItemQueue, PullMessage
+from jetstream._consume.keep_alive import BufferKeepAlive
+from jetstream._consume.pull import ItemQueue, PullMessage
 
 ACK_WAIT = 2.0
 

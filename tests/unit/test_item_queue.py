@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from jetstream._pull import ItemQueue, PullMessage
+from jetstream._consume.pull import ItemQueue, PullMessage
 
 
 async def test_get_with_timeout_raises_when_nothing_arrives() -> None:

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 import jetstream
-from jetstream._links import Link
+from jetstream._embedded.links import Link
 
 
 @pytest.fixture

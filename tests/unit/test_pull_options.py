@@ -6,7 +6,7 @@ import pytest
 from nats.aio.msg import Msg
 
 import jetstream
-from jetstream._pull import BYTES_MODE_BATCH, message_size, pull_options
+from jetstream._consume.pull import BYTES_MODE_BATCH, message_size, pull_options
 
 
 def test_defaults_follow_adr_37() -> None:

@@ -9,10 +9,10 @@ import nats.errors
 import pytest
 
 import jetstream
-from jetstream import _status as st
-from jetstream._connection import describe_failure
 from jetstream._errors import connection_error
-from jetstream._nats_errors import from_nats, nats_errors
+from jetstream._protocol import status as st
+from jetstream._transport.connection import describe_failure
+from jetstream._transport.nats_errors import from_nats, nats_errors
 
 
 def test_status_of_reads_status_and_description() -> None:
