@@ -10,10 +10,11 @@ It is the only package that knows subjects, headers and the JSON API. ``kvstore`
 
 from . import headers
 from ._api.stream_subjects import stream_subjects
+from ._connect import connect
 from ._consume.consumer import Consumer, MessageStream, OrderedConsumer
 from ._consume.pull import PullMessage
 from ._consume.scan import scan_stream
-from ._context import DEFAULT_TIMEOUT, Feature, JetStream, connect
+from ._context import DEFAULT_TIMEOUT, Feature, JetStream
 from ._crypto.keyring import Keyring, RekeyReport
 from ._embedded.cluster import EmbeddedCluster
 from ._embedded.server import EmbeddedServer, find_server_binary
@@ -113,6 +114,7 @@ from ._protocol.models import (
     StreamState,
 )
 from ._protocol.permissions import Permissions, SubjectRule
+from ._protocol.subjects import DEFAULT_API_PREFIX, ApiSubjects
 from ._protocol.ttl import (
     NEVER,
     TTLValue,
@@ -125,7 +127,6 @@ from ._publish.acked import AckedPublisher
 from ._publish.atomic import DEFAULT_COMMIT_DEADLINE, DEFAULT_MAX_BATCH, AtomicBatch, BatchAck
 from ._publish.fast import FastPublisher
 from ._resource import AsyncResource
-from ._transport.requests import DEFAULT_API_PREFIX, ApiSubjects
 
 __all__ = [
     "CONNECTION_OPTIONS",

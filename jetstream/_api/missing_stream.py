@@ -14,12 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from types import TracebackType
-from typing import TYPE_CHECKING
 
 from .._errors import CommitUnknownError, NoRespondersError, StreamNotFoundError
-
-if TYPE_CHECKING:
-    from .._context import JetStream
+from .client import ApiClient
 
 __all__ = ["MissingStream"]
 
@@ -47,7 +44,7 @@ class MissingStream:
     __slots__ = ("_error", "_js", "_stream")
 
     def __init__(
-        self, js: JetStream, stream: str, error: Callable[[], StreamNotFoundError]
+        self, js: ApiClient, stream: str, error: Callable[[], StreamNotFoundError]
     ) -> None:
         self._js = js
         self._stream = stream

@@ -6,15 +6,11 @@ up to 100,000 subjects per page.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import msgspec
 
 from .._errors import ClientValidationError
 from .._protocol.names import validate_subject_token
-
-if TYPE_CHECKING:  # _context imports this package
-    from .._context import JetStream
+from .client import ApiClient
 
 __all__ = ["stream_subjects"]
 
@@ -31,7 +27,7 @@ class _SubjectsPage(msgspec.Struct):
     offset: int = 0
 
 
-async def stream_subjects(js: JetStream, stream: str, filters: list[str]) -> list[str]:
+async def stream_subjects(js: ApiClient, stream: str, filters: list[str]) -> list[str]:
     """The subjects matching any of ``filters`` (wildcards allowed) that ``stream`` holds at
     least one message on now, sorted and without repeats.
 
@@ -49,7 +45,7 @@ async def stream_subjects(js: JetStream, stream: str, filters: list[str]) -> lis
         while True:
             body = msgspec.json.encode({"subjects_filter": pattern, "offset": offset})
             subject = js.api.stream_info(stream)
-            page = await js._request(subject, body, _SubjectsPage, idempotent=True)
+            page = await js.request(subject, body, _SubjectsPage, idempotent=True)
             subjects = page.state.subjects or {}
             found.update(subjects)
             offset += len(subjects)

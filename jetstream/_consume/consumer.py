@@ -25,13 +25,16 @@ import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from datetime import datetime
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import Any, Self
 
 import msgspec
 import nats.errors
 from nats.nuid import NUID
 
 from .. import headers as hdr
+from .._api.client import ApiClient
+from .._api.consumers import consumer_info, create_consumer_info, delete_consumer
+from .._api.streams import stream_info
 from .._errors import (
     ClientValidationError,
     ConnectionClosedError,
@@ -71,9 +74,6 @@ from .pull import (
 )
 from .pull_options import FetchOptions, fetch_options
 from .resets import ResetGuard, reset_backoff
-
-if TYPE_CHECKING:
-    from .._context import JetStream
 
 __all__ = ["Consumer", "MessageStream", "OrderedConsumer"]
 
@@ -212,7 +212,7 @@ class _StartingStream:
 class Consumer:
     """A pull consumer on a stream. Get one from ``js.create_consumer`` / ``js.consumer``."""
 
-    def __init__(self, js: JetStream, stream: str, info: ConsumerInfo) -> None:
+    def __init__(self, js: ApiClient, stream: str, info: ConsumerInfo) -> None:
         self._js = js
         self.stream = stream
         self.name = info.name
@@ -256,7 +256,7 @@ class Consumer:
         Raises:
             ConsumerNotFoundError: the consumer is gone.
         """
-        self.cached_info = await self._js.consumer_info(self.stream, self.name)
+        self.cached_info = await consumer_info(self._js, self.stream, self.name)
         return self.cached_info
 
     def consume(
@@ -425,7 +425,7 @@ def _fetch_request(options: FetchOptions, pin: PriorityPin | None) -> bytes:
     return msgspec.json.encode(request)
 
 
-def _closed_into(queue: ItemQueue, js: JetStream) -> Callable[[ConnectionEvent], None]:
+def _closed_into(queue: ItemQueue, js: ApiClient) -> Callable[[ConnectionEvent], None]:
     """A connection listener that ends a fetch waiting on ``queue`` once the connection is
     closed for good (at once, not when the pull expires)."""
 
@@ -437,7 +437,7 @@ def _closed_into(queue: ItemQueue, js: JetStream) -> Callable[[ConnectionEvent],
 
 
 async def _fetched(
-    queue: ItemQueue, options: FetchOptions, js: JetStream, what: str, pin: PriorityPin | None
+    queue: ItemQueue, options: FetchOptions, js: ApiClient, what: str, pin: PriorityPin | None
 ) -> AsyncIterator[PullMessage]:
     """The messages of one pull until it ends (complete, expired, refused, or silent for two
     heartbeats), undecodable ones included (they count in the pull's batch)."""
@@ -538,7 +538,7 @@ class OrderedConsumer(AsyncResource):
 
     def __init__(
         self,
-        js: JetStream,
+        js: ApiClient,
         stream: str,
         *,
         filter_subjects: list[str] | None = None,
@@ -633,7 +633,7 @@ class OrderedConsumer(AsyncResource):
             await self._note_stream_created()
         config = self._config()
         self._name = config.name  # known before the reply: a cancelled create is deleted too
-        info = await self._settled(self._js.create_consumer_info(self.stream, config))
+        info = await self._settled(create_consumer_info(self._js, self.stream, config))
         self._name = info.name
         self._guard.created(asyncio.get_running_loop().time())
         if self.initial_pending is None:
@@ -736,7 +736,7 @@ class OrderedConsumer(AsyncResource):
     async def _note_stream_created(self) -> None:
         """Remember the stream's creation time, which tells it from one created again."""
         try:
-            self._stream_created = (await self._js.stream_info(self.stream)).created
+            self._stream_created = (await stream_info(self._js, self.stream)).created
         except PermissionDeniedError:
             self._stream_created = None  # may not look: the sequence check is left
 
@@ -749,7 +749,7 @@ class OrderedConsumer(AsyncResource):
         if not self.last_stream_seq and self._stream_created is None:
             return  # nothing read, nothing known: the stream there now is the one to read
         try:
-            info = await self._js.stream_info(self.stream)
+            info = await stream_info(self._js, self.stream)
         except PermissionDeniedError:
             return  # may not look: the consumer create decides, as it did
         if stream_replaced(info, self._stream_created, self.last_stream_seq):
@@ -761,7 +761,7 @@ class OrderedConsumer(AsyncResource):
 
     async def _forget(self, name: str) -> None:
         with contextlib.suppress(JetStreamError, nats.errors.Error, OSError):
-            await self._js.delete_consumer(self.stream, name)
+            await delete_consumer(self._js, self.stream, name)
 
     def _in_background(self, cleanup: Coroutine[Any, Any, None]) -> None:
         """Run ``cleanup`` (stopping a replaced puller, deleting a replaced consumer) to its
@@ -926,7 +926,7 @@ class OrderedConsumer(AsyncResource):
         except TimeoutError:
             pass
         try:
-            info = await self._js.consumer_info(self.stream, self._name)
+            info = await consumer_info(self._js, self.stream, self._name)
         except (RequestTimeoutError, NoRespondersError, ConsumerNotFoundError):
             return None  # the heartbeat checks handle a consumer that is gone
         delivered = info.delivered.consumer_seq

@@ -10,29 +10,10 @@ pull for ``priority_timeout`` (its waiting pull does not keep it), or by the unp
 
 from __future__ import annotations
 
-import re
-from typing import Final
-
 from .. import headers as hdr
-from .._errors import ClientValidationError
+from .._protocol.names import validate_priority_group
 
-__all__ = ["PriorityPin", "validate_priority_group"]
-
-_GROUP: Final = re.compile(r"[-_/=a-zA-Z0-9]{1,16}")
-
-
-def validate_priority_group(group: str) -> str:
-    """``group`` if the server accepts it as a priority group name (ADR-42: 1 to 16 of
-    ``A-Z a-z 0-9 - _ / =``).
-
-    Raises:
-        ClientValidationError: it is not.
-    """
-    if not isinstance(group, str) or not _GROUP.fullmatch(group):
-        raise ClientValidationError(
-            f"invalid priority group {group!r}: 1 to 16 letters, digits, '-', '_', '/' or '='"
-        )
-    return group
+__all__ = ["PriorityPin"]
 
 
 class PriorityPin:

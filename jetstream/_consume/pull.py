@@ -31,6 +31,8 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 
 from .. import headers as hdr
+from .._api.client import ApiClient
+from .._api.consumers import consumer_info
 from .._errors import (
     ConnectionClosedError,
     ConsumerDeletedError,
@@ -65,7 +67,6 @@ from .pull_window import Limit, PullRequest, PullWindow
 if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine
 
-    from .._context import JetStream
     from .._transport.delivery import DeliveryClient
 
 __all__ = [
@@ -358,7 +359,7 @@ class DeliveryInbox:
     pulls)."""
 
     def __init__(
-        self, js: JetStream, receive: Callable[[PullMessage], None], *, sized: bool
+        self, js: ApiClient, receive: Callable[[PullMessage], None], *, sized: bool
     ) -> None:
         self._js = js
         self._receive = receive
@@ -444,7 +445,7 @@ def no_delivery(message: PullMessage, stream: str) -> UndecodableMessageError:
 
 
 def report_skipped(
-    js: JetStream,
+    js: ApiClient,
     message: PullMessage,
     stream: str,
     on_error: Callable[[JetStreamError], None] | None,
@@ -482,7 +483,7 @@ class Puller:
 
     def __init__(
         self,
-        js: JetStream,
+        js: ApiClient,
         stream: str,
         consumer: str,
         options: PullOptions,
@@ -750,7 +751,7 @@ class Puller:
 
     async def _check_consumer(self) -> None:
         try:
-            await self._js.consumer_info(self._stream, self._consumer)
+            await consumer_info(self._js, self._stream, self._consumer)
         except (ConsumerNotFoundError, StreamNotFoundError):
             self._fail(
                 ConsumerDeletedError(

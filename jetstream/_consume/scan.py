@@ -8,22 +8,20 @@ ends once every message that existed when it started has been delivered.
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Callable
-from typing import TYPE_CHECKING
 
 from .. import headers as hdr
+from .._api.client import ApiClient
+from .._api.direct_get import get_last_message, get_next_message
 from .._errors import MessageNotFoundError
 from .._protocol.message import StoredMessage
 from .consumer import OrderedConsumer
 from .pull import PullMessage
 
-if TYPE_CHECKING:  # _context imports this module
-    from .._context import JetStream
-
 __all__ = ["find_by_msg_id", "scan_stream"]
 
 
 async def scan_stream(
-    js: JetStream,
+    js: ApiClient,
     stream: str,
     filters: list[str],
     *,
@@ -67,7 +65,7 @@ async def scan_stream(
 
 
 async def find_by_msg_id(
-    js: JetStream, stream: str, subject: str, msg_id: str
+    js: ApiClient, stream: str, subject: str, msg_id: str
 ) -> StoredMessage | None:
     """The message of ``subject`` carrying ``Nats-Msg-Id: msg_id``: usually the subject's last
     one, else searched in its history (a later write may have followed it). None if absent.
@@ -79,12 +77,12 @@ async def find_by_msg_id(
         JetStreamError: the stream cannot be read.
     """
     try:
-        latest = await js.get_last_message(stream, subject, direct=False)
+        latest = await get_last_message(js, stream, subject, direct=False)
         if latest.headers.get(hdr.MSG_ID) == msg_id:
             return latest
         seq = 1
         while seq < latest.seq:  # the subject's history, oldest first, up to its last message
-            stored = await js.get_next_message(stream, subject, seq, direct=False)
+            stored = await get_next_message(js, stream, subject, seq, direct=False)
             if stored.headers.get(hdr.MSG_ID) == msg_id:
                 return stored
             seq = stored.seq + 1

@@ -14,7 +14,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any, Self
 
-from .._context import JetStream, connect
+from .._connect import connect
+from .._context import JetStream
 from .._errors import JetStreamError
 from .links import Link
 from .ports import lease_port

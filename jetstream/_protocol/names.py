@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import functools
 import re
+from typing import Final
 
 from .._errors import ClientValidationError, InvalidNameError
 
-__all__ = ["MAX_NAME_BYTES", "validate_name", "validate_subject_token"]
+__all__ = ["MAX_NAME_BYTES", "validate_name", "validate_priority_group", "validate_subject_token"]
 
 MAX_NAME_BYTES = 255
 """nats-server's ``JSMaxNameLen`` for stream and consumer names."""
@@ -64,3 +65,20 @@ def validate_subject_token(subject: str, what: str = "subject", *, tokens: bool 
     if tokens and (subject[0] == "." or subject[-1] == "." or ".." in subject):
         raise ClientValidationError(f"invalid {what} (empty token): {subject!r}")
     return subject
+
+
+_GROUP: Final = re.compile(r"[-_/=a-zA-Z0-9]{1,16}")
+
+
+def validate_priority_group(group: str) -> str:
+    """``group`` if the server accepts it as a priority group name (ADR-42: 1 to 16 of
+    ``A-Z a-z 0-9 - _ / =``).
+
+    Raises:
+        ClientValidationError: it is not.
+    """
+    if not isinstance(group, str) or not _GROUP.fullmatch(group):
+        raise ClientValidationError(
+            f"invalid priority group {group!r}: 1 to 16 letters, digits, '-', '_', '/' or '='"
+        )
+    return group

@@ -17,7 +17,7 @@ from collections.abc import Callable
 import nats.errors
 from nats.aio.msg import Msg
 
-from .._context import JetStream
+from .._api.client import ApiClient
 from .._errors import (
     BatchClosedError,
     ClientValidationError,
@@ -25,11 +25,11 @@ from .._errors import (
     PermissionDeniedError,
     RequestTimeoutError,
 )
+from .._protocol.json_api import decode_reply
 from .._protocol.models import PubAck
 from .._protocol.status import status_error, status_of
 from .._resource import BatchPublisherResource
 from .._transport.nats_errors import nats_errors
-from .._transport.requests import decode_reply
 from ..headers import validate_headers
 
 __all__ = ["AckedPublisher"]
@@ -50,7 +50,7 @@ class AckedPublisher(BatchPublisherResource):
     message is stored on its own as it arrives.
     """
 
-    def __init__(self, js: JetStream, *, window: int = 32, timeout: float | None = None) -> None:
+    def __init__(self, js: ApiClient, *, window: int = 32, timeout: float | None = None) -> None:
         if isinstance(window, bool) or window < 1:
             raise ClientValidationError(f"window must be positive: {window!r}")
         self._js = js

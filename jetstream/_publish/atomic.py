@@ -35,8 +35,11 @@ import msgspec
 from nats.nuid import NUID
 
 from .. import headers as hdr
+from .._api.client import ApiClient, Feature
+from .._api.direct_get import get_message
+from .._api.retries import probe
+from .._api.streams import stream_for_subject, subject_has_stream
 from .._consume.scan import find_by_msg_id
-from .._context import Feature, JetStream
 from .._errors import (
     BatchAbandonedError,
     BatchClosedError,
@@ -58,12 +61,12 @@ from .._errors import (
     check_bytes_like,
     check_count,
 )
+from .._protocol.json_api import decode_reply
 from .._protocol.limits import check_message_size, check_subject_length, header_lines_size
 from .._protocol.message import StoredMessage
 from .._protocol.models import PubAck
 from .._resource import AsyncResource
 from .._transport.hpub import header_lines, hpub_frame, publish_encoded
-from .._transport.requests import decode_reply
 from .fence import Fence
 
 __all__ = ["DEFAULT_COMMIT_DEADLINE", "DEFAULT_MAX_BATCH", "AtomicBatch", "BatchAck"]
@@ -155,7 +158,7 @@ class AtomicBatch(AsyncResource):
 
     def __init__(
         self,
-        js: JetStream,
+        js: ApiClient,
         *,
         stream: str | None = None,
         max_messages: int = DEFAULT_MAX_BATCH,
@@ -401,7 +404,7 @@ class AtomicBatch(AsyncResource):
             return False
         subjects = dict.fromkeys((self._messages[0].subject, self._messages[-1].subject))
         for subject in subjects:
-            if not await self._js._probe(functools.partial(self._js._subject_has_stream, subject)):
+            if not await probe(functools.partial(subject_has_stream, self._js, subject)):
                 return True
         return False
 
@@ -601,12 +604,12 @@ class AtomicBatch(AsyncResource):
 
     async def _get(self, stream: str, seq: int) -> StoredMessage | None:
         try:
-            return await self._js.get_message(stream, seq, direct=False)  # the leader knows
+            return await get_message(self._js, stream, seq, direct=False)  # the leader knows
         except MessageNotFoundError:
             return None
 
     async def _stream_for(self, subject: str) -> str:
-        stream = await self._js.stream_for_subject(subject)
+        stream = await stream_for_subject(self._js, subject)
         if stream is None:
             raise NoRespondersError(f"no stream listens on {subject}")
         self._stream = stream

@@ -29,7 +29,7 @@ import nats.errors
 from nats.aio.msg import Msg
 from nats.nuid import NUID
 
-from .._context import Feature, JetStream
+from .._api.client import ApiClient, Feature
 from .._errors import (
     BatchClosedError,
     ClientValidationError,
@@ -38,11 +38,11 @@ from .._errors import (
     PermissionDeniedError,
     RequestTimeoutError,
 )
+from .._protocol.json_api import raise_for_error
 from .._protocol.models import ApiError, PubAck
 from .._protocol.status import status_error, status_of
 from .._resource import BatchPublisherResource
 from .._transport.nats_errors import nats_errors
-from .._transport.requests import raise_for_error
 from ..headers import validate_headers
 
 __all__ = ["FastPublisher"]
@@ -86,7 +86,7 @@ class FastPublisher(BatchPublisherResource):
 
     def __init__(
         self,
-        js: JetStream,
+        js: ApiClient,
         *,
         flow: int = 100,
         max_outstanding: int = 2,

@@ -133,7 +133,7 @@ def test_a_failed_connect_names_its_cause(error: BaseException, words: str) -> N
 
 
 def test_a_retried_request_says_what_each_attempt_got() -> None:
-    from jetstream._context import _Tries
+    from jetstream._api.retries import Tries as _Tries
 
     tries = _Tries("$JS.API.DIRECT.GET.KV_b")
     errors: list[jetstream.JetStreamError] = [
