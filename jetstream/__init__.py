@@ -11,8 +11,10 @@ It is the only package that knows subjects, headers and the JSON API. ``kvstore`
 from . import headers
 from ._api.stream_subjects import stream_subjects
 from ._connect import connect
-from ._consume.consumer import Consumer, MessageStream, OrderedConsumer
-from ._consume.pull import PullMessage
+from ._consume.consumer import Consumer
+from ._consume.message_stream import MessageStream
+from ._consume.ordered import OrderedConsumer
+from ._consume.pull_message import PullMessage
 from ._consume.scan import scan_stream
 from ._context import DEFAULT_TIMEOUT, Feature, JetStream
 from ._crypto.keyring import Keyring, RekeyReport

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from jetstream import ClientValidationError, DurationValue
-from jetstream._consume.pull import PullMessage
+from jetstream._consume.pull_message import PullMessage
 from jetstream._protocol.duration import seconds_of
 
 __all__ = ["GroupMessage"]

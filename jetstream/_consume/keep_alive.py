@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
-    from .pull import PullMessage
+    from .pull_message import PullMessage
 
 __all__ = ["HANDOUT_SHARE", "BufferKeepAlive"]
 

@@ -14,8 +14,8 @@ from .._api.client import ApiClient
 from .._api.direct_get import get_last_message, get_next_message
 from .._errors import MessageNotFoundError
 from .._protocol.message import StoredMessage
-from .consumer import OrderedConsumer
-from .pull import PullMessage
+from .ordered import OrderedConsumer
+from .pull_message import PullMessage
 
 __all__ = ["find_by_msg_id", "scan_stream"]
 

@@ -11,7 +11,7 @@ import pytest
 
 import jetstream
 import kvstore
-from jetstream._consume import pull as _pull
+from jetstream._consume import inbox as _inbox
 from jetstream._consume import resets as _resets
 
 pytestmark = pytest.mark.integration
@@ -23,9 +23,9 @@ async def test_a_message_lost_at_every_try_backs_off_and_ends_with_consumer_stuc
     for key in ("a", "b", "c"):
         await bucket.put(key, b"v")
     lost_seq = 2
-    on_frame = _pull.DeliveryInbox._on_frame
+    on_frame = _inbox.DeliveryInbox._on_frame
 
-    def lose(self: _pull.DeliveryInbox, subject: bytes, reply: bytes, *rest: bytes | None) -> None:
+    def lose(self: _inbox.DeliveryInbox, subject: bytes, reply: bytes, *rest: bytes | None) -> None:
         if reply and jetstream.parse_ack_reply(reply.decode()).stream_seq == lost_seq:
             return  # lost in transit, every time: the next one is a gap
         on_frame(self, subject, reply, *rest)  # type: ignore[arg-type]
@@ -36,7 +36,7 @@ async def test_a_message_lost_at_every_try_backs_off_and_ends_with_consumer_stuc
         waits.append(attempt)
         return 0.01  # the real backoff would make this test last half a minute
 
-    monkeypatch.setattr(_pull.DeliveryInbox, "_on_frame", lose)
+    monkeypatch.setattr(_inbox.DeliveryInbox, "_on_frame", lose)
     monkeypatch.setattr(_resets, "reset_backoff", backoff)
     before = (await js.account_info()).api.total
     async with bucket.watch() as watch:

@@ -4,7 +4,7 @@ delivery count, consumer sequence and pending count of the new delivery say."""
 
 from __future__ import annotations
 
-from jetstream._consume.pull import PullMessage
+from jetstream._consume.pull_message import PullMessage
 from jetstream._protocol.message import stored_message_id
 from pcgroups._acked import AckedMessages
 

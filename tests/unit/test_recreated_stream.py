@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from jetstream import StreamConfig, StreamInfo, StreamState
-from jetstream._consume.consumer import stream_replaced
+from jetstream._consume.ordered import stream_replaced
 
 CREATED = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 

@@ -8,7 +8,7 @@ import msgspec
 import pytest
 
 import jetstream
-from jetstream._consume.pull import framed_message, skipped
+from jetstream._consume.pull_message import framed_message, skipped
 from jetstream._protocol.message import StoredMessage, parse_headers
 from jetstream._protocol.text import decode_json, shown_bytes, subject_text, utf8_or_none
 from jetstream._transport.delivery import DeliveryClient
