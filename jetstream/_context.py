@@ -36,7 +36,7 @@ class JetStream(ApiClient):
 
     A context belongs to the event loop its connection runs in (the loop it was made in, or
     the first to use it when made outside any): a call from another loop, e.g. through
-    :func:`jetstream.run_sync` from a notebook, raises :class:`WrongEventLoopError` at once,
+    a thread's own ``asyncio.run``, raises :class:`WrongEventLoopError` at once,
     as does every call through its buckets, stores and consumers (see :meth:`ensure_open`).
     """
 

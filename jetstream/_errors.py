@@ -622,7 +622,7 @@ class WrongEventLoopError(JetStreamError, RuntimeError):
     consume forever: it is refused at once. What a refused call had started in the context's
     own loop (a watch's consumer) is left to that loop: leave its ``async with`` there, or
     close the context. Connect inside the loop that uses the context (with
-    :func:`jetstream.run_sync`, inside the coroutine it runs)."""
+    ``asyncio.run``, inside the coroutine it runs)."""
 
 
 def _build_registry() -> dict[int, type[JetStreamError]]:

@@ -9,7 +9,6 @@ import msgspec
 from jetstream import (
     DEFAULT_COMMIT_DEADLINE,
     DEFAULT_MAX_BATCH,
-    AsyncResource,
     AtomicBatch,
     BatchClosedError,
     BatchTooLargeError,
@@ -18,6 +17,7 @@ from jetstream import (
     WrongLastSequenceError,
 )
 from jetstream import headers as hdr
+from jetstream._resource import AsyncResource
 
 from ._errors import InvalidKeyError, KeyExistsError, WrongRevisionError
 from ._keys import validate_limits, validate_revision

@@ -7,7 +7,8 @@ import logging
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
-from jetstream import StoredMessage, scan_stream
+from jetstream import StoredMessage
+from jetstream._consume.scan import scan_stream
 
 from ._models import Op, op_from_headers
 

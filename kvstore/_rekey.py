@@ -25,9 +25,9 @@ from jetstream import (
     StoredMessage,
     ValueTooLargeError,
     WrongLastSequenceError,
-    scan_stream,
 )
 from jetstream import headers as hdr
+from jetstream._consume.scan import scan_stream
 
 from ._models import Op, op_from_headers
 

@@ -95,24 +95,28 @@ except ImportError as exc:  # pragma: no cover - exercised by the missing-extra 
     ) from exc
 
 from jetstream import (
-    CONNECTION_OPTIONS,
     ClientValidationError,
-    ColumnError,
-    ConnectionOptions,
     JetStream,
     JetStreamError,
     Keyring,
     OrderedConsumer,
     StoredMessage,
+)
+from jetstream._api.stream_subjects import stream_subjects
+from jetstream._errors import ColumnError
+from jetstream._options import (
+    CONNECTION_OPTIONS,
+    ConnectionOptions,
+    activate_spark_session,
     bool_option,
     check_options,
     int_option,
+    named_option,
+    read_columns,
     run_sync,
     str_option,
-    stream_subjects,
-    validate_bucket_name,
 )
-from jetstream._options import activate_spark_session, named_option, read_columns
+from jetstream._protocol.bucket_config import validate_bucket_name
 
 from ._encryption import EncryptionStage
 from ._errors import BucketNotFoundError

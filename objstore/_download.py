@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Self
 import nats.errors
 
 from jetstream import (
-    AsyncResource,
     ClientValidationError,
     JetStreamError,
     MessageNotFoundError,
@@ -20,6 +19,7 @@ from jetstream import (
     RequestTimeoutError,
     WrongEventLoopError,
 )
+from jetstream._resource import AsyncResource
 
 from ._errors import DigestMismatchError, ObjectNotFoundError
 from ._feed import ChunkFeed

@@ -7,14 +7,8 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-from jetstream import (
-    Feature,
-    JetStream,
-    Keyring,
-    StreamExistsError,
-    validate_bucket_name,
-)
-from jetstream._protocol.bucket_config import valid_bucket_names
+from jetstream import Feature, JetStream, Keyring, StreamExistsError
+from jetstream._protocol.bucket_config import valid_bucket_names, validate_bucket_name
 
 from ._encryption import cipher_for
 from ._errors import StoreExistsError

@@ -9,13 +9,10 @@ import collections
 import dataclasses
 from collections.abc import Iterable
 
-from jetstream import (
-    ConnectionOptions,
-    JetStreamError,
-    Keyring,
-)
+from jetstream import JetStreamError, Keyring
 from jetstream._crypto.hidden_payload import PayloadHidden
 from jetstream._errors import check_count
+from jetstream._options import ConnectionOptions
 
 from ._encryption import cipher_for
 from ._errors import DuplicateObjectNameError, StoreNotFoundError

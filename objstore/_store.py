@@ -23,15 +23,14 @@ from jetstream import (
     StreamInfo,
     TTLValue,
     WrongLastSequenceError,
-    format_ttl,
-    parse_ttl_at_least,
-    payload_room,
-    scan_stream,
-    validate_bucket_name,
 )
 from jetstream import headers as hdr
+from jetstream._consume.scan import scan_stream
 from jetstream._errors import check_count
+from jetstream._protocol.bucket_config import validate_bucket_name
+from jetstream._protocol.limits import payload_room
 from jetstream._protocol.text import utf8_or_none
+from jetstream._protocol.ttl import format_ttl, parse_ttl_at_least
 
 from ._download import DEFAULT_STALL_TIMEOUT, ObjectReader, check_stall_timeout
 from ._encryption import OVERHEAD, cipher_for

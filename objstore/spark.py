@@ -32,20 +32,20 @@ except ImportError as exc:  # pragma: no cover - exercised by the missing-extra 
         "objstore.spark needs PySpark >= 4.2, pyarrow and pandas: pip install 'jetstore[spark]'"
     ) from exc
 
-from jetstream import (
+from jetstream import ClientValidationError, Keyring
+from jetstream._errors import ColumnError, check_count
+from jetstream._options import (
     CONNECTION_OPTIONS,
-    ClientValidationError,
-    ColumnError,
     ConnectionOptions,
-    Keyring,
+    activate_spark_session,
     bool_option,
     check_options,
     int_option,
+    named_option,
+    read_columns,
     run_sync,
-    validate_bucket_name,
 )
-from jetstream._errors import check_count
-from jetstream._options import activate_spark_session, named_option, read_columns
+from jetstream._protocol.bucket_config import validate_bucket_name
 
 from ._errors import DuplicateObjectNameError
 from ._manage import open_store

@@ -108,7 +108,7 @@ class Session(AsyncResource):
         raise WrongEventLoopError(
             "this JetStream context (and every bucket, store and consumer made from it) "
             "belongs to another event loop, the one it was connected in; connect inside the "
-            "loop that uses it (with jetstream.run_sync: inside the coroutine it runs)"
+            "loop that uses it (with asyncio.run: inside the coroutine it runs)"
         )
 
     async def close(self) -> None:

@@ -13,6 +13,7 @@ import jetstream
 import kvstore
 from jetstream._consume import inbox as _inbox
 from jetstream._consume import resets as _resets
+from jetstream._protocol.message import parse_ack_reply
 
 pytestmark = pytest.mark.integration
 
@@ -26,7 +27,7 @@ async def test_a_message_lost_at_every_try_backs_off_and_ends_with_consumer_stuc
     on_frame = _inbox.DeliveryInbox._on_frame
 
     def lose(self: _inbox.DeliveryInbox, subject: bytes, reply: bytes, *rest: bytes | None) -> None:
-        if reply and jetstream.parse_ack_reply(reply.decode()).stream_seq == lost_seq:
+        if reply and parse_ack_reply(reply.decode()).stream_seq == lost_seq:
             return  # lost in transit, every time: the next one is a gap
         on_frame(self, subject, reply, *rest)  # type: ignore[arg-type]
 
