@@ -21,6 +21,7 @@ from ._errors import (
     AuthenticationError,
     BatchAbandonedError,
     BatchClosedError,
+    BatchLimitExceededError,
     BatchProtocolError,
     BatchPublishDisabledError,
     BatchTooLargeError,
@@ -51,6 +52,7 @@ from ._errors import (
     MessageTooLargeError,
     MessageTooLargeForPullError,
     MessageTTLDisabledError,
+    MessageTTLInvalidError,
     NoRespondersError,
     PermissionDeniedError,
     PinIdMismatchError,
@@ -87,12 +89,10 @@ from ._protocol.models import (
 from ._protocol.permissions import Permissions, SubjectRule
 from ._protocol.ttl import NEVER, TTLValue
 from ._publish.acked import AckedPublisher
-from ._publish.atomic import DEFAULT_COMMIT_DEADLINE, DEFAULT_MAX_BATCH, AtomicBatch, BatchAck
+from ._publish.atomic import AtomicBatch, BatchAck
 from ._publish.fast import FastPublisher
 
 __all__ = [
-    "DEFAULT_COMMIT_DEADLINE",
-    "DEFAULT_MAX_BATCH",
     "DEFAULT_TIMEOUT",
     "NEVER",
     "AccountInfo",
@@ -103,6 +103,7 @@ __all__ = [
     "BatchAbandonedError",
     "BatchAck",
     "BatchClosedError",
+    "BatchLimitExceededError",
     "BatchProtocolError",
     "BatchPublishDisabledError",
     "BatchTooLargeError",
@@ -142,6 +143,7 @@ __all__ = [
     "MessageNotFoundError",
     "MessageStream",
     "MessageTTLDisabledError",
+    "MessageTTLInvalidError",
     "MessageTooLargeError",
     "MessageTooLargeForPullError",
     "NoRespondersError",

@@ -7,8 +7,6 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from jetstream import (
-    DEFAULT_COMMIT_DEADLINE,
-    DEFAULT_MAX_BATCH,
     AtomicBatch,
     BatchClosedError,
     BatchTooLargeError,
@@ -17,6 +15,7 @@ from jetstream import (
     WrongLastSequenceError,
 )
 from jetstream import headers as hdr
+from jetstream._publish.atomic import DEFAULT_COMMIT_DEADLINE, DEFAULT_MAX_BATCH
 from jetstream._resource import AsyncResource
 
 from ._errors import InvalidKeyError, KeyExistsError, WrongRevisionError

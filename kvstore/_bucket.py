@@ -12,8 +12,6 @@ from typing import Any, TypeVar
 from nats.nuid import NUID
 
 from jetstream import (
-    DEFAULT_COMMIT_DEADLINE,
-    DEFAULT_MAX_BATCH,
     NEVER,
     ClientValidationError,
     DecryptionError,
@@ -34,6 +32,7 @@ from jetstream._crypto.envelope import OVERHEAD
 from jetstream._errors import check_bytes_like
 from jetstream._protocol.limits import subject_room
 from jetstream._protocol.ttl import format_ttl, parse_ttl_at_least, parse_ttl_header
+from jetstream._publish.atomic import DEFAULT_COMMIT_DEADLINE, DEFAULT_MAX_BATCH
 
 from ._batch import KeyBatch
 from ._codecs import KeyCodec, encode_filter

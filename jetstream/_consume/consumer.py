@@ -33,8 +33,6 @@ from .._errors import (
     ClientValidationError,
     ConnectionClosedError,
     HeartbeatMissedError,
-    JetStreamError,
-    NoRespondersError,
     PullRequestError,
     RequestTimeoutError,
 )
@@ -337,10 +335,4 @@ async def _fetched(
         ):
             return  # no more messages, the pull expired, or it is complete
         else:
-            raise _status_error(status, description)
-
-
-def _status_error(status: str, description: str) -> JetStreamError:
-    if status == st.NO_RESPONDERS:
-        return NoRespondersError("no responders for the pull: consumer missing", code=503)
-    return st.status_error(status, description, what="pull", default=PullRequestError)
+            raise st.status_error(status, description, what=what, default=PullRequestError)

@@ -33,8 +33,6 @@ from .._errors import (
     ConsumerNotFoundError,
     HeartbeatMissedError,
     JetStreamError,
-    MessageTooLargeForPullError,
-    NoRespondersError,
     PullRequestError,
     StreamNotFoundError,
 )
@@ -105,6 +103,7 @@ class Puller:
         self._planned: float = 0.0  # when the sleeping watch wakes (inf: only when told)
         self._stream = stream
         self._consumer = consumer
+        self._what = f"pull from {stream}/{consumer}"  # names it in every error and warning
         self._next_subject = js.api.consumer_next(stream, consumer)
         self._opts = options
         self._window = PullWindow(options)
@@ -312,7 +311,7 @@ class Puller:
         if status == st.NO_RESPONDERS:
             self._no_responders(now)
             return
-        error = st.status_error(status, description, what="pull", default=PullRequestError)
+        error = st.status_error(status, description, what=self._what, default=PullRequestError)
         if isinstance(error, ConsumerDeletedError):
             self._reset_or(ResetReason.DELETED, self._fail, error)
         else:
@@ -320,12 +319,12 @@ class Puller:
 
     def _never_fits(self) -> None:
         limit = f"{self._opts.max_bytes} bytes" if self._opts.bytes_mode else "the pull"
+        note = (
+            f": the next message is larger than max_bytes ({limit}) and can never be "
+            "delivered; use a larger max_bytes"
+        )
         self._warn(
-            MessageTooLargeForPullError(
-                f"pull from {self._stream}/{self._consumer}: the next message is larger than "
-                f"max_bytes ({limit}) and can never be delivered; use a larger max_bytes",
-                code=409,
-            )
+            st.status_error(st.CONFLICT, st.SIZE_EXCEEDS_MAX_BYTES, what=self._what, note=note)
         )
 
     def _over_limit(self, description: str, now: float) -> None:
@@ -334,10 +333,12 @@ class Puller:
         self._window.refused(limit, value, now)
         if limit.value not in self._warned:
             self._warned.add(limit.value)
-            text = f"pull from {self._stream}/{self._consumer}: 409 {description}"
-            if limit is not Limit.WAITING:
-                text += "; pulls adjusted to the consumer's limit"
-            self._warn(PullRequestError(text, code=409))
+            note = "; pulls adjusted to the consumer's limit" if limit is not Limit.WAITING else ""
+            self._warn(
+                st.status_error(
+                    st.CONFLICT, description, what=self._what, default=PullRequestError, note=note
+                )
+            )
         self._loop.call_at(self._window.retry_at, self._schedule_pull)
 
     def _no_responders(self, now: float) -> None:
@@ -345,7 +346,7 @@ class Puller:
         that recreates consumers is told; otherwise consumer info decides (at most once a
         second): gone ends consume with ConsumerDeletedError, else pulls resume, rate-limited."""
         self._window.failed(now)
-        missing = NoRespondersError("no responders for the pull: consumer missing", code=503)
+        missing = st.status_error(st.NO_RESPONDERS, "", what=self._what)
         if self._reset_or(ResetReason.NO_RESPONDERS, lambda _: None, missing):
             return
         if self._check is None and now - self._last_check >= _INFO_CHECK_EVERY:
@@ -356,16 +357,15 @@ class Puller:
         try:
             await consumer_info(self._js, self._stream, self._consumer)
         except (ConsumerNotFoundError, StreamNotFoundError):
-            self._fail(
-                ConsumerDeletedError(
-                    f"pull from {self._stream}/{self._consumer}: consumer deleted", code=409
-                )
-            )
+            # Gone for good: ended as the server ends the pulls of a deleted consumer.
+            self._fail(st.status_error(st.CONFLICT, st.CONSUMER_DELETED, what=self._what))
             return
         except JetStreamError as exc:  # cannot tell (no info permission, no leader): go on
-            self._warn_once(NoRespondersError(f"pull: no responders; consumer info: {exc}"))
+            note = f" (consumer info: {exc})"
+            self._warn_once(st.status_error(st.NO_RESPONDERS, "", what=self._what, note=note))
         else:
-            self._warn_once(NoRespondersError("pull: no responders (consumer exists)", code=503))
+            note = " (the consumer exists)"
+            self._warn_once(st.status_error(st.NO_RESPONDERS, "", what=self._what, note=note))
         finally:
             self._check = None
         self._loop.call_at(self._window.retry_at, self._schedule_pull)

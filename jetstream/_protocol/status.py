@@ -16,6 +16,7 @@ from .._errors import (
     ConsumerDeletedError,
     JetStreamError,
     MessageNotFoundError,
+    MessageTooLargeForPullError,
     NoRespondersError,
     PinIdMismatchError,
     ServerError,
@@ -103,16 +104,18 @@ def status_error(
     *,
     what: str,
     default: type[ServerError] = ServerError,
+    note: str = "",
 ) -> JetStreamError:
     """The error for a status answer to ``what``; ``default`` (e.g. :class:`PullRequestError`)
-    for a status without a more specific class.
+    for a status without a more specific class; ``note`` ends the message (what the caller
+    does about it).
 
     Callers first handle the statuses that are not errors where they read them (a heartbeat,
     the end of a pull or of a batch)."""
-    text = f"{what}: {status} {description}".rstrip()
+    text = f"{what}: {status} {description}".rstrip() + note
     code = int(status) if status.isdigit() else 0
     if status == NO_RESPONDERS:
-        return NoRespondersError(f"{what}: no responders", code=503)
+        return NoRespondersError(f"{what}: no responders{note}", code=503)
     if status == NOT_FOUND:
         return MessageNotFoundError(text, code=404)
     if status == PRECONDITION_FAILED:
@@ -120,5 +123,7 @@ def status_error(
     if status == PIN_MISMATCH:
         return PinIdMismatchError(text, code=423)
     if status == CONFLICT and description == CONSUMER_DELETED:
-        return ConsumerDeletedError(f"{what}: consumer deleted", code=409)
+        return ConsumerDeletedError(f"{what}: consumer deleted{note}", code=409)
+    if status == CONFLICT and description == SIZE_EXCEEDS_MAX_BYTES:
+        return MessageTooLargeForPullError(text, code=409)  # only when it can never fit
     return default(text, code=code)
