@@ -11,7 +11,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-import jetstream
+from jetstream.testing import find_server_binary
 
 Variant = Callable[[], Awaitable[None]]
 
@@ -70,7 +70,7 @@ def table(scenarios: list[Scenario]) -> str:
 
 def machine() -> str:
     server = subprocess.run(
-        [str(jetstream.find_server_binary()), "--version"], capture_output=True, text=True
+        [str(find_server_binary()), "--version"], capture_output=True, text=True
     ).stdout.strip()
     return (
         f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores, "

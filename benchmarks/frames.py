@@ -16,7 +16,7 @@ from typing import Any
 
 from nats.protocol.parser import Parser
 
-from jetstream._frames import FrameParser
+from jetstream._transport.frames import FrameParser
 
 READ_SIZE = 32_768  # nats-py's DEFAULT_BUFFER_SIZE
 

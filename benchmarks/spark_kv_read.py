@@ -20,6 +20,7 @@ from typing import Any
 
 import jetstream
 import kvstore
+from jetstream._options import run_sync
 
 from .spark_kv import RowLoop, _session
 
@@ -141,7 +142,7 @@ def _hash_share(reader: Any, index: int, count: int) -> int:
                 rows += 1
         return rows
 
-    return int(jetstream.run_sync(read))
+    return int(run_sync(read))
 
 
 def processes(keys: int, history: int, partitions: list[int], rounds: int) -> str:

@@ -12,6 +12,7 @@ import click
 import jetstream
 import kvstore
 from jetstream import TTLValue
+from jetstream._publish.atomic import DEFAULT_MAX_BATCH
 
 from ._connect import Settings, run, verb
 from ._input import refuse_closed_stdin
@@ -162,7 +163,7 @@ def purge(settings: Settings, bucket: str, key: str, ttl: str | None, revision: 
 @click.option(
     "--batch-size",
     type=click.IntRange(1, 100_000),
-    default=jetstream.DEFAULT_MAX_BATCH,
+    default=DEFAULT_MAX_BATCH,
     show_default=True,
     help="Keys per atomic batch.",
 )

@@ -13,6 +13,7 @@ import click
 
 import jetstream
 import objstore
+from jetstream._protocol.ttl import parse_ttl
 
 from ._confirm import confirm
 from ._connect import Settings, run, verb
@@ -194,7 +195,7 @@ def put(
 def _check_ttl(ttl: str) -> None:
     """Refuse a bad --ttl before connecting (exit 2), not once per file."""
     try:
-        jetstream.parse_ttl(ttl)
+        parse_ttl(ttl)
     except jetstream.InvalidTTLError as exc:
         raise click.BadParameter(str(exc), param_hint="--ttl") from None
 

@@ -11,6 +11,8 @@ import click
 
 import jetstream
 import kvstore
+from jetstream._protocol.duration import parse_duration
+from jetstream._protocol.ttl import parse_ttl
 
 __all__ = ["checked", "duration", "duration_option", "pairs", "size_option"]
 
@@ -47,7 +49,7 @@ def duration(text: str, name: str) -> timedelta:
     with contextlib.suppress(ValueError):
         value = float(text)
     try:
-        return jetstream.parse_duration(value, name=name)
+        return parse_duration(value, name=name)
     except jetstream.ClientValidationError as exc:
         raise click.BadParameter(str(exc), param_hint=f"--{name.replace('_', '-')}") from None
 
@@ -95,6 +97,6 @@ def checked(
         for pattern in filters:
             kvstore.validate_filter(pattern)
         if ttl is not None:
-            jetstream.parse_ttl(ttl)
+            parse_ttl(ttl)
     except jetstream.ClientValidationError as exc:
         raise click.UsageError(f"{type(exc).__name__}: {exc}") from None

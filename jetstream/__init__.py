@@ -9,22 +9,24 @@ It is the only package that knows subjects, headers and the JSON API. ``kvstore`
 """
 
 from . import headers
-from ._api import DEFAULT_API_PREFIX, ApiSubjects
-from ._batch import DEFAULT_COMMIT_DEADLINE, DEFAULT_MAX_BATCH, AtomicBatch, BatchAck
-from ._cluster import EmbeddedCluster
-from ._consumer import Consumer, MessageStream, OrderedConsumer
-from ._context import DEFAULT_TIMEOUT, Feature, JetStream, connect
-from ._duration import Duration, DurationValue, parse_duration
+from ._connect import connect
+from ._consume.consumer import Consumer
+from ._consume.message_stream import MessageStream
+from ._consume.ordered import OrderedConsumer
+from ._consume.pull_message import PullMessage
+from ._context import DEFAULT_TIMEOUT, Feature, JetStream
+from ._crypto.keyring import Keyring, RekeyReport
+from ._embedded.server import EmbeddedServer
 from ._errors import (
     AuthenticationError,
     BatchAbandonedError,
     BatchClosedError,
+    BatchLimitExceededError,
     BatchProtocolError,
     BatchPublishDisabledError,
     BatchTooLargeError,
     BatchUnsupportedHeaderError,
     ClientValidationError,
-    ColumnError,
     CommitUnknownError,
     ConnectionClosedError,
     ConnectionFailedError,
@@ -50,6 +52,7 @@ from ._errors import (
     MessageTooLargeError,
     MessageTooLargeForPullError,
     MessageTTLDisabledError,
+    MessageTTLInvalidError,
     NoRespondersError,
     PermissionDeniedError,
     PinIdMismatchError,
@@ -73,79 +76,42 @@ from ._errors import (
     WrongLastSequenceError,
     WrongTypeError,
 )
-from ._fast import FastPublisher
-from ._keyring import Keyring, RekeyReport
-from ._limits import (
-    MAX_CONTROL_LINE,
-    check_message_size,
-    check_subject_length,
-    header_block_size,
-    payload_room,
-    subject_room,
-)
-from ._message import AckReply, StoredMessage, parse_ack_reply, parse_timestamp
-from ._models import (
+from ._protocol.duration import Duration, DurationValue
+from ._protocol.message import AckReply, StoredMessage
+from ._protocol.models import (
     AccountInfo,
-    ApiError,
-    ApiStats,
     ConsumerConfig,
     ConsumerInfo,
-    PriorityGroupState,
     PubAck,
     StreamConfig,
     StreamInfo,
-    StreamState,
 )
-from ._options import (
-    CONNECTION_OPTIONS,
-    ConnectionOptions,
-    bool_option,
-    check_options,
-    int_option,
-    run_sync,
-    str_option,
-)
-from ._permissions import Permissions, SubjectRule
-from ._pull import PullMessage
-from ._resource import AsyncResource
-from ._scan import scan_stream
-from ._server import EmbeddedServer, find_server_binary
-from ._shared_config import MAX_BUCKET_NAME, check_size, check_stream_limits, validate_bucket_name
-from ._subjects import stream_subjects
-from ._ttl import NEVER, TTLValue, format_ttl, parse_ttl, parse_ttl_at_least, parse_ttl_header
-from ._window import AckedPublisher
+from ._protocol.permissions import Permissions, SubjectRule
+from ._protocol.ttl import NEVER, TTLValue
+from ._publish.acked import AckedPublisher
+from ._publish.atomic import AtomicBatch, BatchAck
+from ._publish.fast import FastPublisher
 
 __all__ = [
-    "CONNECTION_OPTIONS",
-    "DEFAULT_API_PREFIX",
-    "DEFAULT_COMMIT_DEADLINE",
-    "DEFAULT_MAX_BATCH",
     "DEFAULT_TIMEOUT",
-    "MAX_BUCKET_NAME",
-    "MAX_CONTROL_LINE",
     "NEVER",
     "AccountInfo",
     "AckReply",
     "AckedPublisher",
-    "ApiError",
-    "ApiStats",
-    "ApiSubjects",
-    "AsyncResource",
     "AtomicBatch",
     "AuthenticationError",
     "BatchAbandonedError",
     "BatchAck",
     "BatchClosedError",
+    "BatchLimitExceededError",
     "BatchProtocolError",
     "BatchPublishDisabledError",
     "BatchTooLargeError",
     "BatchUnsupportedHeaderError",
     "ClientValidationError",
-    "ColumnError",
     "CommitUnknownError",
     "ConnectionClosedError",
     "ConnectionFailedError",
-    "ConnectionOptions",
     "Consumer",
     "ConsumerConfig",
     "ConsumerDeletedError",
@@ -158,7 +124,6 @@ __all__ = [
     "DuplicateMessageIdError",
     "Duration",
     "DurationValue",
-    "EmbeddedCluster",
     "EmbeddedServer",
     "FastBatchError",
     "FastPublisher",
@@ -178,6 +143,7 @@ __all__ = [
     "MessageNotFoundError",
     "MessageStream",
     "MessageTTLDisabledError",
+    "MessageTTLInvalidError",
     "MessageTooLargeError",
     "MessageTooLargeForPullError",
     "NoRespondersError",
@@ -187,7 +153,6 @@ __all__ = [
     "PinIdMismatchError",
     "PlaintextValueError",
     "PriorityGroupNotFoundError",
-    "PriorityGroupState",
     "PubAck",
     "PullMessage",
     "PullRequestError",
@@ -202,7 +167,6 @@ __all__ = [
     "StreamExistsError",
     "StreamInfo",
     "StreamNotFoundError",
-    "StreamState",
     "SubjectRule",
     "TTLValue",
     "TooManyInflightBatchesError",
@@ -214,60 +178,6 @@ __all__ = [
     "WrongEventLoopError",
     "WrongLastSequenceError",
     "WrongTypeError",
-    "bool_option",
-    "check_message_size",
-    "check_options",
-    "check_size",
-    "check_stream_limits",
-    "check_subject_length",
     "connect",
-    "find_server_binary",
-    "format_ttl",
-    "header_block_size",
     "headers",
-    "int_option",
-    "parse_ack_reply",
-    "parse_duration",
-    "parse_timestamp",
-    "parse_ttl",
-    "parse_ttl_at_least",
-    "parse_ttl_header",
-    "payload_room",
-    "run_sync",
-    "scan_stream",
-    "str_option",
-    "stream_subjects",
-    "subject_room",
-    "validate_bucket_name",
 ]
-
-
-# Errors that moved to the layer they belong to (kvstore, objstore) stay importable here by
-# their old names. Resolved lazily so that jetstream itself never imports the layers above it.
-_MOVED_ERRORS = {
-    "BucketExistsError": "kvstore",
-    "BucketNotFoundError": "kvstore",
-    "InvalidKeyError": "kvstore",
-    "KeyExistsError": "kvstore",
-    "KeyNotFoundError": "kvstore",
-    "WrongRevisionError": "kvstore",
-    "DigestMismatchError": "objstore",
-    "DuplicateObjectNameError": "objstore",
-    "InvalidObjectMetaError": "objstore",
-    "ObjectChangedError": "objstore",
-    "InvalidObjectNameError": "objstore",
-    "ObjectExistsError": "objstore",
-    "ObjectNotFoundError": "objstore",
-    "StoreExistsError": "objstore",
-    "StoreNotFoundError": "objstore",
-    "UploadFailedError": "objstore",
-}
-
-
-def __getattr__(name: str) -> object:
-    package = _MOVED_ERRORS.get(name)
-    if package is None:
-        raise AttributeError(f"module 'jetstream' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(package), name)

@@ -18,10 +18,12 @@
     │   │   └── KeyExistsError             (defined in kvstore)
     │   ├── MessageTooLargeError           10054
     │   ├── MessageTTLDisabledError        10166
+    │   ├── MessageTTLInvalidError         10165 (the server refused a Nats-TTL)
     │   ├── InvalidStreamConfigError       10052, 10025
     │   ├── StorageLimitError              10077, 10047, 10028, 10023 (stream or account full)
     │   ├── UnsupportedServerFeatureError  10185, and client-side capability checks
     │   ├── BatchPublishDisabledError      10174 (no allow_atomic), 10205 (no allow_batched)
+    │   ├── BatchLimitExceededError        10199 (over the server's own batch limit)
     │   ├── BatchAbandonedError            10176 (gap, idle timeout, leader change: nothing stored)
     │   ├── BatchProtocolError             10175 10179 10200 10206 10207 10208
     │   ├── BatchUnsupportedHeaderError    10177 (Nats-Expected-Last-Msg-Id in a batch)
@@ -44,10 +46,10 @@
     │   │   └── InvalidBucketNameError     (also object store names)
     │   ├── InvalidObjectNameError         (defined in objstore)
     │   ├── InvalidBucketConfigError       (history outside 1..64, negative sizes, ...)
-    │   ├── InvalidTTLError                (also raised for the server's 10165)
+    │   ├── InvalidTTLError
     │   ├── InvalidHeaderError
     │   ├── ValueTooLargeError             (value over max_value_size or the server's max payload)
-    │   ├── BatchTooLargeError             over the batch limit (and the server's 10199)
+    │   ├── BatchTooLargeError             over the batch limit
     │   ├── ColumnError                    (Spark: a column is missing or of a type not stored)
     │   ├── InvalidKeyringError            a Keyring (or key file) with a bad key, key id or primary
     │   └── DuplicateObjectNameError       (defined in objstore)
@@ -97,6 +99,7 @@ __all__ = [
     "AuthenticationError",
     "BatchAbandonedError",
     "BatchClosedError",
+    "BatchLimitExceededError",
     "BatchProtocolError",
     "BatchPublishDisabledError",
     "BatchTooLargeError",
@@ -126,6 +129,7 @@ __all__ = [
     "MessageIdInProcessError",
     "MessageNotFoundError",
     "MessageTTLDisabledError",
+    "MessageTTLInvalidError",
     "MessageTooLargeError",
     "MessageTooLargeForPullError",
     "NoRespondersError",
@@ -226,6 +230,14 @@ class MessageTTLDisabledError(ServerError):
     err_codes = (10166,)
 
 
+class MessageTTLInvalidError(ServerError):
+    """The server refused a message's ``Nats-TTL`` (10165); nothing was stored. The client
+    checks TTLs with the server's rules first (:class:`InvalidTTLError`), so this comes from
+    a header set by hand or a server with other rules."""
+
+    err_codes = (10165,)
+
+
 class InvalidStreamConfigError(ServerError):
     """The server refused a stream configuration (10052, or 10025 for unknown fields)."""
 
@@ -271,6 +283,14 @@ class BatchPublishDisabledError(ServerError):
     """The stream does not allow this kind of batch (10174 atomic, 10205 fast ingest)."""
 
     err_codes = (10174, 10205)
+
+
+class BatchLimitExceededError(ServerError):
+    """The server refused an atomic batch over its own size limit (10199): nothing of it was
+    stored. The client refuses batches over ``max_keys`` before sending
+    (:class:`BatchTooLargeError`); a server configured lower answers this."""
+
+    err_codes = (10199,)
 
 
 class BatchAbandonedError(ServerError):
@@ -375,7 +395,7 @@ class FastBatchError(JetStreamError):
 
 class UndecodableMessageError(JetStreamError):
     """A stored message whose subject is not UTF-8 (any client may publish one on a stream's
-    subjects; see :mod:`jetstream._wire_text`). Readers skip it and report it once with this
+    subjects; see :mod:`jetstream._protocol.text`). Readers skip it and report it once with this
     error as a warning (error callback or log); a read of exactly that message raises it.
     ``stream`` and ``seq`` say where it is stored (``seq`` 0 when not known)."""
 
@@ -483,9 +503,7 @@ class InvalidBucketConfigError(ClientValidationError):
 
 
 class InvalidTTLError(ClientValidationError):
-    """A TTL the server would refuse (below 1 s, negative, malformed) or did refuse (10165)."""
-
-    err_codes = (10165,)
+    """A TTL the server would refuse (below 1 s, negative, malformed); nothing is sent."""
 
 
 class InvalidHeaderError(ClientValidationError):
@@ -534,9 +552,7 @@ class ValueTooLargeError(ClientValidationError):
 
 
 class BatchTooLargeError(ClientValidationError):
-    """More messages than the batch limit (client-side, or the server's 10199)."""
-
-    err_codes = (10199,)
+    """More messages than the batch limit; nothing is sent."""
 
 
 class PermissionDeniedError(JetStreamError, PermissionError):
@@ -622,7 +638,7 @@ class WrongEventLoopError(JetStreamError, RuntimeError):
     consume forever: it is refused at once. What a refused call had started in the context's
     own loop (a watch's consumer) is left to that loop: leave its ``async with`` there, or
     close the context. Connect inside the loop that uses the context (with
-    :func:`jetstream.run_sync`, inside the coroutine it runs)."""
+    ``asyncio.run``, inside the coroutine it runs)."""
 
 
 def _build_registry() -> dict[int, type[JetStreamError]]:

@@ -15,10 +15,11 @@ import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
 from typing import Any, TypeVar
 
-from ._context import JetStream, connect
+from ._connect import connect
+from ._context import JetStream
 from ._errors import ClientValidationError, ColumnError
 from ._redact import redact_url
-from ._servers import server_list
+from ._transport.servers import server_list
 
 __all__ = [
     "CONNECTION_OPTIONS",

@@ -17,8 +17,8 @@ from jetstream import (
     InvalidTTLError,
     RekeyReport,
     ValueTooLargeError,
-    validate_bucket_name,
 )
+from jetstream._protocol.bucket_config import validate_bucket_name
 from jetstream._public import show_as as _show_as
 
 from ._batch import KeyBatch

@@ -5,9 +5,6 @@ from __future__ import annotations
 import msgspec
 
 from jetstream import (
-    DEFAULT_COMMIT_DEADLINE,
-    DEFAULT_MAX_BATCH,
-    AsyncResource,
     AtomicBatch,
     BatchClosedError,
     BatchTooLargeError,
@@ -16,6 +13,8 @@ from jetstream import (
     WrongLastSequenceError,
 )
 from jetstream import headers as hdr
+from jetstream._publish.atomic import DEFAULT_COMMIT_DEADLINE, DEFAULT_MAX_BATCH
+from jetstream._resource import AsyncResource
 
 from ._core import BucketCore, BytesLike
 from ._errors import InvalidKeyError, KeyExistsError, WrongRevisionError

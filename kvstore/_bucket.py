@@ -9,8 +9,6 @@ from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from jetstream import (
-    DEFAULT_COMMIT_DEADLINE,
-    DEFAULT_MAX_BATCH,
     ClientValidationError,
     JetStream,
     Keyring,
@@ -21,6 +19,7 @@ from jetstream import (
     WrongTypeError,
 )
 from jetstream._errors import check_bytes_like
+from jetstream._publish.atomic import DEFAULT_COMMIT_DEADLINE, DEFAULT_MAX_BATCH
 
 from ._batch import KeyBatch
 from ._codecs import KeyCodec

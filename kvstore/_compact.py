@@ -6,7 +6,8 @@ import asyncio
 import logging
 from datetime import UTC, datetime, timedelta
 
-from jetstream import StoredMessage, scan_stream
+from jetstream import StoredMessage
+from jetstream._consume.scan import scan_stream
 
 from ._core import BucketCore
 from ._models import Op, op_from_headers

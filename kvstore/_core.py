@@ -22,14 +22,12 @@ from jetstream import (
     UndecodableMessageError,
     ValueTooLargeError,
     WrongLastSequenceError,
-    format_ttl,
-    parse_ttl_at_least,
-    parse_ttl_header,
-    subject_room,
 )
 from jetstream import headers as hdr
-from jetstream._envelope import OVERHEAD
+from jetstream._crypto.envelope import OVERHEAD
 from jetstream._errors import check_bytes_like
+from jetstream._protocol.limits import subject_room
+from jetstream._protocol.ttl import format_ttl, parse_ttl_at_least, parse_ttl_header
 
 from ._codecs import KeyCodec, encode_filter
 from ._encryption import EncryptionStage

@@ -1,5 +1,5 @@
 """Client-side encryption of KV values: a value stage (``_stages.py``) sealing every value with
-the keyring's primary key (AES-256-GCM, see ``jetstream._envelope``), bound to the bucket and
+the keyring's primary key (AES-256-GCM, see ``jetstream._crypto.envelope``), bound to the bucket and
 the stored key, and opening values sealed with any key of the ring.
 
 Tombstones and server markers never reach a stage, so they stay plain and peers keep reading
@@ -18,8 +18,8 @@ from jetstream import (
     PlaintextValueError,
 )
 from jetstream import headers as hdr
-from jetstream._envelope import associated_data
-from jetstream._keyring import Opener
+from jetstream._crypto.envelope import associated_data
+from jetstream._crypto.keyring import Opener
 
 from ._stages import ValueContext
 

@@ -30,7 +30,7 @@ from jetstream import (
     StreamNotFoundError,
     WrongLastSequenceError,
 )
-from jetstream._missing_stream import MissingStream
+from jetstream._api.missing_stream import MissingStream
 
 __all__ = [
     "BucketExistsError",
@@ -133,6 +133,6 @@ class ValueDecodeError(JetStreamError):
 def missing_bucket(js: JetStream, bucket: str) -> MissingStream:
     """The KV layer's one translator of a missing bucket: around any operation on ``bucket``,
     "stream not found" (and a 503 confirmed to mean it) becomes :class:`BucketNotFoundError`
-    naming it (see :class:`jetstream._missing_stream.MissingStream`)."""
+    naming it (see :class:`jetstream._api.missing_stream.MissingStream`)."""
     stream = f"KV_{bucket}"  # as _models.stream_name (importing it here would be circular)
     return MissingStream(js, stream, functools.partial(BucketNotFoundError, bucket))

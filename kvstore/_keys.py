@@ -1,5 +1,5 @@
 """KV key and filter rules (the same as nats.go's ``kv.go``), checked before send. Bucket names
-follow :func:`jetstream.validate_bucket_name` (shared with object stores)."""
+follow :func:`validate_bucket_name` (shared with object stores)."""
 
 from __future__ import annotations
 

@@ -17,9 +17,8 @@ from jetstream import (
     Keyring,
     StreamExistsError,
     StreamInfo,
-    validate_bucket_name,
 )
-from jetstream._shared_config import valid_bucket_names
+from jetstream._protocol.bucket_config import valid_bucket_names, validate_bucket_name
 
 from ._bucket import Bucket
 from ._codecs import KeyCodec

@@ -11,17 +11,10 @@ from typing import Final, Literal
 
 import msgspec
 
-from jetstream import (
-    Duration,
-    InvalidBucketConfigError,
-    StreamConfig,
-    StreamInfo,
-    check_size,
-    check_stream_limits,
-    validate_bucket_name,
-)
+from jetstream import Duration, InvalidBucketConfigError, StreamConfig, StreamInfo
 from jetstream import headers as hdr
-from jetstream._hidden_payload import PayloadHidden
+from jetstream._crypto.hidden_payload import PayloadHidden
+from jetstream._protocol.bucket_config import check_size, check_stream_limits, validate_bucket_name
 
 from ._name_codec import NEW_NAME_FORMAT
 

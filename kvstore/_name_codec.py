@@ -27,13 +27,8 @@ from typing import Final
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESSIV
 
-from jetstream import (
-    ClientValidationError,
-    JetStreamError,
-    Keyring,
-    WrongTypeError,
-    validate_bucket_name,
-)
+from jetstream import ClientValidationError, JetStreamError, Keyring, WrongTypeError
+from jetstream._protocol.bucket_config import validate_bucket_name
 
 from ._codecs import _WILDCARDS, ChainKeyCodec, KeyCodec, _tokens, _unb64_bytes, checked_stored
 from ._errors import InvalidKeyError, KeyDecodeError

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from jetstream import validate_bucket_name
-from jetstream._permissions import (
+from jetstream._protocol.bucket_config import validate_bucket_name
+from jetstream._protocol.permissions import (
     API,
     Permissions,
     SubjectRule,

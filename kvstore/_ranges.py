@@ -23,8 +23,9 @@ import contextlib
 import enum
 from collections.abc import Callable
 
-from jetstream import JetStream, MessageNotFoundError, OrderedConsumer, StoredMessage, scan_stream
+from jetstream import JetStream, MessageNotFoundError, OrderedConsumer, StoredMessage
 from jetstream import headers as hdr
+from jetstream._consume.scan import scan_stream
 
 from ._snapshot import FILTERED_SCAN, Witness, last_messages_along, pinned_last_messages
 

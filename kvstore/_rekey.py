@@ -24,9 +24,9 @@ from jetstream import (
     StoredMessage,
     ValueTooLargeError,
     WrongLastSequenceError,
-    scan_stream,
 )
 from jetstream import headers as hdr
+from jetstream._consume.scan import scan_stream
 
 from ._core import BucketCore
 from ._encryption import EncryptionStage

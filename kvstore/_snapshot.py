@@ -7,15 +7,9 @@ import contextlib
 from collections.abc import AsyncGenerator, Iterable, Iterator, Mapping
 from typing import NamedTuple
 
-from jetstream import (
-    JetStream,
-    JetStreamError,
-    MessageNotFoundError,
-    PullMessage,
-    StoredMessage,
-    scan_stream,
-)
+from jetstream import JetStream, JetStreamError, MessageNotFoundError, PullMessage, StoredMessage
 from jetstream import headers as hdr
+from jetstream._consume.scan import scan_stream
 
 from ._core import BucketCore
 from ._keys import checked_keys

@@ -10,14 +10,9 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, Self, TypeVar
 
 import msgspec
 
-from jetstream import (
-    DEFAULT_COMMIT_DEADLINE,
-    DEFAULT_MAX_BATCH,
-    AsyncResource,
-    ClientValidationError,
-    TTLValue,
-)
-from jetstream._resource import aclose_iterator
+from jetstream import ClientValidationError, TTLValue
+from jetstream._publish.atomic import DEFAULT_COMMIT_DEADLINE, DEFAULT_MAX_BATCH
+from jetstream._resource import AsyncResource, aclose_iterator
 
 from ._errors import ValueDecodeError, ValueEncodeError
 from ._keys import checked_pairs

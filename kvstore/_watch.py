@@ -8,14 +8,9 @@ import logging
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Self
 
-from jetstream import (
-    AckReply,
-    AsyncResource,
-    ClientValidationError,
-    OrderedConsumer,
-    PullMessage,
-    scan_stream,
-)
+from jetstream import AckReply, ClientValidationError, OrderedConsumer, PullMessage
+from jetstream._consume.scan import scan_stream
+from jetstream._resource import AsyncResource
 
 from ._core import BucketCore
 from ._errors import KeyDecodeError, KeyNotFoundError

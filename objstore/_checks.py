@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from jetstream import ClientValidationError
 from jetstream._errors import check_count
-from jetstream._wire_text import utf8_or_none
+from jetstream._protocol.text import utf8_or_none
 
 from ._errors import InvalidObjectNameError
 

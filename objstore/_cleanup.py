@@ -7,7 +7,8 @@ import json
 import logging
 from datetime import UTC, datetime, timedelta
 
-from jetstream import StoredMessage, scan_stream
+from jetstream import StoredMessage
+from jetstream._consume.scan import scan_stream
 
 from ._core import StoreCore
 from ._errors import InvalidObjectMetaError

@@ -9,17 +9,11 @@ import logging
 from collections.abc import AsyncIterator
 from datetime import timedelta
 
-from jetstream import (
-    JetStream,
-    Keyring,
-    MessageNotFoundError,
-    StreamInfo,
-    TTLValue,
-    parse_ttl_at_least,
-    payload_room,
-    scan_stream,
-    validate_bucket_name,
-)
+from jetstream import JetStream, Keyring, MessageNotFoundError, StreamInfo, TTLValue
+from jetstream._consume.scan import scan_stream
+from jetstream._protocol.bucket_config import validate_bucket_name
+from jetstream._protocol.limits import payload_room
+from jetstream._protocol.ttl import parse_ttl_at_least
 
 from ._encryption import OVERHEAD, cipher_for
 from ._errors import InvalidObjectMetaError, StoreNotFoundError, missing_store

@@ -11,7 +11,6 @@ from typing import Self
 import nats.errors
 
 from jetstream import (
-    AsyncResource,
     ClientValidationError,
     JetStreamError,
     MessageNotFoundError,
@@ -20,6 +19,7 @@ from jetstream import (
     RequestTimeoutError,
     WrongEventLoopError,
 )
+from jetstream._resource import AsyncResource
 
 from ._core import StoreCore
 from ._errors import DigestMismatchError, ObjectNotFoundError

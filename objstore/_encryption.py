@@ -1,6 +1,6 @@
 """Client-side encryption of objects, chunk by chunk (streamed: one chunk in memory at a time).
 
-Each chunk is sealed on its own (AES-256-GCM envelope v1, ``jetstream._envelope``) with the
+Each chunk is sealed on its own (AES-256-GCM envelope v1, ``jetstream._crypto.envelope``) with the
 keyring's primary key and a ``Jetstore-Enc`` header, its associated data binding it to the
 store, the object's nuid, its index and whether it is the last chunk. So chunks reordered,
 dropped, swapped between objects or stores, or an object cut short (its last chunk would not
@@ -21,8 +21,8 @@ from jetstream import (
     PlaintextValueError,
 )
 from jetstream import headers as hdr
-from jetstream._envelope import OVERHEAD, associated_data, format_header
-from jetstream._keyring import Sealer
+from jetstream._crypto.envelope import OVERHEAD, associated_data, format_header
+from jetstream._crypto.keyring import Sealer
 
 __all__ = ["OVERHEAD", "ChunkCipher", "chunk_associated_data", "cipher_for"]
 

@@ -32,7 +32,7 @@ from jetstream import (
     StreamExistsError,
     StreamNotFoundError,
 )
-from jetstream._missing_stream import MissingStream
+from jetstream._api.missing_stream import MissingStream
 
 __all__ = [
     "DigestMismatchError",
@@ -154,6 +154,6 @@ class DuplicateObjectNameError(ClientValidationError):
 def missing_store(js: JetStream, store: str) -> MissingStream:
     """The object store layer's one translator of a missing store: around any operation on
     ``store``, "stream not found" (and a 503 confirmed to mean it) becomes
-    :class:`StoreNotFoundError` naming it (see :class:`jetstream._missing_stream.MissingStream`)."""
+    :class:`StoreNotFoundError` naming it (see ``jetstream._api.missing_stream``)."""
     stream = f"OBJ_{store}"  # as _models.stream_name (importing it here would be circular)
     return MissingStream(js, stream, functools.partial(StoreNotFoundError, store))

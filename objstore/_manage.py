@@ -9,15 +9,8 @@ from typing import Literal, TypedDict, Unpack
 
 import msgspec
 
-from jetstream import (
-    DurationValue,
-    Feature,
-    JetStream,
-    Keyring,
-    StreamExistsError,
-    validate_bucket_name,
-)
-from jetstream._shared_config import valid_bucket_names
+from jetstream import DurationValue, Feature, JetStream, Keyring, StreamExistsError
+from jetstream._protocol.bucket_config import valid_bucket_names, validate_bucket_name
 
 from ._core import store_info
 from ._encryption import cipher_for

@@ -9,13 +9,10 @@ import collections
 import dataclasses
 from collections.abc import Iterable
 
-from jetstream import (
-    ConnectionOptions,
-    JetStreamError,
-    Keyring,
-)
+from jetstream import JetStreamError, Keyring
+from jetstream._crypto.hidden_payload import PayloadHidden
 from jetstream._errors import check_count
-from jetstream._hidden_payload import PayloadHidden
+from jetstream._options import ConnectionOptions
 
 from ._checks import check_chunk_size
 from ._encryption import cipher_for

@@ -36,12 +36,10 @@ from jetstream import (
     StoredMessage,
     ValueTooLargeError,
     WrongLastSequenceError,
-    check_message_size,
-    check_subject_length,
-    format_ttl,
-    parse_ttl_header,
 )
 from jetstream import headers as hdr
+from jetstream._protocol.limits import check_message_size, check_subject_length
+from jetstream._protocol.ttl import format_ttl, parse_ttl_header
 
 from ._core import StoreCore
 from ._errors import InvalidObjectMetaError, InvalidObjectNameError, ObjectChangedError

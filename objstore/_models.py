@@ -10,8 +10,10 @@ from typing import Literal
 
 import msgspec
 
-from jetstream import Duration, StreamConfig, StreamInfo, check_stream_limits, parse_timestamp
-from jetstream._wire_text import decode_json
+from jetstream import Duration, StreamConfig, StreamInfo
+from jetstream._protocol.bucket_config import check_stream_limits
+from jetstream._protocol.message import parse_timestamp
+from jetstream._protocol.text import decode_json
 
 from ._errors import InvalidObjectMetaError
 

@@ -3,8 +3,8 @@ still allows is in ``docs/SECURITY.md``)."""
 
 from __future__ import annotations
 
-from jetstream import validate_bucket_name
-from jetstream._permissions import (
+from jetstream._protocol.bucket_config import validate_bucket_name
+from jetstream._protocol.permissions import (
     API,
     Permissions,
     SubjectRule,

@@ -17,10 +17,10 @@ from jetstream import (
     RequestTimeoutError,
     StreamInfo,
     TTLValue,
-    format_ttl,
-    validate_bucket_name,
 )
 from jetstream import headers as hdr
+from jetstream._protocol.bucket_config import validate_bucket_name
+from jetstream._protocol.ttl import format_ttl
 
 from ._checks import check_chunk_size, check_record_text, validate_object_name
 from ._cleanup import remove_orphans

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import re
 
-from jetstream import InvalidBucketNameError, validate_bucket_name
+from jetstream import InvalidBucketNameError
 from jetstream import headers as hdr
+from jetstream._protocol.bucket_config import validate_bucket_name
 
 from ._errors import InvalidObjectMetaError
 from ._models import ObjectInfo, decode_info, name_from_meta_subject

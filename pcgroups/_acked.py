@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections import deque
 from typing import Final
 
-from jetstream._message import stored_message_id
-from jetstream._pull import PullMessage
+from jetstream._consume.pull_message import PullMessage
+from jetstream._protocol.message import stored_message_id
 
 __all__ = ["REMEMBERED_ACKS", "AckedMessages"]
 

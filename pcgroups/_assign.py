@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from typing import Final
 
 from jetstream import InvalidNameError, StreamConfig
-from jetstream._names import validate_name
+from jetstream._protocol.names import validate_name
 
 from ._errors import (
     InvalidGroupConfigError,

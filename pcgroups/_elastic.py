@@ -24,7 +24,7 @@ from jetstream import (
     StreamExistsError,
     StreamNotFoundError,
 )
-from jetstream._names import validate_subject_token
+from jetstream._protocol.names import validate_subject_token
 from kvstore import Bucket, KeyExistsError, WrongRevisionError
 
 from ._assign import (

@@ -50,9 +50,10 @@ from jetstream import (
     JetStreamError,
     StreamNotFoundError,
 )
-from jetstream._connection import answers
-from jetstream._consumer import MessageStream
-from jetstream._pull import PullMessage, cancel_and_wait
+from jetstream._consume.message_stream import MessageStream
+from jetstream._consume.pull_message import PullMessage
+from jetstream._consume.queue import cancel_and_wait
+from jetstream._transport.connection import answers
 from kvstore import Op
 
 from ._acked import AckedMessages

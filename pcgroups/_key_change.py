@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Final
 
 from jetstream import DurationValue, JetStreamError
-from jetstream._message import parse_ack_reply
+from jetstream._protocol.message import parse_ack_reply
 from kvstore import Bucket, Entry, KeyDecodeError, Op
 
 from ._message import GroupMessage

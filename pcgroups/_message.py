@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from jetstream import ClientValidationError, DurationValue
-from jetstream._duration import seconds_of
-from jetstream._pull import PullMessage
+from jetstream._consume.pull_message import PullMessage
+from jetstream._protocol.duration import seconds_of
 
 __all__ = ["GroupMessage"]
 

@@ -19,7 +19,7 @@ from typing import Any, Final
 import msgspec
 from msgspec.structs import force_setattr
 
-from jetstream._wire_text import decode_json, encode_json
+from jetstream._protocol.text import decode_json, encode_json
 
 from ._errors import CorruptGroupConfigError
 

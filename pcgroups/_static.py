@@ -15,7 +15,7 @@ from jetstream import (
     JetStream,
     StreamNotFoundError,
 )
-from jetstream._names import validate_subject_token
+from jetstream._protocol.names import validate_subject_token
 from kvstore import KeyExistsError, WrongRevisionError
 
 from ._assign import (

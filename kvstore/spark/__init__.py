@@ -70,8 +70,8 @@ except ImportError as exc:  # pragma: no cover - exercised by the missing-extra 
         "kvstore.spark needs PySpark >= 4.2 and pyarrow: pip install 'jetstore[spark]'"
     ) from exc
 
-from jetstream import ClientValidationError, run_sync
-from jetstream._options import activate_spark_session
+from jetstream import ClientValidationError
+from jetstream._options import activate_spark_session, run_sync
 
 from ._options import parse_options
 from ._read import KVPartition, KVReader, plan_snapshot

@@ -6,18 +6,17 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
-from jetstream import (
+from jetstream import ClientValidationError, Keyring
+from jetstream._options import (
     CONNECTION_OPTIONS,
-    ClientValidationError,
     ConnectionOptions,
-    Keyring,
     bool_option,
     check_options,
     int_option,
+    named_option,
     str_option,
-    validate_bucket_name,
 )
-from jetstream._options import named_option
+from jetstream._protocol.bucket_config import validate_bucket_name
 
 from .._encryption import EncryptionStage
 from .._keys import distinct_filters, validate_filter

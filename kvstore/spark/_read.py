@@ -9,7 +9,8 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
-from jetstream import run_sync, stream_subjects
+from jetstream._api.stream_subjects import stream_subjects
+from jetstream._options import run_sync
 
 from .._manage import bucket_info
 from .._models import Op, op_from_headers, stream_name, subject_prefix

@@ -15,7 +15,8 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from jetstream import ClientValidationError, OrderedConsumer, StoredMessage, run_sync
+from jetstream import ClientValidationError, OrderedConsumer, StoredMessage
+from jetstream._options import run_sync
 
 from .._errors import BucketNotFoundError
 from .._models import Op, op_from_headers, stream_name, subject_prefix

@@ -12,7 +12,9 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from jetstream import ClientValidationError, ColumnError, JetStreamError, Keyring, run_sync
+from jetstream import ClientValidationError, JetStreamError, Keyring
+from jetstream._errors import ColumnError
+from jetstream._options import run_sync
 
 from .._manage import bucket_info, open_bucket
 from ._options import Options

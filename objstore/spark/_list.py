@@ -8,16 +8,17 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceReader
 from pyspark.sql.types import StructType
 
-from jetstream import (
+from jetstream._options import (
     CONNECTION_OPTIONS,
     ConnectionOptions,
     bool_option,
     check_options,
     int_option,
+    named_option,
+    read_columns,
     run_sync,
-    validate_bucket_name,
 )
-from jetstream._options import named_option, read_columns
+from jetstream._protocol.bucket_config import validate_bucket_name
 
 from .._core import store_info
 from .._manage import open_store

@@ -9,17 +9,15 @@ from typing import Any
 
 import pyarrow as pa
 
-from jetstream import (
+from jetstream import ClientValidationError, Keyring
+from jetstream._errors import ColumnError, check_count
+from jetstream._options import (
     CONNECTION_OPTIONS,
-    ClientValidationError,
-    ColumnError,
     ConnectionOptions,
-    Keyring,
     check_options,
     run_sync,
-    validate_bucket_name,
 )
-from jetstream._errors import check_count
+from jetstream._protocol.bucket_config import validate_bucket_name
 
 from .._checks import check_chunk_size
 from .._errors import DuplicateObjectNameError

@@ -11,23 +11,23 @@ import pytest
 
 import jetstream
 import kvstore
+from jetstream._consume.scan import scan_stream
+from jetstream.testing import EmbeddedCluster
 
 
 @pytest.fixture(scope="module")
-def whole_cluster() -> Iterator[jetstream.EmbeddedCluster]:
-    with jetstream.EmbeddedCluster(3) as nodes:
+def whole_cluster() -> Iterator[EmbeddedCluster]:
+    with EmbeddedCluster(3) as nodes:
         yield nodes
 
 
 @pytest.fixture
-def cluster(whole_cluster: jetstream.EmbeddedCluster) -> jetstream.EmbeddedCluster:
+def cluster(whole_cluster: EmbeddedCluster) -> EmbeddedCluster:
     """The module's cluster, with every node running and current before each test."""
     return whole_cluster.start()
 
 
-async def kill_leader(
-    cluster: jetstream.EmbeddedCluster, js: jetstream.JetStream, stream: str
-) -> int:
+async def kill_leader(cluster: EmbeddedCluster, js: jetstream.JetStream, stream: str) -> int:
     """kill -9 the node leading ``stream``; return its index. Waits (up to 30 s) for a leader:
     right after the previous trial's kill and restart the stream may still be electing one."""
     deadline = asyncio.get_running_loop().time() + 30
@@ -43,12 +43,12 @@ async def kill_leader(
     return leader
 
 
-async def restart(cluster: jetstream.EmbeddedCluster, index: int) -> None:
+async def restart(cluster: EmbeddedCluster, index: int) -> None:
     await asyncio.to_thread(cluster.nodes[index].start)
 
 
 async def replicas_agree(
-    cluster: jetstream.EmbeddedCluster, stream: str, timeout: float = 30
+    cluster: EmbeddedCluster, stream: str, timeout: float = 30
 ) -> dict[str, object]:
     """Wait until every node holds the same state of ``stream``; return it."""
     loop = asyncio.get_running_loop()
@@ -71,7 +71,7 @@ Outcome = dict[str, int] | BaseException
 
 
 async def assert_records_all_or_nothing(
-    cluster: jetstream.EmbeddedCluster,
+    cluster: EmbeddedCluster,
     js: jetstream.JetStream,
     bucket: kvstore.Bucket,
     outcomes: dict[int, Outcome],
@@ -82,7 +82,7 @@ async def assert_records_all_or_nothing(
     definite error means nothing stored; no CommitUnknownError (the deadline was not hit)."""
     state = await replicas_agree(cluster, bucket.stream)
     stored: Counter[int] = Counter()
-    async for message in jetstream.scan_stream(js, bucket.stream, [f"$KV.{bucket.name}.>"]):
+    async for message in scan_stream(js, bucket.stream, [f"$KV.{bucket.name}.>"]):
         stored[int(message.subject.split(".")[2][1:])] += 1
     assert sum(stored.values()) == state["messages"], "the bucket holds only the records"
     for record, outcome in outcomes.items():

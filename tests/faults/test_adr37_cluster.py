@@ -9,12 +9,13 @@ import pytest
 
 import jetstream
 from jetstream import ConsumerConfig, StreamConfig
+from jetstream.testing import EmbeddedCluster
 
 pytestmark = pytest.mark.faults
 
 
 async def test_consume_survives_consumer_leader_stepdowns(
-    cluster: jetstream.EmbeddedCluster,
+    cluster: EmbeddedCluster,
 ) -> None:
     async with await cluster.connect(timeout=5.0) as js:
         await js.add_stream(StreamConfig(name="LC", subjects=["LC.>"], num_replicas=3))

@@ -15,6 +15,8 @@ import pytest
 import jetstream
 import kvstore
 import objstore
+from jetstream._consume.scan import scan_stream
+from jetstream.testing import EmbeddedCluster
 from tests.faults.conftest import (
     Outcome,
     assert_records_all_or_nothing,
@@ -33,7 +35,7 @@ COMMIT_RACE_DELAYS_MS = [0, 1, 2, 3, 5, 10, 20, 30]
 TRIALS = int(os.environ.get("JETSTORE_FAULT_TRIALS", len(COMMIT_RACE_DELAYS_MS)))
 
 
-async def test_leader_kill_racing_put_many_commits(cluster: jetstream.EmbeddedCluster) -> None:
+async def test_leader_kill_racing_put_many_commits(cluster: EmbeddedCluster) -> None:
     """A1 + A3: each put_many returns revisions (all stored, on every replica) or a definite
     error (nothing stored); no CommitUnknownError within the deadline."""
     async with await cluster.connect(timeout=2.0) as js:
@@ -52,7 +54,7 @@ async def test_leader_kill_racing_put_many_commits(cluster: jetstream.EmbeddedCl
         await assert_records_all_or_nothing(cluster, js, bucket, outcomes, RECORD_KEYS)
 
 
-async def test_leader_kill_mid_upload(cluster: jetstream.EmbeddedCluster) -> None:
+async def test_leader_kill_mid_upload(cluster: EmbeddedCluster) -> None:
     """F1/F2: an upload completes with a matching digest or raises UploadFailedError, and then
     no meta exists and cleanup leaves no orphan chunks."""
     async with await cluster.connect(timeout=2.0) as js:
@@ -75,7 +77,7 @@ async def test_leader_kill_mid_upload(cluster: jetstream.EmbeddedCluster) -> Non
 
 @pytest.mark.parametrize("history", [30, 10])
 async def test_watch_across_failover_and_full_restart(
-    cluster: jetstream.EmbeddedCluster, history: int
+    cluster: EmbeddedCluster, history: int
 ) -> None:
     """In order and each once, through a leader kill and a restart of all nodes: every revision
     the bucket still holds is delivered; the only ones skipped are those its history limit
@@ -121,7 +123,7 @@ async def test_watch_across_failover_and_full_restart(
 
 
 async def test_operations_ride_out_an_election_within_the_deadline(
-    cluster: jetstream.EmbeddedCluster,
+    cluster: EmbeddedCluster,
 ) -> None:
     async with await cluster.connect(timeout=2.0) as js:
         bucket = await kvstore.create_bucket(js, "elect", replicas=3)
@@ -149,7 +151,7 @@ async def test_operations_ride_out_an_election_within_the_deadline(
 
 
 async def test_client_killed_mid_upload_leaves_only_removable_orphans(
-    cluster: jetstream.EmbeddedCluster,
+    cluster: EmbeddedCluster,
 ) -> None:
     async with await cluster.connect(timeout=2.0) as js:
         store = await objstore.create_store(js, "killed", replicas=3)
@@ -175,10 +177,10 @@ async def test_client_killed_mid_upload_leaves_only_removable_orphans(
         with pytest.raises(objstore.ObjectNotFoundError):
             await store.info("partial")
         assert await store.cleanup(older_than=timedelta(0)) == 1
-        assert [m async for m in jetstream.scan_stream(js, store.stream, ["$O.killed.C.>"])] == []
+        assert [m async for m in scan_stream(js, store.stream, ["$O.killed.C.>"])] == []
 
 
-async def test_leader_stepdown_mid_upload(cluster: jetstream.EmbeddedCluster) -> None:
+async def test_leader_stepdown_mid_upload(cluster: EmbeddedCluster) -> None:
     """A graceful leader change (stepdown API) during an upload: it completes and verifies, or
     fails with UploadFailedError leaving no meta and no orphans after cleanup."""
     async with await cluster.connect(timeout=2.0) as js:
@@ -199,7 +201,7 @@ async def test_leader_stepdown_mid_upload(cluster: jetstream.EmbeddedCluster) ->
 
 
 async def test_client_killed_mid_atomic_batch_stores_nothing(
-    cluster: jetstream.EmbeddedCluster,
+    cluster: EmbeddedCluster,
 ) -> None:
     async with await cluster.connect(timeout=2.0) as js:
         bucket = await kvstore.create_bucket(js, "halfbatch", replicas=3)
@@ -243,7 +245,7 @@ async def _assert_complete_or_absent(
     referenced = {i.nuid async for i in store.list()}
     chunks = {
         m.subject.rsplit(".", 1)[1]
-        async for m in jetstream.scan_stream(js, store.stream, [f"$O.{store.name}.C.>"])
+        async for m in scan_stream(js, store.stream, [f"$O.{store.name}.C.>"])
     }
     assert chunks <= referenced, "no orphan chunks after cleanup"
 

@@ -8,7 +8,8 @@ import socket
 import pytest
 
 import jetstream
-from jetstream._ports import _lock, _lock_directory
+from jetstream._embedded.ports import _lock, _lock_directory
+from jetstream.testing import EmbeddedCluster
 
 
 def _try_lock(port: int) -> int | None:
@@ -17,7 +18,7 @@ def _try_lock(port: int) -> int | None:
 
 
 def test_a_cluster_that_fails_to_start_leaves_no_node_running() -> None:
-    cluster = jetstream.EmbeddedCluster(3)
+    cluster = EmbeddedCluster(3)
     # Something else listens on node 1's monitoring port: node 1 exits at start.
     blocker = socket.create_server(("127.0.0.1", cluster.monitor_ports[1]))
     try:
@@ -32,7 +33,7 @@ def test_a_cluster_that_fails_to_start_leaves_no_node_running() -> None:
 
 
 async def test_a_cancelled_async_start_leaves_no_node_running() -> None:
-    cluster = jetstream.EmbeddedCluster(3)
+    cluster = EmbeddedCluster(3)
 
     async def use() -> None:
         async with cluster:
@@ -44,7 +45,7 @@ async def test_a_cancelled_async_start_leaves_no_node_running() -> None:
 
 
 def test_a_closed_cluster_starts_again_on_its_leased_ports() -> None:
-    cluster = jetstream.EmbeddedCluster(3)
+    cluster = EmbeddedCluster(3)
     with cluster:
         pass
     with cluster:

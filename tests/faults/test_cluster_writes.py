@@ -10,6 +10,7 @@ import pytest
 
 import jetstream
 import kvstore
+from jetstream.testing import EmbeddedCluster
 from kvstore import Op
 from kvstore._models import op_from_headers
 from tests.faults.conftest import (
@@ -26,14 +27,12 @@ pytestmark = pytest.mark.faults
 KEYS = 10
 
 
-async def _follower_of(
-    cluster: jetstream.EmbeddedCluster, js: jetstream.JetStream, stream: str
-) -> int:
+async def _follower_of(cluster: EmbeddedCluster, js: jetstream.JetStream, stream: str) -> int:
     leader = await cluster.leader_of(js, stream)
     return next(i for i, node in enumerate(cluster.nodes) if i != leader and node.running)
 
 
-async def test_follower_killed_during_put_many(cluster: jetstream.EmbeddedCluster) -> None:
+async def test_follower_killed_during_put_many(cluster: EmbeddedCluster) -> None:
     """A follower's kill -9 and restart cost no record: quorum remains, so every put_many
     succeeds, whole, on every replica."""
     async with await cluster.connect(timeout=2.0) as js:
@@ -52,7 +51,7 @@ async def test_follower_killed_during_put_many(cluster: jetstream.EmbeddedCluste
         await assert_records_all_or_nothing(cluster, js, bucket, outcomes, KEYS)
 
 
-async def test_follower_frozen_during_put_many(cluster: jetstream.EmbeddedCluster) -> None:
+async def test_follower_frozen_during_put_many(cluster: EmbeddedCluster) -> None:
     """SIGSTOP on a follower for 3 s (a stalled disk or VM): every put_many succeeds; the
     follower catches up once resumed."""
     async with await cluster.connect(timeout=2.0) as js:
@@ -64,7 +63,7 @@ async def test_follower_frozen_during_put_many(cluster: jetstream.EmbeddedCluste
         await assert_records_all_or_nothing(cluster, js, bucket, outcomes, KEYS)
 
 
-async def test_leader_frozen_past_an_election(cluster: jetstream.EmbeddedCluster) -> None:
+async def test_leader_frozen_past_an_election(cluster: EmbeddedCluster) -> None:
     """SIGSTOP on the leader for 8 s: the others elect a new leader, then the old one wakes up
     believing it leads. Every record is whole or absent, outcomes definite."""
     async with await cluster.connect(timeout=2.0) as js:
@@ -87,7 +86,7 @@ async def _expired_within(bucket: kvstore.Bucket, key: str, seconds: float) -> N
     raise AssertionError(f"{key!r} still there after {seconds}s")
 
 
-async def test_ttl_expires_across_a_leader_kill(cluster: jetstream.EmbeddedCluster) -> None:
+async def test_ttl_expires_across_a_leader_kill(cluster: EmbeddedCluster) -> None:
     """A key's TTL is kept by the new leader: it expires (its marker reaches a watcher once)
     while a longer-lived key stays."""
     async with await cluster.connect(timeout=2.0) as js:
@@ -119,7 +118,7 @@ async def test_ttl_expires_across_a_leader_kill(cluster: jetstream.EmbeddedClust
         assert ("long", Op.EXPIRED) not in ops
 
 
-async def test_ttl_expires_across_a_full_restart(cluster: jetstream.EmbeddedCluster) -> None:
+async def test_ttl_expires_across_a_full_restart(cluster: EmbeddedCluster) -> None:
     """Stopping every node does not lose or reset a key's TTL."""
     async with await cluster.connect(timeout=2.0) as js:
         bucket = await kvstore.create_bucket(
@@ -139,7 +138,7 @@ async def test_ttl_expires_across_a_full_restart(cluster: jetstream.EmbeddedClus
         assert op_from_headers(last.headers) is Op.EXPIRED
 
 
-async def test_reads_ride_out_a_leader_kill(cluster: jetstream.EmbeddedCluster) -> None:
+async def test_reads_ride_out_a_leader_kill(cluster: EmbeddedCluster) -> None:
     """``get`` and ``get_many`` on a connection to the stream leader, right after its kill -9:
     a read that times out while the client reconnects elsewhere is asked again, instead of
     failing (a direct get did, in CI: ``test_ttl_expires_across_a_leader_kill``)."""

@@ -23,6 +23,7 @@ import pytest
 
 import jetstream
 import pcgroups
+from jetstream.testing import EmbeddedCluster
 from tests.integration.group_journal import Journals, Member, wait_for
 from tests.integration.group_streams import group_stream
 from tests.integration.test_pcgroups_processes import ACK_WAIT, publish, published, running
@@ -33,7 +34,7 @@ STREAM = "NODECRASH"
 
 
 async def consumer_leader(
-    cluster: jetstream.EmbeddedCluster, js: jetstream.JetStream, stream: str, consumer: str
+    cluster: EmbeddedCluster, js: jetstream.JetStream, stream: str, consumer: str
 ) -> int:
     """The index of the node leading ``consumer`` (waits through an election)."""
     deadline = time.monotonic() + 30
@@ -51,7 +52,7 @@ async def consumer_leader(
 
 
 async def test_confirmed_acks_survive_a_crash_of_the_consumer_leader_and_the_members(
-    cluster: jetstream.EmbeddedCluster, tmp_path: pathlib.Path
+    cluster: EmbeddedCluster, tmp_path: pathlib.Path
 ) -> None:
     url = ",".join(cluster.urls)
     first = [("m1", "m1"), ("m2", "m2"), ("m3", "m3")]

@@ -10,6 +10,7 @@ import pytest
 
 import jetstream
 import kvstore
+from jetstream.testing import EmbeddedCluster
 from tests.faults.conftest import (
     assert_records_all_or_nothing,
     fault_for,
@@ -25,9 +26,9 @@ PARTITION_SECONDS = 8  # longer than an election
 
 
 @pytest.fixture(scope="module")
-def whole_cluster() -> Iterator[jetstream.EmbeddedCluster]:
+def whole_cluster() -> Iterator[EmbeddedCluster]:
     """This module's cluster routes through links that partition() can cut."""
-    with jetstream.EmbeddedCluster(3, partitionable=True) as nodes:
+    with EmbeddedCluster(3, partitionable=True) as nodes:
         yield nodes
 
 
@@ -47,7 +48,7 @@ async def _create_when_placeable(
             await asyncio.sleep(0.5)
 
 
-async def test_writes_on_both_sides_of_a_partition(cluster: jetstream.EmbeddedCluster) -> None:
+async def test_writes_on_both_sides_of_a_partition(cluster: EmbeddedCluster) -> None:
     """The leader is cut off from the others for 8 s while one client writes through it and
     another through the majority: the majority side keeps writing, the minority side's write
     waits for the heal, and every call returns revisions that are whole on every replica."""
@@ -69,7 +70,7 @@ async def test_writes_on_both_sides_of_a_partition(cluster: jetstream.EmbeddedCl
     assert len([n for n in outcomes if n % 2 == 1]) >= 3, "the majority side kept writing"
 
 
-async def test_watch_on_the_minority_side_catches_up(cluster: jetstream.EmbeddedCluster) -> None:
+async def test_watch_on_the_minority_side_catches_up(cluster: EmbeddedCluster) -> None:
     """A watcher connected to a node that is cut off sees nothing new during the partition and
     every revision, in order and once, after it heals."""
     async with await cluster.connect(timeout=2.0) as admin:

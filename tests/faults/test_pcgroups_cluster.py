@@ -18,6 +18,7 @@ import pytest
 import jetstream
 import pcgroups
 from jetstream import ConsumerConfig, StreamConfig
+from jetstream.testing import EmbeddedCluster
 from pcgroups import PartitioningFilter
 
 from .conftest import kill_leader, restart, until
@@ -70,7 +71,7 @@ async def publish(js: jetstream.JetStream, count: int) -> None:
         await asyncio.gather(*(one(i) for i in range(first, min(first + 50, count))))
 
 
-async def consumer_leader(cluster: jetstream.EmbeddedCluster, js: jetstream.JetStream) -> int:
+async def consumer_leader(cluster: EmbeddedCluster, js: jetstream.JetStream) -> int:
     """The node leading member m1's consumer (waits through an election)."""
     deadline = time.monotonic() + 30
     while True:
@@ -84,7 +85,7 @@ async def consumer_leader(cluster: jetstream.EmbeddedCluster, js: jetstream.JetS
         await asyncio.sleep(0.1)
 
 
-async def test_members_ride_out_leader_kills(cluster: jetstream.EmbeddedCluster) -> None:
+async def test_members_ride_out_leader_kills(cluster: EmbeddedCluster) -> None:
     async with contextlib.AsyncExitStack() as stack:
         js = await stack.enter_async_context(await cluster.connect(timeout=5.0))
         await js.add_stream(StreamConfig(name="PC", subjects=["PC.*"], num_replicas=3))

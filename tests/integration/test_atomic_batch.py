@@ -9,6 +9,7 @@ import pytest
 
 import jetstream
 from jetstream import AtomicBatch, JetStream, StreamConfig
+from jetstream._consume.scan import scan_stream
 from tests.proxy import TcpProxy
 
 
@@ -23,9 +24,7 @@ async def stream(js: JetStream, unique_name: Callable[[str], str]) -> AsyncItera
 
 
 async def _stored(js: JetStream, stream: str) -> list[jetstream.StoredMessage]:
-    return [
-        m async for m in jetstream.scan_stream(js, stream, [f"{stream}.>"], last_per_subject=False)
-    ]
+    return [m async for m in scan_stream(js, stream, [f"{stream}.>"], last_per_subject=False)]
 
 
 async def test_commit_stores_everything_contiguously(js: JetStream, stream: str) -> None:

@@ -10,6 +10,7 @@ import pytest
 
 import jetstream
 from jetstream import AtomicBatch, JetStream, StreamConfig
+from jetstream._consume.scan import scan_stream
 from tests.conftest import BucketFactory
 from tests.proxy import TcpProxy
 
@@ -44,9 +45,7 @@ class CountingSeal:
 
 
 async def _stored(js: JetStream, stream: str) -> list[jetstream.StoredMessage]:
-    return [
-        m async for m in jetstream.scan_stream(js, stream, [f"{stream}.>"], last_per_subject=False)
-    ]
+    return [m async for m in scan_stream(js, stream, [f"{stream}.>"], last_per_subject=False)]
 
 
 def _fill(batch: AtomicBatch, stream: str, count: int) -> None:

@@ -9,8 +9,8 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-import jetstream
 import objstore
+from jetstream._consume.scan import scan_stream
 from objstore import ObjectStore, _finish, _meta, _rewrites
 
 
@@ -76,7 +76,7 @@ async def test_cancelled_put_never_overwrites_a_later_completed_put(
     assert await store.get_bytes("x") == b, "the cancelled put overwrote a later completed one"
     nuids = {
         m.subject.rsplit(".", 1)[1]
-        async for m in jetstream.scan_stream(
+        async for m in scan_stream(
             store.js, store.stream, [f"$O.{store.name}.C.>"], headers_only=True
         )
     }

@@ -11,7 +11,8 @@ import pytest
 
 import jetstream
 from jetstream import JetStream, StreamConfig
-from jetstream._scan import find_by_msg_id
+from jetstream._consume.scan import find_by_msg_id, scan_stream
+from jetstream._protocol.models import ApiStats
 
 
 async def test_account_info_reports_the_api_level(js: JetStream) -> None:
@@ -24,7 +25,7 @@ async def test_account_info_reports_the_api_level(js: JetStream) -> None:
 
 async def test_require_names_the_missing_feature(js: JetStream) -> None:
     level = await js.api_level()
-    js._account_info = jetstream.AccountInfo(api=jetstream.ApiStats(level=1))  # an old server
+    js._account_info = jetstream.AccountInfo(api=ApiStats(level=1))  # an old server
     with pytest.raises(jetstream.UnsupportedServerFeatureError, match="atomic batch publish"):
         await js.require(jetstream.Feature.ATOMIC_BATCH)
     assert level >= 2
@@ -120,7 +121,7 @@ async def test_scan_sees_the_last_message_of_every_subject(
     for i in range(2500):  # more than direct get's 1024-subject limit and than one pull
         await js.nc.publish(f"{name}.k{i}", b"old")
     await js.publish(f"{name}.k0", b"new")
-    seen = {m.subject: m.data async for m in jetstream.scan_stream(js, name, [f"{name}.>"])}
+    seen = {m.subject: m.data async for m in scan_stream(js, name, [f"{name}.>"])}
     assert len(seen) == 2500
     assert seen[f"{name}.k0"] == b"new"
     await js.delete_stream(name)

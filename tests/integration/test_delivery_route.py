@@ -1,5 +1,5 @@
-"""Deliveries routed past nats-py's message pipeline (``jetstream._delivery``) reach the user
-exactly as nats-py's path delivers them: same subjects, payloads and header dicts, whatever
+"""Deliveries routed past nats-py's message pipeline (``jetstream._transport.delivery``) reach
+the user exactly as nats-py's path delivers them: same subjects, payloads and header dicts, whatever
 headers other clients wrote (repeated names, bad UTF-8, odd spacing), in messages and in bytes
 mode."""
 
@@ -14,7 +14,7 @@ import pytest
 
 import jetstream
 from jetstream import ConsumerConfig, JetStream, StreamConfig
-from jetstream._delivery import route_of
+from jetstream._transport.delivery import route_of
 from tests.raw_nats import raw_publish
 
 pytestmark = pytest.mark.integration

@@ -1,5 +1,5 @@
 """A context, and every bucket, store and consumer made from it, belongs to the event loop its
-connection runs in. Used from another loop (``jetstream.run_sync`` from a notebook, a thread's
+connection runs in. Used from another loop (``run_sync`` from a notebook, a thread's
 own ``asyncio.run``) a request could only wait out its timeout and retries, 20 s, and end in
 RequestTimeoutError: it is refused at once with WrongEventLoopError saying why."""
 
@@ -13,6 +13,7 @@ import pytest
 
 import jetstream
 import kvstore
+from jetstream._options import run_sync
 from tests.conftest import BucketFactory, StoreFactory
 
 
@@ -40,7 +41,7 @@ async def test_a_handle_used_from_another_event_loop_is_refused_at_once(
     ]
     for call in calls:
         with pytest.raises(jetstream.WrongEventLoopError, match="another event loop"):
-            jetstream.run_sync(call)
+            run_sync(call)
     assert issubclass(jetstream.WrongEventLoopError, RuntimeError)
     # Nothing was written, and nothing broke in the loop the handles belong to.
     assert (await bucket.get("k")).value == b"v"
@@ -62,18 +63,18 @@ async def test_a_watch_or_listing_read_from_another_event_loop_is_refused_at_onc
     async with bucket.watch() as watcher:
         assert (await anext(watcher)).key == "k"
         with pytest.raises(jetstream.WrongEventLoopError):
-            jetstream.run_sync(lambda: anext(watcher))
+            run_sync(lambda: anext(watcher))
         await bucket.put("k", b"again")
         assert (await anext(watcher)).value == b"again"  # still works in its own loop
     keys = bucket.keys()
     assert await anext(keys) == "k"
     with pytest.raises(jetstream.WrongEventLoopError):
-        jetstream.run_sync(lambda: anext(keys))
+        run_sync(lambda: anext(keys))
     await keys.aclose()  # type: ignore[attr-defined]
     objects = store.watch()
     assert (await anext(objects)).name == "o"
     with pytest.raises(jetstream.WrongEventLoopError):
-        jetstream.run_sync(lambda: anext(objects))
+        run_sync(lambda: anext(objects))
     await objects.aclose()  # type: ignore[attr-defined]
 
 
@@ -89,6 +90,6 @@ async def test_a_context_made_outside_any_loop_belongs_to_the_first_that_uses_it
     try:
         assert (await js.account_info()).api.level > 0
         with pytest.raises(jetstream.WrongEventLoopError):
-            jetstream.run_sync(js.account_info)
+            run_sync(js.account_info)
     finally:
         await nc.close()

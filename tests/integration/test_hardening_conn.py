@@ -250,14 +250,16 @@ async def test_every_public_call_on_a_closed_context_raises_connection_closed(
             "consumer": "c",
             "group": "PCG",
             "until": None,
+            "response_type": jetstream.StreamInfo,
         },
-        no_io={"close", "ensure_open", "check_loop", "note_error"},
+        # awaiting_reply() marks a wait that send() or a batched get then does
+        no_io={"close", "ensure_open", "check_loop", "note_error", "awaiting_reply"},
         overrides={
             "add_stream": lambda: closed.add_stream(StreamConfig(name="X", subjects=["x"])),
             "update_stream": lambda: closed.update_stream(StreamConfig(name=stream)),
         },
     )
-    assert {"publish", "send", "stream_names", "get_last_messages"} <= set(checked)
+    assert {"publish", "send", "request", "stream_names", "get_last_messages"} <= set(checked)
 
     bucket: kvstore.Bucket = closed_world["bucket"]
     checked = await _assert_all_closed(
@@ -592,7 +594,7 @@ async def test_frames_while_reconnecting_take_publish_checks(
     """Pre-encoded frames bypassed nats-py's checks: while reconnecting they were queued past
     the reconnect buffer's limit without an error. Now they go through publish, and a full
     buffer is a DisconnectedError (a JetStreamError); a closed client a ConnectionClosedError."""
-    from jetstream._wire import publish_frames
+    from jetstream._transport.hpub import publish_frames
 
     frames = [("s.a", {"h": "v"}, b"x" * 1000) for _ in range(10)]
     js = await jetstream.connect(

@@ -14,6 +14,7 @@ from nats.aio.msg import Msg
 import jetstream
 import kvstore
 import objstore
+from jetstream._protocol.limits import MAX_CONTROL_LINE, subject_room
 from kvstore import Bucket
 from tests.conftest import BucketFactory
 from tests.proxy import TcpProxy
@@ -228,7 +229,7 @@ async def test_keys_up_to_max_key_length_work_everywhere(
     bucket: Bucket, js: jetstream.JetStream
 ) -> None:
     longest = bucket.max_key_length
-    assert 3800 < longest < jetstream.MAX_CONTROL_LINE
+    assert 3800 < longest < MAX_CONTROL_LINE
     key = "k" * longest
     revision = await bucket.put(key, b"v")
     assert (await bucket.get(key)).value == b"v"
@@ -279,7 +280,7 @@ async def test_publish_refuses_a_subject_the_control_line_cannot_hold(
     name = unique_name("LONG")
     await js.add_stream(jetstream.StreamConfig(name=name, subjects=[f"{name}.>"]))
     try:
-        room = jetstream.subject_room(js.nc)
+        room = subject_room(js.nc)
         fits = f"{name}." + "s" * (room - len(name) - 1)
         ack = await js.publish(fits, b"x" * 100, msg_id="m" * 64)  # headers, reply, sizes
         assert ack.seq == 1

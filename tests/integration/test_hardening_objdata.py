@@ -16,6 +16,7 @@ from nats.js import JetStreamContext
 
 import jetstream
 import objstore
+from jetstream._consume.scan import scan_stream
 
 SMALL = 64 * 1024  # many messages in flight when an upload fails
 
@@ -23,7 +24,7 @@ SMALL = 64 * 1024  # many messages in flight when an upload fails
 async def _chunk_subjects(js: jetstream.JetStream, store: objstore.ObjectStore) -> set[str]:
     return {
         m.subject
-        async for m in jetstream.scan_stream(
+        async for m in scan_stream(
             js, store.stream, [f"$O.{store.name}.C.>"], headers_only=True, last_per_subject=False
         )
     }
@@ -322,9 +323,7 @@ async def test_acked_publisher_keeps_order_and_its_window(
             assert pub.unanswered <= 4
         ack = await pub.commit(f"{name}.x", b"last")
     assert ack.seq == 301 and ack.stream == name
-    stored = [
-        m.data async for m in jetstream.scan_stream(js, name, [f"{name}.x"], last_per_subject=False)
-    ]
+    stored = [m.data async for m in scan_stream(js, name, [f"{name}.x"], last_per_subject=False)]
     assert stored == [str(i).encode() for i in range(300)] + [b"last"], "in order, once each"
     with pytest.raises(jetstream.NoRespondersError):
         async with jetstream.AckedPublisher(js) as pub:

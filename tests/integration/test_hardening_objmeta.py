@@ -23,6 +23,7 @@ from nats.js import JetStreamContext
 import jetstream
 import objstore
 import objstore._rewrites
+from jetstream._consume.scan import scan_stream
 from objstore import ObjectStore
 from tests.conftest import StoreFactory
 
@@ -36,7 +37,7 @@ def _meta_subject(store: ObjectStore, name: str) -> str:
 async def _chunk_counts(js: jetstream.JetStream, store: ObjectStore) -> Counter[str]:
     """How many chunk messages the stream holds, per nuid."""
     counts: Counter[str] = Counter()
-    async for message in jetstream.scan_stream(
+    async for message in scan_stream(
         js, store.stream, [f"$O.{store.name}.C.>"], last_per_subject=False, headers_only=True
     ):
         counts[message.subject.rsplit(".", 1)[1]] += 1

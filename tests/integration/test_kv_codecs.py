@@ -10,6 +10,7 @@ from nats.js import JetStreamContext
 
 import jetstream
 import kvstore
+from jetstream._consume.scan import scan_stream
 from kvstore import Base64KeyCodec, ChainKeyCodec, Op, PathKeyCodec
 from kvstore._stages import ValueContext
 from tests.conftest import BucketFactory
@@ -19,7 +20,7 @@ from tests.peer_reads import peer_keys
 async def _subjects(js: jetstream.JetStream, bucket: kvstore.Bucket) -> list[str]:
     stream = bucket.stream
     found = []
-    async for message in jetstream.scan_stream(js, stream, [f"$KV.{bucket.name}.>"]):
+    async for message in scan_stream(js, stream, [f"$KV.{bucket.name}.>"]):
         found.append(message.subject)
     return found
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import jetstream
 import kvstore
+from jetstream._consume.scan import scan_stream
 
 FIELDS = 5
 KILLS = 3
@@ -63,7 +64,7 @@ async def _verify(
 ) -> None:
     async with await jetstream.connect(server.url) as js:
         stored: Counter[int] = Counter()
-        async for message in jetstream.scan_stream(js, "KV_crash", ["$KV.crash.>"]):
+        async for message in scan_stream(js, "KV_crash", ["$KV.crash.>"]):
             call = int(message.subject.split(".")[2][1:])
             assert message.data == str(call).encode()
             stored[call] += 1

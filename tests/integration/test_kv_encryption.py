@@ -27,6 +27,7 @@ from jetstream import (
     RekeyReport,
     UnknownKeyIdError,
 )
+from jetstream._consume.scan import scan_stream
 from kvstore import Base64KeyCodec, Op
 from tests.conftest import BucketFactory
 from tests.integration.test_examples import EXAMPLES, _run
@@ -44,7 +45,7 @@ async def _stored(js: jetstream.JetStream, bucket: kvstore.Bucket) -> list[jetst
     """Every stored message of the bucket, as the server holds it."""
     return [
         m
-        async for m in jetstream.scan_stream(
+        async for m in scan_stream(
             js, bucket.stream, [f"$KV.{bucket.name}.>"], last_per_subject=False
         )
     ]
@@ -59,7 +60,7 @@ async def _raw(
 async def _key_ids(js: jetstream.JetStream, bucket: kvstore.Bucket) -> dict[str, str | None]:
     """The key id of each key's latest value."""
     found: dict[str, str | None] = {}
-    async for m in jetstream.scan_stream(js, bucket.stream, [f"$KV.{bucket.name}.>"]):
+    async for m in scan_stream(js, bucket.stream, [f"$KV.{bucket.name}.>"]):
         header = m.headers.get(ENC)
         found[m.subject.split(".", 2)[2]] = None if header is None else header.split(";")[1]
     return found

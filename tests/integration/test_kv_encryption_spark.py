@@ -21,6 +21,9 @@ pyspark = pytest.importorskip("pyspark", reason="needs the 'spark' extra")
 
 from pyspark.sql import SparkSession  # noqa: E402
 
+from jetstream._consume.scan import scan_stream  # noqa: E402
+from jetstream._options import run_sync  # noqa: E402
+
 pytestmark = pytest.mark.spark
 
 KEY = bytes(range(32))
@@ -39,7 +42,7 @@ async def _bucket(url: str, name: str) -> None:
 
 async def _stored(url: str, name: str) -> tuple[list[jetstream.StoredMessage], dict[str, bytes]]:
     async with await jetstream.connect(url) as js:
-        raw = [m async for m in jetstream.scan_stream(js, f"KV_{name}", [f"$KV.{name}.>"])]
+        raw = [m async for m in scan_stream(js, f"KV_{name}", [f"$KV.{name}.>"])]
         ring = jetstream.Keyring({"k1": KEY}, primary="k1")
         bucket = await kvstore.open_bucket(js, name, encryption=ring)
         snapshot = await bucket.get_many(["a", "b"])
@@ -54,13 +57,13 @@ def test_write_and_read_an_encrypted_bucket(
 ) -> None:
     name = unique_name("se")
     key_file = _key_file(tmp_path / "keys.json")
-    jetstream.run_sync(lambda: _bucket(nats_server.url, name))
+    run_sync(lambda: _bucket(nats_server.url, name))
     rows = [("a", b"secret-a"), ("b", b"secret-b")]
     df = spark.createDataFrame(rows, "key string, value binary")
     options: dict[str, Any] = {"servers": nats_server.url, "bucket": name, "keyFile": key_file}
     df.write.format("natskv").mode("append").options(**options).save()
 
-    raw, values = jetstream.run_sync(lambda: _stored(nats_server.url, name))
+    raw, values = run_sync(lambda: _stored(nats_server.url, name))
     assert values == {"a": b"secret-a", "b": b"secret-b"}
     assert all(b"secret" not in m.data and m.headers["Jetstore-Enc"] == "v1;k1" for m in raw)
 
@@ -86,7 +89,7 @@ async def _objects(url: str, name: str, create: bool) -> tuple[list[bytes], dict
             return [], {}
         raw = [
             m.data
-            async for m in jetstream.scan_stream(
+            async for m in scan_stream(
                 js, f"OBJ_{name}", [f"$O.{name}.C.>"], last_per_subject=False
             )
         ]
@@ -103,7 +106,7 @@ def test_upload_objects_with_a_key_file(
 ) -> None:
     name = unique_name("soe")
     key_file = _key_file(tmp_path / "keys.json")
-    jetstream.run_sync(lambda: _objects(nats_server.url, name, create=True))
+    run_sync(lambda: _objects(nats_server.url, name, create=True))
     contents = {"a": b"secret-a" * 5000, "b": b"secret-b"}
     df = spark.createDataFrame(list(contents.items()), "name string, data binary").repartition(2)
     (tmp_path / "bad.json").write_text("nope")
@@ -115,6 +118,6 @@ def test_upload_objects_with_a_key_file(
         df, name, servers=nats_server.url, data_col="data", key_file=key_file, chunk_size=4096
     ).collect()
     assert all(r.error is None for r in results), results
-    raw, read = jetstream.run_sync(lambda: _objects(nats_server.url, name, create=False))
+    raw, read = run_sync(lambda: _objects(nats_server.url, name, create=False))
     assert read == contents
     assert raw and all(b"secret" not in chunk for chunk in raw)

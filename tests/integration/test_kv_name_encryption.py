@@ -13,6 +13,7 @@ from nats.js import JetStreamContext
 
 import jetstream
 import kvstore
+from jetstream._consume.scan import scan_stream
 from kvstore._models import stream_config_for_bucket
 from tests.conftest import BucketFactory
 from tests.peer_reads import peer_keys
@@ -38,7 +39,7 @@ async def test_names_and_values_sealed_every_operation_works(
     snapshot = await bucket.get_many(["customers.bob.email", "orders.1"])
     assert snapshot["customers.bob.email"].value == b"bob@example.com"
     assert snapshot.missing == ("orders.1",)
-    subjects = [m.subject async for m in jetstream.scan_stream(js, bucket.stream, [">"])]
+    subjects = [m.subject async for m in scan_stream(js, bucket.stream, [">"])]
     stored = " ".join(subjects)
     for word in ("customers", "alice", "bob", "carol", "email", "orders"):
         assert word not in stored
@@ -69,7 +70,7 @@ async def test_a_peer_sees_sealed_names_and_its_plain_keys_are_skipped(
 
 async def _stored_keys(js: jetstream.JetStream, bucket: kvstore.Bucket) -> list[str]:
     prefix = f"$KV.{bucket.name}."
-    subjects = [m.subject async for m in jetstream.scan_stream(js, bucket.stream, [f"{prefix}>"])]
+    subjects = [m.subject async for m in scan_stream(js, bucket.stream, [f"{prefix}>"])]
     return [subject.removeprefix(prefix) for subject in subjects]
 
 

@@ -22,6 +22,7 @@ import objstore
 import objstore._rekey
 import objstore._upload
 from jetstream import DecryptionError, Keyring, PlaintextValueError, UnknownKeyIdError
+from jetstream._consume.scan import scan_stream
 from objstore._models import chunk_subject, meta_subject
 from tests.conftest import StoreFactory
 
@@ -39,7 +40,7 @@ async def _chunks(
 ) -> list[jetstream.StoredMessage]:
     return [
         m
-        async for m in jetstream.scan_stream(
+        async for m in scan_stream(
             js, store.stream, [chunk_subject(store.name, nuid)], last_per_subject=False
         )
     ]

@@ -16,6 +16,7 @@ import pytest
 
 import jetstream
 import objstore
+from jetstream._options import ConnectionOptions
 from objstore import ObjectStore
 
 CHUNK = objstore.DEFAULT_CHUNK_SIZE
@@ -261,7 +262,7 @@ async def test_bad_store_names_and_configs(js: jetstream.JetStream) -> None:
 async def test_upload_many_needs_some_concurrency(nats_server: jetstream.EmbeddedServer) -> None:
     from objstore._many import UploadItem, upload_many
 
-    options = jetstream.ConnectionOptions.from_strings({"servers": nats_server.url})
+    options = ConnectionOptions.from_strings({"servers": nats_server.url})
     with pytest.raises(jetstream.ClientValidationError, match="concurrency"):
         await upload_many(options, "any", [UploadItem("a", data=b"x")], concurrency=0)
 

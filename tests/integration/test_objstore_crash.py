@@ -16,6 +16,7 @@ import pytest
 
 import jetstream
 import objstore
+from jetstream._consume.scan import scan_stream
 from tests.proxy import TcpProxy
 
 CHUNK = objstore.DEFAULT_CHUNK_SIZE
@@ -53,7 +54,7 @@ async def test_server_killed_mid_upload(tmp_path: Path) -> None:
             await store.cleanup(older_than=timedelta(0))
             chunks = [
                 m
-                async for m in jetstream.scan_stream(
+                async for m in scan_stream(
                     js, store.stream, ["$O.crash.C.>"], last_per_subject=False
                 )
             ]
@@ -131,7 +132,7 @@ async def test_lost_meta_ack_is_asked_again(
     mine = await objstore.open_store(js, name)
     assert (await mine.info("obj")).nuid == info.nuid
     assert await mine.get_bytes("obj") == data
-    metas = [m async for m in jetstream.scan_stream(js, mine.stream, [f"$O.{name}.M.>"])]
+    metas = [m async for m in scan_stream(js, mine.stream, [f"$O.{name}.M.>"])]
     assert len(metas) == 1, "the repeat was answered as a duplicate, not stored twice"
     await objstore.delete_store(js, name)
 

@@ -11,7 +11,9 @@ import pytest
 
 import jetstream
 import kvstore
-from jetstream import _pull, _resets
+from jetstream._consume import inbox as _inbox
+from jetstream._consume import resets as _resets
+from jetstream._protocol.message import parse_ack_reply
 
 pytestmark = pytest.mark.integration
 
@@ -22,10 +24,10 @@ async def test_a_message_lost_at_every_try_backs_off_and_ends_with_consumer_stuc
     for key in ("a", "b", "c"):
         await bucket.put(key, b"v")
     lost_seq = 2
-    on_frame = _pull.DeliveryInbox._on_frame
+    on_frame = _inbox.DeliveryInbox._on_frame
 
-    def lose(self: _pull.DeliveryInbox, subject: bytes, reply: bytes, *rest: bytes | None) -> None:
-        if reply and jetstream.parse_ack_reply(reply.decode()).stream_seq == lost_seq:
+    def lose(self: _inbox.DeliveryInbox, subject: bytes, reply: bytes, *rest: bytes | None) -> None:
+        if reply and parse_ack_reply(reply.decode()).stream_seq == lost_seq:
             return  # lost in transit, every time: the next one is a gap
         on_frame(self, subject, reply, *rest)  # type: ignore[arg-type]
 
@@ -35,7 +37,7 @@ async def test_a_message_lost_at_every_try_backs_off_and_ends_with_consumer_stuc
         waits.append(attempt)
         return 0.01  # the real backoff would make this test last half a minute
 
-    monkeypatch.setattr(_pull.DeliveryInbox, "_on_frame", lose)
+    monkeypatch.setattr(_inbox.DeliveryInbox, "_on_frame", lose)
     monkeypatch.setattr(_resets, "reset_backoff", backoff)
     before = (await js.account_info()).api.total
     async with bucket.watch() as watch:

@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 
 import jetstream
 import objstore
+from jetstream._consume.scan import scan_stream
 from objstore import ObjectStore, _finish
 
 SMALL = 1024
@@ -20,7 +21,7 @@ SMALL = 1024
 
 async def _chunk_counts(js: jetstream.JetStream, store: ObjectStore) -> Counter[str]:
     counts: Counter[str] = Counter()
-    async for message in jetstream.scan_stream(
+    async for message in scan_stream(
         js, store.stream, [f"$O.{store.name}.C.>"], last_per_subject=False, headers_only=True
     ):
         counts[message.subject.rsplit(".", 1)[1]] += 1

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import jetstream
+from jetstream.testing import find_server_binary
 
 
 async def test_starts_on_loopback_with_jetstream_and_stops_by_pid() -> None:
@@ -47,7 +48,7 @@ def test_missing_binary_gives_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_binary_comes_from_the_wheel() -> None:
-    assert jetstream.find_server_binary().is_file()
+    assert find_server_binary().is_file()
 
 
 def test_bad_arguments_report_the_server_output() -> None:

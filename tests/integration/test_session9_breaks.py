@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import jetstream
+from jetstream._options import ConnectionOptions, run_sync
 
 pytestmark = pytest.mark.integration
 
@@ -79,7 +80,7 @@ async def test_upload_many_takes_a_numpy_int_concurrency(
         await objstore.create_store(js, "review9np")
     path = tmp_path / "f"
     path.write_bytes(b"y" * 3000)
-    connection = jetstream.ConnectionOptions.from_strings({"servers": nats_server.url})
+    connection = ConnectionOptions.from_strings({"servers": nats_server.url})
     outcomes = await upload_many(
         connection, "review9np", [UploadItem(name="b", path=str(path))], concurrency=np.int64(2)
     )
@@ -105,7 +106,7 @@ def test_kv_get_with_stdout_closed_is_not_reported_as_a_bug(
             bucket = await kvstore.create_bucket(js, "review9closed")
             await bucket.put("k", b"hello")
 
-    jetstream.run_sync(setup)
+    run_sync(setup)
     done = subprocess.run(
         [
             sys.executable,

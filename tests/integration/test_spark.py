@@ -22,12 +22,13 @@ from pyspark.sql import SparkSession  # noqa: E402
 
 import kvstore.spark  # noqa: E402
 import objstore.spark  # noqa: E402
+from jetstream._options import run_sync  # noqa: E402
 
 pytestmark = pytest.mark.spark
 
 
 def _run(coro_factory: Callable[[], Any]) -> Any:
-    return jetstream.run_sync(coro_factory)
+    return run_sync(coro_factory)
 
 
 async def _bucket(url: str, name: str, **options: Any) -> None:

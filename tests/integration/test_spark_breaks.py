@@ -26,6 +26,8 @@ from pyspark.sql.types import (  # noqa: E402
 
 import kvstore.spark  # noqa: E402
 import objstore.spark  # noqa: E402
+from jetstream._errors import ColumnError  # noqa: E402
+from jetstream._options import run_sync  # noqa: E402
 from kvstore.spark import ROW_TYPE, KVDataSource  # noqa: E402
 
 pytestmark = pytest.mark.spark
@@ -68,7 +70,7 @@ def test_a_bad_connection_file_is_a_typed_error_naming_it(
     ssl.SSLError or nkeys.ErrInvalidSeed instead of a jetstream error naming the option or
     file."""
     name = unique_name("rc")
-    jetstream.run_sync(lambda: _bucket(nats_server.url, name, keys=0))
+    run_sync(lambda: _bucket(nats_server.url, name, keys=0))
     path = tmp_path / "file.pem"
     if content is not None:
         path.write_text(content)
@@ -101,11 +103,11 @@ def test_a_read_schema_of_the_wrong_type_is_a_column_error_at_planning(
     A wrong type should be refused on the driver with ColumnError naming the column, as writes
     do."""
     name = unique_name("rs")
-    jetstream.run_sync(lambda: _bucket(nats_server.url, name, keys=3))
+    run_sync(lambda: _bucket(nats_server.url, name, keys=3))
     options = {"servers": nats_server.url, "bucket": name}
-    with pytest.raises(jetstream.ColumnError, match=fields[-1].name):
+    with pytest.raises(ColumnError, match=fields[-1].name):
         KVDataSource(options).reader(StructType(fields))
-    with pytest.raises(jetstream.ColumnError, match=fields[-1].name):
+    with pytest.raises(ColumnError, match=fields[-1].name):
         KVDataSource(options).streamReader(StructType(fields))
 
 
@@ -114,7 +116,7 @@ def test_a_wrong_read_schema_through_spark_names_the_column(
 ) -> None:
     """The same through Spark: the job fails with pyarrow's conversion error, not ours."""
     name = unique_name("rs")
-    jetstream.run_sync(lambda: _bucket(nats_server.url, name, keys=3))
+    run_sync(lambda: _bucket(nats_server.url, name, keys=3))
     with pytest.raises(Exception) as caught:
         spark.read.format("natskv").schema("key string, value int").option(
             "servers", nats_server.url
@@ -135,10 +137,10 @@ def test_a_bucket_deleted_mid_read_is_bucket_not_found_naming_it(
     names the bucket, and ``except kvstore.BucketNotFoundError`` (what planning raises for the
     same condition, per the README) catches neither."""
     name = unique_name("rd")
-    jetstream.run_sync(lambda: _bucket(nats_server.url, name, history=history))
+    run_sync(lambda: _bucket(nats_server.url, name, history=history))
     reader = KVDataSource({"servers": nats_server.url, "bucket": name}).reader(ROW_TYPE)
     partition = reader.partitions()[0]
-    jetstream.run_sync(lambda: _delete_bucket(nats_server.url, name))
+    run_sync(lambda: _delete_bucket(nats_server.url, name))
     with pytest.raises(kvstore.BucketNotFoundError, match=name):
         list(reader.read(partition))
 
@@ -149,11 +151,11 @@ def test_a_bucket_deleted_mid_stream_is_bucket_not_found_naming_it(
     """A micro-batch planned before the drop: ``latestOffset`` then says BucketNotFoundError
     naming the bucket, but the task reading the planned range says only "stream not found"."""
     name = unique_name("rd")
-    jetstream.run_sync(lambda: _bucket(nats_server.url, name))
+    run_sync(lambda: _bucket(nats_server.url, name))
     reader = KVDataSource({"servers": nats_server.url, "bucket": name}).streamReader(ROW_TYPE)
     start = reader.initialOffset()
     partition = reader.partitions(start, reader.latestOffset(start, None))[0]
-    jetstream.run_sync(lambda: _delete_bucket(nats_server.url, name))
+    run_sync(lambda: _delete_bucket(nats_server.url, name))
     with pytest.raises(kvstore.BucketNotFoundError, match=name):
         list(reader.read(partition))
 
@@ -180,7 +182,7 @@ def test_upload_objects_refuses_a_bad_size_option_before_the_job(
     ``concurrency="4"`` raises that raw TypeError on the driver. Each should be a
     ClientValidationError naming the option before any task runs."""
     store = unique_name("ru")
-    jetstream.run_sync(lambda: _store(nats_server.url, store))
+    run_sync(lambda: _store(nats_server.url, store))
     df = spark.createDataFrame([("a.txt", b"hello")], "name string, data binary")
     with pytest.raises(jetstream.ClientValidationError, match=option):
         objstore.spark.upload_objects(
@@ -199,12 +201,12 @@ def test_a_natsobj_read_schema_picks_columns_and_refuses_wrong_types(
         async with await jetstream.connect(nats_server.url) as js:
             await (await objstore.create_store(js, store)).put("a.txt", b"hello")
 
-    jetstream.run_sync(fill)
+    run_sync(fill)
     read = spark.read.format("natsobj").option("servers", nats_server.url)
     rows = read.schema("size long, name string").load(store).collect()
     assert [(row.size, row.name) for row in rows] == [(5, "a.txt")]
     source = objstore.spark.ObjectsDataSource({"servers": nats_server.url, "store": store})
-    with pytest.raises(jetstream.ColumnError, match="size"):
+    with pytest.raises(ColumnError, match="size"):
         source.reader(StructType([StructField("size", StringType())]))
-    with pytest.raises(jetstream.ColumnError, match="nope"):
+    with pytest.raises(ColumnError, match="nope"):
         source.reader(StructType([StructField("nope", StringType())]))

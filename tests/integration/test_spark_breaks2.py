@@ -12,6 +12,7 @@ import kvstore
 pyspark = pytest.importorskip("pyspark", reason="needs the 'spark' extra")
 
 import kvstore.spark  # noqa: E402
+from jetstream._options import run_sync  # noqa: E402
 
 pytestmark = pytest.mark.spark
 
@@ -34,7 +35,7 @@ def test_a_natskv_read_with_a_widened_or_narrowed_revision_still_reads(
             bucket = await kvstore.create_bucket(js, name)
             await bucket.put("k", b"v")
 
-    jetstream.run_sync(setup)
+    run_sync(setup)
     kvstore.spark.register(spark)
     rows = (
         spark.read.format("natskv")

@@ -22,6 +22,7 @@ pyspark = pytest.importorskip("pyspark", reason="needs the 'spark' extra")
 
 import kvstore.spark  # noqa: E402
 import objstore.spark  # noqa: E402
+from jetstream._options import run_sync  # noqa: E402
 
 from ..proxy import TcpProxy  # noqa: E402
 
@@ -32,7 +33,7 @@ _BOUND = 90.0  # seconds a task may take to notice a server that stopped answeri
 
 
 def _run(factory: Callable[[], Any]) -> Any:
-    return jetstream.run_sync(factory)
+    return run_sync(factory)
 
 
 @contextlib.contextmanager

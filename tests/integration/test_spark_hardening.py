@@ -25,6 +25,8 @@ pyspark = pytest.importorskip("pyspark", reason="needs the 'spark' extra")
 
 import kvstore.spark  # noqa: E402
 import objstore.spark  # noqa: E402
+from jetstream._errors import ColumnError  # noqa: E402
+from jetstream._options import run_sync  # noqa: E402
 
 from .spark_session import ROOT  # noqa: E402
 
@@ -39,7 +41,7 @@ pytestmark = pytest.mark.spark
 
 
 def _run(factory: Callable[[], Any]) -> Any:
-    return jetstream.run_sync(factory)
+    return run_sync(factory)
 
 
 async def _bucket(url: str, name: str) -> None:
@@ -228,7 +230,7 @@ def test_upload_objects_refuses_repeated_names_and_reports_a_missing_store_per_r
     ).collect()
     assert len(missing) == 5
     assert all(r.error and r.error.startswith("StoreNotFoundError") for r in missing)
-    with pytest.raises(jetstream.ColumnError, match="'data' has type string"):
+    with pytest.raises(ColumnError, match="'data' has type string"):
         objstore.spark.upload_objects(
             spark.createDataFrame([("a", "b")], "name string, data string"),
             name,

@@ -12,6 +12,8 @@ import pytest
 
 import jetstream
 import objstore
+from jetstream._consume.scan import scan_stream
+from jetstream._options import ConnectionOptions, check_options, run_sync
 from objstore._many import UploadItem, upload_many
 
 
@@ -24,17 +26,17 @@ async def _until(condition: Callable[[], bool], deadline: float = 10.0) -> None:
 
 def test_unknown_options_are_refused_and_names_compare_loosely() -> None:
     known = ("servers", "batchSize")
-    jetstream.check_options({"SERVERS": "x", "batchsize": "1", "batch_size": "2"}, known, "t")
+    check_options({"SERVERS": "x", "batchsize": "1", "batch_size": "2"}, known, "t")
     expected = r"'bacth'; known options: batchSize, servers"
     with pytest.raises(jetstream.ClientValidationError, match=expected):
-        jetstream.check_options({"bacth": "1"}, known, "t")
-    options = jetstream.ConnectionOptions.from_strings(
+        check_options({"bacth": "1"}, known, "t")
+    options = ConnectionOptions.from_strings(
         {"servers": "nats://127.0.0.1:1", "connect_timeout": "0.5", "connectattempts": "3"}
     )
     assert (options.connect_timeout, options.connect_attempts) == (0.5, 3)
     for bad in ({"connectTimeout": "0"}, {"connectTimeout": "nan"}, {"connectAttempts": "0"}):
         with pytest.raises(jetstream.ClientValidationError, match="connect"):
-            jetstream.ConnectionOptions.from_strings({"servers": "nats://x:1", **bad})
+            ConnectionOptions.from_strings({"servers": "nats://x:1", **bad})
 
 
 async def test_a_dead_address_fails_within_the_connect_options() -> None:
@@ -42,7 +44,7 @@ async def test_a_dead_address_fails_within_the_connect_options() -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         url = f"nats://127.0.0.1:{sock.getsockname()[1]}"  # bound, never listening
-    options = jetstream.ConnectionOptions.from_strings(
+    options = ConnectionOptions.from_strings(
         {"servers": url, "connectTimeout": "1", "connectAttempts": "2"}
     )
     started = time.monotonic()
@@ -56,7 +58,7 @@ async def test_a_failing_close_never_hides_the_error_that_ended_the_block() -> N
     """The server dies mid-job: closing then fails (nats-py refuses to drain while
     reconnecting); the job's own error must be the one raised, and the client closed."""
     with jetstream.EmbeddedServer() as server:
-        options = jetstream.ConnectionOptions.from_strings({"servers": server.url})
+        options = ConnectionOptions.from_strings({"servers": server.url})
         with pytest.raises(LookupError, match="the job's own error"):
             async with options.session() as js:
                 server.stop()
@@ -72,7 +74,7 @@ async def test_upload_many_refuses_repeated_names_before_uploading(
 ) -> None:
     name = unique_name("um")
     await objstore.create_store(js, name)
-    options = jetstream.ConnectionOptions.from_strings({"servers": nats_server.url})
+    options = ConnectionOptions.from_strings({"servers": nats_server.url})
     items = [UploadItem(f"n{i % 3}", data=bytes(1000)) for i in range(5)]
     with pytest.raises(objstore.DuplicateObjectNameError) as caught:
         await upload_many(options, name, items, concurrency=4, chunk_size=128)
@@ -83,7 +85,7 @@ async def test_upload_many_refuses_repeated_names_before_uploading(
 async def test_upload_many_reports_a_missing_store_on_every_row(
     nats_server: jetstream.EmbeddedServer,
 ) -> None:
-    options = jetstream.ConnectionOptions.from_strings({"servers": nats_server.url})
+    options = ConnectionOptions.from_strings({"servers": nats_server.url})
     items = [UploadItem("a", data=b"1"), UploadItem("b", data=b"2")]
     outcomes = await upload_many(options, "nosuchstore", items)
     assert [o.name for o in outcomes] == ["a", "b"]
@@ -98,7 +100,7 @@ async def test_upload_many_encrypts_with_a_keyring(
 ) -> None:
     name = unique_name("ume")
     await objstore.create_store(js, name)
-    options = jetstream.ConnectionOptions.from_strings({"servers": nats_server.url})
+    options = ConnectionOptions.from_strings({"servers": nats_server.url})
     ring = jetstream.Keyring({"k1": jetstream.Keyring.new_key()}, primary="k1")
     with pytest.raises(jetstream.ClientValidationError):
         await upload_many(options, name, [UploadItem("x", data=b"1")], encryption="key")  # type: ignore[arg-type]
@@ -107,9 +109,7 @@ async def test_upload_many_encrypts_with_a_keyring(
     assert all(o.error is None for o in outcomes), outcomes
     chunks = [
         m.data
-        async for m in jetstream.scan_stream(
-            js, f"OBJ_{name}", [f"$O.{name}.C.>"], last_per_subject=False
-        )
+        async for m in scan_stream(js, f"OBJ_{name}", [f"$O.{name}.C.>"], last_per_subject=False)
     ]
     assert len(chunks) == sum(o.chunks or 0 for o in outcomes) >= 3
     assert all(b"plaintext!" not in c for c in chunks)
@@ -151,7 +151,7 @@ def test_a_stream_batch_has_no_partitions_for_sequences_the_bucket_dropped(
             for i in range(50):
                 await bucket.put("k", str(i).encode())
 
-    jetstream.run_sync(fill)
+    run_sync(fill)
     opts = parse_options(
         {"bucket": name, "servers": nats_server.url, "seqsPerPartition": "10"}, "stream"
     )
@@ -165,4 +165,4 @@ def test_a_stream_batch_has_no_partitions_for_sequences_the_bucket_dropped(
             async with await jetstream.connect(nats_server.url) as js:
                 await kvstore.delete_bucket(js, name)
 
-        jetstream.run_sync(drop)
+        run_sync(drop)

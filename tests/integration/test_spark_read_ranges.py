@@ -29,6 +29,8 @@ from pyspark.sql import SparkSession  # noqa: E402
 from pyspark.sql.streaming.datasource import ReadMaxRows  # noqa: E402
 
 import kvstore.spark  # noqa: E402
+from jetstream._consume.scan import scan_stream  # noqa: E402
+from jetstream._options import run_sync  # noqa: E402
 from kvstore._models import op_from_headers  # noqa: E402
 from kvstore.spark import KVDataSource, KVPartition, KVReader, KVStreamReader, Offset  # noqa: E402
 from tests.proxy import TcpProxy  # noqa: E402
@@ -41,7 +43,7 @@ LATE = ("k1", "k2", "late")  # written after planning
 
 
 def _run(factory: Callable[[], Any]) -> Any:
-    return jetstream.run_sync(factory)
+    return run_sync(factory)
 
 
 def _reader(url: str, name: str, parts: int, include_deletes: bool = False) -> KVReader:
@@ -102,7 +104,7 @@ async def _expected(url: str, name: str) -> tuple[dict[str, Any], dict[str, Any]
         live = {k: (e.value, e.revision, "PUT") for k, e in snapshot.items()}
         every = {}
         prefix = f"$KV.{name}."
-        async for m in jetstream.scan_stream(js, bucket.stream, [f"{prefix}>"]):
+        async for m in scan_stream(js, bucket.stream, [f"{prefix}>"]):
             op = op_from_headers(m.headers).value
             every[m.subject[len(prefix) :]] = (m.data, m.seq, op)
     return live, every

@@ -14,7 +14,7 @@ import pytest
 
 import jetstream
 import kvstore
-from jetstream._delivery import route_of
+from jetstream._transport.delivery import route_of
 from tests.conftest import BucketFactory
 from tests.raw_nats import raw_publish
 

@@ -1,4 +1,4 @@
-"""``jetstream.stream_subjects``: the subjects a stream holds messages on, from the server's
+"""``stream_subjects``: the subjects a stream holds messages on, from the server's
 subject index (paged: the server answers at most 100,000 subjects per request)."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import pytest
 
 import jetstream
 import kvstore
+from jetstream._api.stream_subjects import stream_subjects
 
 pytestmark = pytest.mark.integration
 
@@ -22,12 +23,12 @@ async def test_subjects_of_several_filters_once_each_sorted(
     await bucket.put("a.1", b"y")
     await bucket.delete("b.1")  # a tombstone is a message: its subject is listed
     prefix = f"$KV.{name}."
-    listed = await jetstream.stream_subjects(
+    listed = await stream_subjects(
         js, bucket.stream, [f"{prefix}a.>", f"{prefix}b.*", f"{prefix}a.1", f"{prefix}z.>"]
     )
     assert listed == [f"{prefix}a.1", f"{prefix}a.2", f"{prefix}b.1"]
     with pytest.raises(jetstream.StreamNotFoundError):
-        await jetstream.stream_subjects(js, f"{bucket.stream}_none", [">"])
+        await stream_subjects(js, f"{bucket.stream}_none", [">"])
 
 
 async def test_more_subjects_than_one_page_are_all_listed(
@@ -38,7 +39,7 @@ async def test_more_subjects_than_one_page_are_all_listed(
     keys = 100_300  # the server pages at 100,000
     for start in range(0, keys, 1000):
         await bucket.put_many({f"k{i}": b"" for i in range(start, min(start + 1000, keys))})
-    listed = await jetstream.stream_subjects(js, bucket.stream, [f"$KV.{name}.>"])
+    listed = await stream_subjects(js, bucket.stream, [f"$KV.{name}.>"])
     assert len(listed) == keys and len(set(listed)) == keys
 
 
@@ -48,4 +49,4 @@ async def test_bad_filters_are_refused_before_any_request(
 ) -> None:
     # The stream does not exist: a request would raise StreamNotFoundError instead.
     with pytest.raises(jetstream.ClientValidationError):
-        await jetstream.stream_subjects(js, "NO_SUCH_STREAM", filters)  # type: ignore[arg-type]
+        await stream_subjects(js, "NO_SUCH_STREAM", filters)  # type: ignore[arg-type]

@@ -18,6 +18,7 @@ from nats.js import JetStreamContext
 import jetstream
 import objstore
 from jetstream import Keyring
+from jetstream._options import ConnectionOptions
 from objstore import ObjectStore
 from objstore._many import UploadItem, upload_many
 
@@ -314,7 +315,7 @@ async def test_upload_many_reports_a_changed_file_and_stores_nothing(
     """The Spark natsobj writer's path column goes through upload_many."""
     path = _source(tmp_path, chunks=64)
     fired = _shrink_at_first_chunk(proxy, store, path)
-    connection = jetstream.ConnectionOptions.from_strings({"servers": proxy.url})
+    connection = ConnectionOptions.from_strings({"servers": proxy.url})
     (outcome,) = await upload_many(
         connection,
         store.name,

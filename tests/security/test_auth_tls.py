@@ -14,6 +14,7 @@ import pytest
 
 import jetstream
 import kvstore
+from jetstream._options import ConnectionOptions
 from tests.security.jwts import make_operator
 from tests.security.pki import Pki, make_pki
 
@@ -137,7 +138,7 @@ async def test_password_stays_out_of_reprs_errors_and_logs(
             )
     assert "nats connection" in caplog.text, "the failed attempts were logged"
     assert "pa55-w0rd-x" not in caplog.text and "bad-pa55" not in caplog.text
-    options = jetstream.ConnectionOptions.from_strings(
+    options = ConnectionOptions.from_strings(
         {
             "servers": "nats://127.0.0.1:4222",
             "user": "app",
@@ -158,9 +159,7 @@ async def test_nkey_users(tmp_path: Path) -> None:
         url = f"nats://127.0.0.1:{server.port}"
         async with await jetstream.connect(url, nkeys_seed=str(seed_file)) as js:
             await _round_trip(js, "nkey")
-        options = jetstream.ConnectionOptions.from_strings(
-            {"servers": url, "nkeySeedFile": str(seed_file)}
-        )
+        options = ConnectionOptions.from_strings({"servers": url, "nkeySeedFile": str(seed_file)})
         async with await options.connect() as js:
             assert (await js.account_info()).api.level >= 1
 
@@ -174,7 +173,7 @@ async def test_user_credentials_from_a_creds_file(tmp_path: Path) -> None:
         url = f"nats://127.0.0.1:{server.port}"
         async with await jetstream.connect(url, user_credentials=str(good)) as js:
             await _round_trip(js, "creds")
-        options = jetstream.ConnectionOptions.from_strings({"servers": url, "creds": str(good)})
+        options = ConnectionOptions.from_strings({"servers": url, "creds": str(good)})
         async with await options.connect() as js:
             assert (await kvstore.open_bucket(js, "creds")).name == "creds"
         with pytest.raises(jetstream.AuthenticationError):

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 import jetstream
 import kvstore
 import objstore
+from jetstream._options import run_sync
 
 # The reference rule (nats.go kv.go), independent of our implementation.
 _VALID_KEY = re.compile(r"[-/_=.a-zA-Z0-9]+")
@@ -78,7 +79,7 @@ def url(nats_server: jetstream.EmbeddedServer) -> str:
             await kvstore.create_bucket(js, "props", history=5)
             await objstore.create_store(js, "props")
 
-    jetstream.run_sync(create)
+    run_sync(create)
     return nats_server.url
 
 
@@ -101,7 +102,7 @@ def test_bad_keys_never_reach_the_server(url: str, key: str) -> None:
         with pytest.raises(kvstore.InvalidKeyError):
             bucket.history(key)
 
-    jetstream.run_sync(lambda: _nothing_sent(url, act))
+    run_sync(lambda: _nothing_sent(url, act))
 
 
 @PROPERTY
@@ -116,7 +117,7 @@ def test_bad_ttls_never_reach_the_server(url: str, ttl: Any) -> None:
         with pytest.raises(jetstream.InvalidTTLError):
             await store.put("x", b"data", ttl=ttl)
 
-    jetstream.run_sync(lambda: _nothing_sent(url, act))
+    run_sync(lambda: _nothing_sent(url, act))
 
 
 @PROPERTY
@@ -135,4 +136,4 @@ def test_bad_headers_and_names_never_reach_the_server(url: str, value: str, name
         with pytest.raises(jetstream.ClientValidationError):
             await store.put("x", b"data", headers={"X-App": [value], name: ["v"]}, meta={"k": 1})  # type: ignore[dict-item]
 
-    jetstream.run_sync(lambda: _nothing_sent(url, act))
+    run_sync(lambda: _nothing_sent(url, act))

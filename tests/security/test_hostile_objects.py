@@ -21,6 +21,7 @@ from nats.js import JetStreamContext
 
 import jetstream
 import objstore
+from jetstream._consume.scan import scan_stream
 from objstore import ObjectStore
 from objstore._download import MAX_WINDOW_MESSAGES, window_messages
 from objstore._trust import is_literal_token
@@ -62,7 +63,7 @@ def _link(store: str, name: str = "") -> dict[str, Any]:
 
 async def _chunk_counts(js: jetstream.JetStream, store: ObjectStore) -> Counter[str]:
     counts: Counter[str] = Counter()
-    async for message in jetstream.scan_stream(
+    async for message in scan_stream(
         js, store.stream, [f"$O.{store.name}.C.>"], last_per_subject=False, headers_only=True
     ):
         counts[message.subject.rsplit(".", 1)[1]] += 1

@@ -15,6 +15,7 @@ import pytest
 import jetstream
 import kvstore
 import objstore
+from jetstream._options import ConnectionOptions, run_sync
 from tests.proxy import TcpProxy
 from tests.security.permissions import inbox, server_config
 
@@ -45,7 +46,7 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[jetstream.Embe
     with jetstream.EmbeddedServer(
         store_dir=folder / "store", extra_args=["-c", str(config)]
     ) as server:
-        jetstream.run_sync(lambda: _prepare(server))
+        run_sync(lambda: _prepare(server))
         yield server
 
 
@@ -303,12 +304,12 @@ async def test_spark_connection_options_carry_the_inbox_prefix(
 ) -> None:
     """Executors connect through ``ConnectionOptions``: a template user needs its inbox there."""
     options = {"servers": url(secured, "alice"), "inboxPrefix": inbox("alice")}
-    async with await jetstream.ConnectionOptions.from_strings(options).connect() as js:
+    async with await ConnectionOptions.from_strings(options).connect() as js:
         bucket = await kvstore.open_bucket(js, "profiles")
         await bucket.put_many({"alice.spark1": b"1", "alice.spark2": b"2"})
         assert (await bucket.get("alice.spark2")).value == b"2"
     with pytest.raises(jetstream.ClientValidationError, match="inboxPrefix"):
-        jetstream.ConnectionOptions.from_strings({**options, "inboxPrefix": "_INBOX_a.>"})
+        ConnectionOptions.from_strings({**options, "inboxPrefix": "_INBOX_a.>"})
 
 
 def test_permission_templates_are_valid_server_config(tmp_path: Path) -> None:

@@ -24,6 +24,7 @@ from nats.js import JetStreamContext
 import jetstream
 import kvstore
 import objstore
+from jetstream._options import ConnectionOptions
 from objstore import ObjectStore
 from tests.security.test_permissions import _fast_denial, connect, secured
 
@@ -113,7 +114,7 @@ def test_a_password_that_breaks_the_servers_list_is_never_shown(password: str) -
     secret = password.split(",")[0].split("#")[0].split("?")[0]  # the part a split leaves
     text = f"nats://alice:{password}@127.0.0.1:4222"
     try:
-        options = jetstream.ConnectionOptions.from_strings({"servers": text})
+        options = ConnectionOptions.from_strings({"servers": text})
     except jetstream.ClientValidationError as error:
         shown = "".join(traceback.format_exception(error)) + repr(error.__context__)
         assert f":{secret}" not in shown and "alice" not in shown

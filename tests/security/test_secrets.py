@@ -17,6 +17,7 @@ import pytest
 
 import jetstream
 import kvstore
+from jetstream._options import ConnectionOptions
 from tests.security.jwts import make_operator
 
 PASSWORD = "S3cretPW-x9"
@@ -77,7 +78,7 @@ def _seed_file(tmp: Path, name: str = "user") -> tuple[Path, str, str]:
 
 def test_connection_options_repr_hides_credentials_in_urls_and_fields(tmp_path: Path) -> None:
     seed_path, seed, _ = _seed_file(tmp_path)
-    options = jetstream.ConnectionOptions.from_strings(
+    options = ConnectionOptions.from_strings(
         {
             "servers": f"nats://alice:{PASSWORD}@127.0.0.1:4222, nats://{TOKEN}@127.0.0.1:4223,"
             f"bob:{WRONG}@127.0.0.1:4224",
@@ -107,7 +108,7 @@ def test_spark_task_and_option_reprs_hide_credentials() -> None:
         "token": TOKEN,
         "bucket": "b",
     }
-    connection = jetstream.ConnectionOptions.from_strings(raw)
+    connection = ConnectionOptions.from_strings(raw)
     task = obj_spark._UploadTask(connection, "s", "name", "path", None, 1024, 2, None)
     options = kv_spark._options(raw, "read")
     reader = kv_spark.KVReader(options, (("key", False),), 0)
@@ -129,7 +130,7 @@ async def test_refused_and_unreachable_connects_hide_credentials(
         lambda: jetstream.connect(f"nats://alice:{WRONG}@127.0.0.1:{port}"),
         lambda: jetstream.connect(f"nats://127.0.0.1:{port}", user="alice", password=WRONG),
         lambda: jetstream.connect(f"nats://{TOKEN}@127.0.0.1:{port}"),
-        lambda: jetstream.ConnectionOptions.from_strings(
+        lambda: ConnectionOptions.from_strings(
             {"servers": f"nats://alice:{WRONG}@127.0.0.1:{port}", "connectAttempts": "3"}
         ).connect(),
     ]
@@ -169,7 +170,7 @@ async def test_nkey_seed_and_creds_stay_out_of_errors(
     seed_path, seed, _ = _seed_file(tmp_path)
     _, _, other = _seed_file(tmp_path, "other")  # the server knows another nkey only
     with _server(tmp_path, f'authorization {{ users = [ {{ nkey: "{other}" }} ] }}\n') as server:
-        options = jetstream.ConnectionOptions.from_strings(
+        options = ConnectionOptions.from_strings(
             {"servers": server.url, "nkeySeedFile": str(seed_path)}
         )
         with pytest.raises(jetstream.AuthenticationError) as refused:
@@ -180,7 +181,7 @@ async def test_nkey_seed_and_creds_stay_out_of_errors(
     secret_lines = [line for line in expired.read_text().splitlines() if line.startswith("SU")]
     (tmp_path / "operator").mkdir()
     with _server(tmp_path / "operator", operator.server_config()) as server:
-        options = jetstream.ConnectionOptions.from_strings(
+        options = ConnectionOptions.from_strings(
             {"servers": server.url, "creds": str(expired), "connectAttempts": "5"}
         )
         started = time.monotonic()
@@ -211,7 +212,7 @@ async def test_wrong_password_fails_within_seconds_on_every_path(
         "connect, URL": lambda: jetstream.connect(
             f"nats://alice:{WRONG}@127.0.0.1:{port}", connect_attempts=attempts
         ),
-        "ConnectionOptions (Spark)": lambda: jetstream.ConnectionOptions.from_strings(
+        "ConnectionOptions (Spark)": lambda: ConnectionOptions.from_strings(
             {
                 "servers": f"nats://127.0.0.1:{port}",
                 "user": "alice",
@@ -220,9 +221,7 @@ async def test_wrong_password_fails_within_seconds_on_every_path(
             }
         ).connect(),
         "session": lambda: _enter_session(
-            jetstream.ConnectionOptions.from_strings(
-                {"servers": f"nats://alice:{WRONG}@127.0.0.1:{port}"}
-            )
+            ConnectionOptions.from_strings({"servers": f"nats://alice:{WRONG}@127.0.0.1:{port}"})
         ),
     }
     for path, attempt in paths.items():
@@ -244,7 +243,7 @@ async def test_bad_token_fails_fast_and_other_servers_are_still_tried(
     with pytest.raises(jetstream.AuthenticationError):
         await jetstream.connect(good, token=WRONG, connect_attempts=10)
     assert time.monotonic() - started < FAST
-    options = jetstream.ConnectionOptions.from_strings(
+    options = ConnectionOptions.from_strings(
         {"servers": good, "token": WRONG, "connectAttempts": "10"}
     )
     started = time.monotonic()
@@ -266,6 +265,6 @@ async def test_bad_token_fails_fast_and_other_servers_are_still_tried(
         assert time.monotonic() - started < FAST
 
 
-async def _enter_session(options: jetstream.ConnectionOptions) -> None:
+async def _enter_session(options: ConnectionOptions) -> None:
     async with options.session():
         raise AssertionError("connected with a wrong password")

@@ -14,6 +14,7 @@ import pytest
 
 import jetstream
 import objstore
+from jetstream._options import ConnectionOptions, run_sync
 from objstore._many import UploadItem, upload_many
 from tests.integration.spark_session import spark  # the shared session fixture
 
@@ -67,8 +68,8 @@ def tree(tmp_path: Path) -> Tree:
     return Tree(tmp_path)
 
 
-def _connection(server: jetstream.EmbeddedServer) -> jetstream.ConnectionOptions:
-    return jetstream.ConnectionOptions.from_strings({"servers": server.url})
+def _connection(server: jetstream.EmbeddedServer) -> ConnectionOptions:
+    return ConnectionOptions.from_strings({"servers": server.url})
 
 
 async def _stored(store: objstore.ObjectStore) -> dict[str, bytes]:
@@ -150,7 +151,7 @@ def test_upload_objects_allowed_root_on_spark(
             finally:
                 await objstore.delete_store(js, name)
 
-    jetstream.run_sync(create)
+    run_sync(create)
     rows = [("ok", tree.allowed["ok"]), ("link-out", tree.refused["link-out"])]
     df = spark.createDataFrame(rows, "name string, path string")
     with pytest.raises(jetstream.ClientValidationError, match="absolute"):
@@ -167,7 +168,7 @@ def test_upload_objects_allowed_root_on_spark(
     assert PLAN_SECRET not in str(errors)
     assert errors["ok"] is None
     assert (errors["link-out"] or "").startswith("PathNotAllowedError")
-    assert jetstream.run_sync(stored_and_delete) == {"ok": b"inside"}
+    assert run_sync(stored_and_delete) == {"ok": b"inside"}
 
 
 def test_a_link_swapped_between_check_and_open_is_caught(tree: Tree) -> None:

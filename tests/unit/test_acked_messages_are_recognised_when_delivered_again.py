@@ -4,8 +4,8 @@ delivery count, consumer sequence and pending count of the new delivery say."""
 
 from __future__ import annotations
 
-from jetstream._message import stored_message_id
-from jetstream._pull import PullMessage
+from jetstream._consume.pull_message import PullMessage
+from jetstream._protocol.message import stored_message_id
 from pcgroups._acked import AckedMessages
 
 TIME = 1732700000123456789

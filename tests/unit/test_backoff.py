@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from jetstream._resets import reset_backoff
+from jetstream._consume.resets import reset_backoff
 
 
 @pytest.mark.parametrize(

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import random
 
-from jetstream._keep_alive import BufferKeepAlive
-from jetstream._pull import ItemQueue, PullMessage
+from jetstream._consume.keep_alive import BufferKeepAlive
+from jetstream._consume.pull_message import PullMessage
+from jetstream._consume.queue import ItemQueue
 
 ACK_WAIT = 2.0
 

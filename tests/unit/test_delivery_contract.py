@@ -1,4 +1,4 @@
-"""The contract ``jetstream._delivery`` relies on in nats-py, and the header parser that
+"""The contract ``jetstream._transport.delivery`` relies on in nats-py, and the header parser that
 replaces nats-py's on routed deliveries: these fail when a nats-py release changes either, so
 the direct delivery path never silently diverges from nats-py's."""
 
@@ -15,9 +15,9 @@ from nats.aio.client import Client
 from nats.aio.subscription import Subscription
 from nats.protocol.parser import Parser
 
-from jetstream._delivery import DeliveryClient, discard, route_of
-from jetstream._frames import FrameParser
-from jetstream._message import parse_headers
+from jetstream._protocol.message import parse_headers
+from jetstream._transport.delivery import DeliveryClient, discard, route_of
+from jetstream._transport.frames import FrameParser
 
 FRAME_HEADERS = b"NATS/1.0\r\nKV-Operation: DEL\r\nNats-TTL: 5s\r\n\r\n"
 REPLY = b"$JS.ACK.KV_b.c.1.7.7.1700000000000000000.0"

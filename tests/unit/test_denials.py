@@ -1,10 +1,10 @@
-"""``jetstream._denials.Denials``: a refused reply inbox is remembered (later requests fail at
-once) until it is pardoned (subscribed again after a reconnect)."""
+"""``jetstream._transport.denials.Denials``: a refused reply inbox is remembered (later
+requests fail at once) until it is pardoned (subscribed again after a reconnect)."""
 
 from __future__ import annotations
 
 from jetstream import PermissionDeniedError
-from jetstream._denials import Denials
+from jetstream._transport.denials import Denials
 
 INBOX = "_INBOX.AbC123.*"
 

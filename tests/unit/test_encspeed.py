@@ -25,10 +25,15 @@ from jetstream import (
     PlaintextValueError,
     UnknownKeyIdError,
 )
-from jetstream._batch import _batch_frame, _batch_headers, _batch_id_lines, batch_header_size
-from jetstream._envelope import NONCE_SIZE, OVERHEAD, associated_data
-from jetstream._limits import header_lines_size
-from jetstream._wire import encode_hpub, header_lines
+from jetstream._crypto.envelope import NONCE_SIZE, OVERHEAD, associated_data
+from jetstream._protocol.limits import header_lines_size
+from jetstream._publish.atomic import (
+    _batch_frame,
+    _batch_headers,
+    _batch_id_lines,
+    batch_header_size,
+)
+from jetstream._transport.hpub import encode_hpub, header_lines
 from kvstore._encryption import EncryptionStage, value_associated_data
 from kvstore._stages import ValueContext
 from objstore._encryption import ChunkCipher, chunk_associated_data

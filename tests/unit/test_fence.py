@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import jetstream
-from jetstream._fence import Fence
+from jetstream._publish.fence import Fence
 
 
 async def _never() -> int | None:

@@ -11,7 +11,7 @@ import pytest
 from nats.errors import ProtocolError
 from nats.protocol.parser import Parser
 
-from jetstream._frames import FrameParser
+from jetstream._transport.frames import FrameParser
 
 HEADERS = b"NATS/1.0\r\nNats-Batch-Id: x\r\nKV-Operation: DEL\r\n\r\n"
 BIG = bytes(range(256)) * 1200  # 300 KiB, with CR, LF and "MSG " inside

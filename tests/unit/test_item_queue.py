@@ -6,7 +6,8 @@ import asyncio
 
 import pytest
 
-from jetstream._pull import ItemQueue, PullMessage
+from jetstream._consume.pull_message import PullMessage
+from jetstream._consume.queue import ItemQueue
 
 
 async def test_get_with_timeout_raises_when_nothing_arrives() -> None:

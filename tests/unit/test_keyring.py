@@ -14,7 +14,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 import jetstream
 from jetstream import DecryptionError, InvalidKeyringError, Keyring, UnknownKeyIdError
-from jetstream._envelope import (
+from jetstream._crypto.envelope import (
     OVERHEAD,
     associated_data,
     format_header,

@@ -9,7 +9,8 @@ from collections.abc import Iterator
 import pytest
 
 import jetstream
-from jetstream._links import Link
+from jetstream._embedded.links import Link
+from jetstream.testing import EmbeddedCluster
 
 
 @pytest.fixture
@@ -58,7 +59,7 @@ def test_a_link_forwards_until_cut_and_again_once_restored(echo_port: int) -> No
 
 
 def test_partition_refuses_unknown_or_overlapping_groups() -> None:
-    cluster = jetstream.EmbeddedCluster(3, partitionable=True)  # nodes not started
+    cluster = EmbeddedCluster(3, partitionable=True)  # nodes not started
     try:
         for groups in ([{3}], [{0}, {0, 1}], [{-1}]):
             with pytest.raises(ValueError, match="disjoint"):
@@ -68,7 +69,7 @@ def test_partition_refuses_unknown_or_overlapping_groups() -> None:
         assert not cluster.links[0, 1].up and cluster.links[1, 2].up
     finally:
         cluster.close()
-    plain = jetstream.EmbeddedCluster(3)
+    plain = EmbeddedCluster(3)
     try:
         with pytest.raises(jetstream.JetStreamError, match="partitionable"):
             plain.partition({0})

@@ -10,8 +10,8 @@ import pytest
 import jetstream
 import kvstore
 import objstore
-from jetstream._duration import decode_hook, encode_hook
-from jetstream._message import parse_ack_reply, parse_timestamp
+from jetstream._protocol.duration import decode_hook, encode_hook
+from jetstream._protocol.message import parse_ack_reply, parse_timestamp
 from kvstore import BucketConfig, InvalidBucketConfigError, Op
 from kvstore._models import bucket_config_from_stream, op_from_headers, stream_config_for_bucket
 
@@ -168,7 +168,7 @@ def test_ack_reply_subjects_in_both_forms() -> None:
 
 
 def test_stored_header_blocks_parse_like_nats_py() -> None:
-    from jetstream._message import parse_header_block
+    from jetstream._protocol.message import parse_header_block
 
     block = b"NATS/1.0\r\nKV-Operation: DEL\r\nNats-TTL:  5s \r\n\r\n"
     assert parse_header_block(block) == {"KV-Operation": "DEL", "Nats-TTL": "5s"}
@@ -210,7 +210,7 @@ def test_delivery_times_are_exact_microseconds_and_absurd_ones_refused() -> None
     import random
     from datetime import UTC, datetime, timedelta
 
-    from jetstream._message import time_of_ns
+    from jetstream._protocol.message import time_of_ns
 
     epoch = datetime(1970, 1, 1, tzinfo=UTC)
     rng = random.Random(7)

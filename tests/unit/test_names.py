@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 import jetstream
-from jetstream._api import ApiSubjects
-from jetstream._names import MAX_NAME_BYTES, validate_name, validate_subject_token
+from jetstream._protocol.names import MAX_NAME_BYTES, validate_name, validate_subject_token
+from jetstream._protocol.subjects import ApiSubjects
 from jetstream.headers import validate_headers
 
 GOOD = ["S", "KV_profiles", "OBJ_a-b", "ünïcode", "x" * MAX_NAME_BYTES, "a:b", "a$b"]

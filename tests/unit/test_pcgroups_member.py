@@ -9,7 +9,7 @@ import pytest
 
 import jetstream
 import pcgroups
-from jetstream._pull import PullMessage
+from jetstream._consume.pull_message import PullMessage
 from pcgroups._consume import GroupKind
 
 

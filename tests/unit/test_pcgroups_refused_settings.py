@@ -13,7 +13,7 @@ import pytest
 import jetstream
 import pcgroups
 from jetstream import ConsumerConfig, ConsumerInfo
-from jetstream._models import PriorityGroupState, SequenceInfo
+from jetstream._protocol.models import PriorityGroupState, SequenceInfo
 from pcgroups._consume import GroupKind
 from pcgroups._consumer_use import consumer_in_use, settings_differences
 from pcgroups._filter_limits import (

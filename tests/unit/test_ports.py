@@ -10,7 +10,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from jetstream._ports import (
+from jetstream._embedded.ports import (
     _ephemeral_range,
     _lock,
     _lock_directory,
@@ -55,7 +55,7 @@ def test_a_port_leased_by_another_process_is_not_chosen() -> None:
             textwrap.dedent(
                 """
                 import sys
-                from jetstream._ports import lease_port
+                from jetstream._embedded.ports import lease_port
                 lease = lease_port()
                 print(lease.port, flush=True)
                 sys.stdin.read()

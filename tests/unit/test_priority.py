@@ -9,10 +9,11 @@ import msgspec
 import pytest
 
 import jetstream
-from jetstream import _status as st
-from jetstream._duration import encode_hook
-from jetstream._priority import PriorityPin, validate_priority_group
-from jetstream._pull_window import PullRequest
+from jetstream._consume.priority import PriorityPin
+from jetstream._consume.pull_window import PullRequest
+from jetstream._protocol import status as st
+from jetstream._protocol.duration import encode_hook
+from jetstream._protocol.names import validate_priority_group
 
 
 def test_the_pin_follows_delivered_messages_and_is_dropped_on_423() -> None:
@@ -78,7 +79,7 @@ def test_config_round_trips_the_server_json() -> None:
 
 
 def test_consumer_info_decodes_the_group_state_as_2_15_1_sends_it() -> None:
-    from jetstream._api import decode_reply
+    from jetstream._protocol.json_api import decode_reply
 
     reply = (
         b'{"stream_name":"S","name":"C","priority_groups":[{"group":"PCG",'

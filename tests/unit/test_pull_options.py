@@ -6,7 +6,8 @@ import pytest
 from nats.aio.msg import Msg
 
 import jetstream
-from jetstream._pull import BYTES_MODE_BATCH, message_size, pull_options
+from jetstream._consume.pull_message import message_size
+from jetstream._consume.pull_options import BYTES_MODE_BATCH, pull_options
 
 
 def test_defaults_follow_adr_37() -> None:

@@ -8,9 +8,9 @@ import json
 import pytest
 
 from jetstream import ClientValidationError
-from jetstream._pull import parse_exceeded
-from jetstream._pull_options import fetch_options, pull_options
-from jetstream._pull_window import Limit, PullRequest, PullWindow
+from jetstream._consume.pull import parse_exceeded
+from jetstream._consume.pull_options import fetch_options, pull_options
+from jetstream._consume.pull_window import Limit, PullRequest, PullWindow
 
 
 def _window(**options: object) -> PullWindow:

@@ -7,8 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from jetstream import StreamConfig, StreamInfo, StreamState
-from jetstream._consumer import stream_replaced
+from jetstream import StreamConfig, StreamInfo
+from jetstream._consume.ordered import stream_replaced
+from jetstream._protocol.models import StreamState
 
 CREATED = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 

@@ -1,7 +1,8 @@
-"""The part of nats-py's request path ``jetstream._api.send`` calls directly: nats-py's
-``request()`` is ``_request_new_style`` followed by a check that takes any reply with a
-``Status: 503`` header for "no responders", also a direct get answering a value another client
-stored with that header. These fail when a nats-py release changes that shape."""
+"""The part of nats-py's request path ``jetstream._transport.requests.send`` calls
+directly: nats-py's ``request()`` is ``_request_new_style`` followed by a check that takes
+any reply with a ``Status: 503`` header for "no responders", also a direct get answering a value
+another client stored with that header. These fail when a nats-py release changes that
+shape."""
 
 from __future__ import annotations
 

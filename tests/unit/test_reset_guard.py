@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from jetstream._resets import MAX_RESETS_IN_PLACE, ResetGuard
+from jetstream._consume.resets import MAX_RESETS_IN_PLACE, ResetGuard
 
 WINDOW = 5.0
 

@@ -9,7 +9,7 @@ import pytest
 
 import jetstream
 from jetstream._redact import redact_urls
-from jetstream._servers import server_list, split_servers
+from jetstream._transport.servers import server_list, split_servers
 
 
 @pytest.mark.parametrize(

@@ -9,10 +9,10 @@ import nats.errors
 import pytest
 
 import jetstream
-from jetstream import _status as st
-from jetstream._connection import describe_failure
 from jetstream._errors import connection_error
-from jetstream._nats_errors import from_nats, nats_errors
+from jetstream._protocol import status as st
+from jetstream._transport.connection import describe_failure
+from jetstream._transport.nats_errors import from_nats, nats_errors
 
 
 def test_status_of_reads_status_and_description() -> None:
@@ -133,7 +133,7 @@ def test_a_failed_connect_names_its_cause(error: BaseException, words: str) -> N
 
 
 def test_a_retried_request_says_what_each_attempt_got() -> None:
-    from jetstream._context import _Tries
+    from jetstream._api.retries import Tries as _Tries
 
     tries = _Tries("$JS.API.DIRECT.GET.KV_b")
     errors: list[jetstream.JetStreamError] = [

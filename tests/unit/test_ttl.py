@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jetstream import NEVER, InvalidTTLError, format_ttl, parse_ttl, parse_ttl_header
+from jetstream import NEVER, InvalidTTLError
+from jetstream._protocol.ttl import format_ttl, parse_ttl, parse_ttl_header
 
 
 @pytest.mark.parametrize(
@@ -77,7 +78,7 @@ def test_every_whole_second_round_trips(seconds: int) -> None:
 
 
 def test_a_floor_refuses_shorter_ttls_but_not_never() -> None:
-    from jetstream import parse_ttl_at_least
+    from jetstream._protocol.ttl import parse_ttl_at_least
 
     floor = timedelta(seconds=5)
     assert parse_ttl_at_least(5, floor, owner="bucket 'b'") == 5

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import nats.aio.client
 
-from jetstream._wire import encode_hpub, fast_path_available
+from jetstream._transport.hpub import encode_hpub, fast_path_available
 
 
 def test_hpub_frame_layout() -> None:

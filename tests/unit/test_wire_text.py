@@ -8,10 +8,10 @@ import msgspec
 import pytest
 
 import jetstream
-from jetstream._delivery import DeliveryClient
-from jetstream._message import StoredMessage, parse_headers
-from jetstream._pull import framed_message, skipped
-from jetstream._wire_text import decode_json, shown_bytes, subject_text, utf8_or_none
+from jetstream._consume.pull_message import framed_message, skipped
+from jetstream._protocol.message import StoredMessage, parse_headers
+from jetstream._protocol.text import decode_json, shown_bytes, subject_text, utf8_or_none
+from jetstream._transport.delivery import DeliveryClient
 
 REPLY = b"$JS.ACK.KV_b.c.1.7.3.1700000000000000000.0"
 
