@@ -214,7 +214,7 @@ def test_only_the_same_refusal_three_times_in_a_row_ends_a_member() -> None:
     passing = [
         refusal(10100),  # work-queue filters overlap while members apply a change
         jetstream.ConsumerExistsError("made meanwhile", code=400, err_code=10148),
-        refusal(10059, code=404),  # the stream is missing (for now)
+        refusal(10008, code=503),  # the server cannot answer now (a leader election)
         jetstream.RequestTimeoutError("no answer"),
     ]
     for error in passing:
@@ -227,6 +227,14 @@ def test_only_the_same_refusal_three_times_in_a_row_ends_a_member() -> None:
     with pytest.raises(pcgroups.MemberConsumerRefusedError) as ended:
         joining._count_refusal(refusal(10116))
     assert (ended.value.code, ended.value.err_code, ended.value.member) == (400, 10116, "m1")
+    for _ in range(2):  # the stream deleted (404), a setting a durable cannot change (500)
+        joining._count_refusal(refusal(10059, code=404))
+    with pytest.raises(pcgroups.MemberConsumerRefusedError):
+        joining._count_refusal(refusal(10059, code=404))
+    for _ in range(2):
+        joining._count_refusal(refusal(10012, code=500))
+    with pytest.raises(pcgroups.MemberConsumerRefusedError):
+        joining._count_refusal(refusal(10012, code=500))
 
 
 def test_errors_are_in_the_tree() -> None:
