@@ -15,7 +15,7 @@ import pytest
 import jetstream
 import objstore
 from objstore._many import UploadItem, upload_many
-from tests.integration.spark_session import spark  # the shared session fixture
+from tests.spark.spark_session import spark  # the shared session fixture
 
 __all__ = ["spark"]
 

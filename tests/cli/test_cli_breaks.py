@@ -19,8 +19,8 @@ import pytest
 
 import jetstream
 import kvstore
+from tests.cli.cli_helpers import ROOT, cli_command, cli_env, jetstore
 from tests.conftest import BucketFactory, StoreFactory
-from tests.integration.cli_helpers import ROOT, cli_command, cli_env, jetstore
 
 pytestmark = pytest.mark.integration
 

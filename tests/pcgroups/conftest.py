@@ -1,11 +1,6 @@
-"""Fixtures shared by the integration modules (the Spark session lives in spark_session), and
-the long consumer-group trials (``groups_long``), deselected unless asked for."""
+"""The long consumer-group trials (``groups_long``), deselected unless asked for."""
 
 import pytest
-
-from .spark_session import spark
-
-__all__ = ["spark"]
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -23,7 +23,7 @@ import pcgroups
 from jetstream import ConsumerConfig
 from pcgroups import MAX_MEMBER_FILTERS, PartitioningFilter
 from tests.conftest import BucketFactory
-from tests.integration.group_streams import group_stream
+from tests.pcgroups.group_streams import group_stream
 
 pytestmark = pytest.mark.integration
 DEADLINE = 30.0

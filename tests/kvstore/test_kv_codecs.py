@@ -1,5 +1,5 @@
 """Buckets opened with a key codec, on a real server: user keys in, user keys out, stored keys
-exactly as orbit.go kvcodec stores them (vectors derived by hand in tests/unit/test_codecs.py)."""
+exactly as orbit.go kvcodec stores them (vectors derived by hand in test_codecs.py)."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ from kvstore import (
     validate_filter,
     validate_key,
 )
-from tests.unit.test_codecs import _filter_for, _filterable_key, _matches, _user_key
+from tests.kvstore.test_codecs import _filter_for, _filterable_key, _matches, _user_key
 
 RING = jetstream.Keyring({"a": bytes(range(32)), "b": bytes(32)}, primary="a")
 BUCKET = "customers"

@@ -29,7 +29,7 @@ from jetstream import (
 )
 from kvstore import Base64KeyCodec, Op
 from tests.conftest import BucketFactory
-from tests.integration.test_examples import EXAMPLES, _run
+from tests.docs.test_examples import EXAMPLES, _run
 from tests.peer_reads import peer_keys
 
 K1 = bytes(range(32))

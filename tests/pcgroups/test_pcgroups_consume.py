@@ -24,7 +24,7 @@ import jetstream
 import kvstore
 import pcgroups
 from pcgroups import PartitioningFilter
-from tests.integration.group_streams import group_stream
+from tests.pcgroups.group_streams import group_stream
 
 pytestmark = pytest.mark.integration
 KEYS = 50

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 import jetstream
-from tests.integration.running_group_members import create_groups, start_members
+from tests.pcgroups.running_group_members import create_groups, start_members
 
 pytestmark = pytest.mark.integration
 TIMEOUT = 1.0  # the request timeout of the members' connection

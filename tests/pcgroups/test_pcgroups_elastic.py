@@ -18,10 +18,10 @@ import jetstream
 import kvstore
 import pcgroups
 from pcgroups import MemberMapping, PartitioningFilter
-from tests.integration.group_streams import group_stream
+from tests.pcgroups.group_streams import group_stream
 
 pytestmark = pytest.mark.integration
-FIXTURES = pathlib.Path(__file__).parent.parent / "fixtures" / "pcgroups"
+FIXTURES = pathlib.Path(__file__).parent / "fixtures"
 
 
 @pytest.fixture
@@ -49,7 +49,7 @@ async def stream_exists(js: jetstream.JetStream, name: str) -> bool:
 
 
 def fixture(name: str, subject_root: str, source: str) -> bytes:
-    """An orbit-written config from tests/fixtures, with its subjects on ``source``."""
+    """An orbit-written config from tests/pcgroups/fixtures, with its subjects on ``source``."""
     return (FIXTURES / name).read_bytes().strip().replace(subject_root.encode(), source.encode())
 
 

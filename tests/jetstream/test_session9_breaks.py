@@ -96,7 +96,7 @@ def test_kv_get_with_stdout_closed_is_not_reported_as_a_bug(
     import subprocess
     import sys
 
-    from tests.integration.cli_helpers import cli_env
+    from tests.cli.cli_helpers import cli_env
 
     async def setup() -> None:
         import kvstore
@@ -148,7 +148,7 @@ def test_reading_a_closed_stdin_is_a_usage_error(
     import subprocess
     import sys
 
-    from tests.integration.cli_helpers import cli_env
+    from tests.cli.cli_helpers import cli_env
 
     done = subprocess.run(
         [sys.executable, "-m", "jetstore", *verb, "--server", nats_server.url],

@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 
 import jetstream
-
-from .cli_helpers import ROOT, cli_env
+from tests.cli.cli_helpers import ROOT, cli_env
 
 pytestmark = pytest.mark.integration
 

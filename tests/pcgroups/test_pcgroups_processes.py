@@ -22,8 +22,8 @@ import pytest
 import jetstream
 import pcgroups
 from pcgroups import PartitioningFilter
-from tests.integration.group_journal import DEADLINE, Journals, Line, Member, wait_for
-from tests.integration.group_streams import group_stream
+from tests.pcgroups.group_journal import DEADLINE, Journals, Line, Member, wait_for
+from tests.pcgroups.group_streams import group_stream
 
 pytestmark = pytest.mark.integration
 KEYS = 200

@@ -21,8 +21,8 @@ import jetstream
 import pcgroups
 from pcgroups import MemberMapping, PartitioningFilter
 from tests.conftest import BucketFactory
-from tests.integration.group_journal import Journals, Line, Member, wait_for
-from tests.integration.group_streams import group_stream
+from tests.pcgroups.group_journal import Journals, Line, Member, wait_for
+from tests.pcgroups.group_streams import group_stream
 
 pytestmark = pytest.mark.integration
 ACK_WAIT = 2.0  # seconds

@@ -311,7 +311,7 @@ async def test_cli_listings_end(
     bucket: kvstore.Bucket,
     store: objstore.ObjectStore,
 ) -> None:
-    from tests.integration.cli_helpers import jetstore
+    from tests.cli.cli_helpers import jetstore
 
     await bucket.put("a", b"1")
     await plant(nats_server.url, f"$KV.{bucket.name}.".encode() + NOT_UTF8)

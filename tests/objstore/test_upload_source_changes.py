@@ -20,9 +20,9 @@ import objstore
 from jetstream import Keyring
 from objstore import ObjectStore
 from objstore._many import UploadItem, upload_many
+from tests.cli.cli_helpers import cli_command, cli_env
 
 from ..proxy import TcpProxy
-from .cli_helpers import cli_command, cli_env
 
 pytestmark = pytest.mark.integration
 

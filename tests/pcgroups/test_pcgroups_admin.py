@@ -14,9 +14,9 @@ import jetstream
 import kvstore
 import pcgroups
 from pcgroups import MemberMapping, StaticConfig
-from tests.integration.group_streams import group_stream
+from tests.pcgroups.group_streams import group_stream
 
-FIXTURES = pathlib.Path(__file__).parent.parent / "fixtures" / "pcgroups"
+FIXTURES = pathlib.Path(__file__).parent / "fixtures"
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Group configs as orbit.go stores them: the fixtures in tests/fixtures/pcgroups/ were written
+"""Group configs as orbit.go stores them: the fixtures in tests/pcgroups/fixtures/ were written
 by hand from orbit's struct tags (docs/PCGROUPS-WIRE.md section 2): compact JSON in field
 declaration order, Go omitempty, nil slices as null, and Go's HTML escaping of '>'."""
 
@@ -21,7 +21,7 @@ from pcgroups import (
     encode_static_config,
 )
 
-FIXTURES = pathlib.Path(__file__).parent.parent / "fixtures" / "pcgroups"
+FIXTURES = pathlib.Path(__file__).parent / "fixtures"
 
 
 def fixture(name: str) -> bytes:

@@ -18,8 +18,8 @@ import jetstream
 import kvstore
 import pcgroups
 from tests.conftest import BucketFactory
-from tests.integration.group_streams import group_stream
-from tests.integration.running_group_members import create_groups
+from tests.pcgroups.group_streams import group_stream
+from tests.pcgroups.running_group_members import create_groups
 
 from .cli_helpers import cli_command, cli_env, jetstore, jetstore_all
 

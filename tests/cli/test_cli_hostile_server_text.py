@@ -17,7 +17,7 @@ import pytest
 import jetstream
 import kvstore
 import objstore
-from tests.integration.group_streams import group_stream
+from tests.pcgroups.group_streams import group_stream
 
 from .cli_helpers import ROOT, Run, cli_command, cli_env, jetstore, jetstore_all
 

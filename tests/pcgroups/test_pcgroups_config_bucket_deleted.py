@@ -17,7 +17,7 @@ import kvstore
 import pcgroups
 from pcgroups import PartitioningFilter
 from tests.conftest import BucketFactory
-from tests.integration.group_streams import group_stream
+from tests.pcgroups.group_streams import group_stream
 
 pytestmark = pytest.mark.integration
 DEADLINE = 30.0

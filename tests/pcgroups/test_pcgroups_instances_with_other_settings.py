@@ -25,9 +25,9 @@ import pytest
 import jetstream
 import pcgroups
 from pcgroups import PartitioningFilter
-from tests.integration.group_journal import Journals, Line, Member, wait_for
-from tests.integration.group_streams import group_stream
-from tests.integration.test_pcgroups_processes import (
+from tests.pcgroups.group_journal import Journals, Line, Member, wait_for
+from tests.pcgroups.group_streams import group_stream
+from tests.pcgroups.test_pcgroups_processes import (
     publish,
     published,
     settled_elastic,
