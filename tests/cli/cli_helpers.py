@@ -3,6 +3,7 @@ this checkout, with its output, exit code and how long it took."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import subprocess
@@ -65,3 +66,20 @@ def jetstore_all(*calls: tuple[str, ...], workers: int = 4) -> list[Run]:
 
     with ThreadPoolExecutor(workers) as pool:
         return list(pool.map(lambda args: jetstore(*args), calls))
+
+
+def close_process(process: subprocess.Popen[bytes]) -> None:
+    """Kill ``process`` if it still runs, reap it and close its pipes."""
+    if process.poll() is None:
+        process.kill()
+    process.wait()
+    for stream in (process.stdin, process.stdout, process.stderr):
+        if stream is not None and not stream.closed:
+            with contextlib.suppress(BrokenPipeError):
+                stream.close()
+
+
+def assert_no_traceback(err: str) -> None:
+    """The verb's stderr shows neither a traceback nor the unexpected-error line."""
+    assert "Traceback" not in err, err
+    assert "(a bug? --debug shows where)" not in err, err
