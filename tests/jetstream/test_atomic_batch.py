@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import time
 from collections.abc import AsyncIterator, Callable
 
 import pytest
@@ -240,3 +242,22 @@ async def test_no_responders_fails_at_once_when_no_stream_takes_the_subject(
     async with asyncio.timeout(10):
         with pytest.raises(jetstream.NoRespondersError):
             await missing.commit()
+
+
+async def test_a_batch_committing_on_a_subject_no_stream_takes_fails_at_once(
+    js: jetstream.JetStream,
+) -> None:
+    """The 503 fix looks only at the first message's subject: a batch whose commit message
+    goes to a subject no stream takes waits out the whole deadline instead."""
+    name = f"ABR{os.getpid()}"
+    await js.add_stream(StreamConfig(name=name, subjects=[f"{name}.>"], allow_atomic=True))
+    try:
+        batch = AtomicBatch(js, deadline=10.0)
+        batch.add(f"{name}.a", b"1")
+        batch.add(f"NOSTREAM{os.getpid()}.b", b"2")  # a typo'd subject, the commit
+        started = time.monotonic()
+        with pytest.raises(jetstream.JetStreamError):
+            await batch.commit()
+        assert time.monotonic() - started < 5, "waited out the commit deadline"
+    finally:
+        await js.delete_stream(name)

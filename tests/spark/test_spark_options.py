@@ -7,6 +7,7 @@ import asyncio
 import socket
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -163,3 +164,24 @@ def test_a_stream_batch_has_no_partitions_for_sequences_the_bucket_dropped(
                 await kvstore.delete_bucket(js, name)
 
         jetstream.run_sync(drop)
+
+
+async def test_upload_many_takes_a_numpy_int_concurrency(
+    nats_server: jetstream.EmbeddedServer, tmp_path: Path
+) -> None:
+    """``concurrency=np.int64(2)`` (a value from a DataFrame or a config parsed by numpy) was
+    taken before the change (``concurrency < 1``); check_count now refuses every int-like that
+    is not a Python int with WrongTypeError. An int-like (``__index__``) is an int."""
+    np = pytest.importorskip("numpy")
+    import objstore
+    from objstore._many import UploadItem, upload_many
+
+    async with await jetstream.connect(nats_server.url) as js:
+        await objstore.create_store(js, "review9np")
+    path = tmp_path / "f"
+    path.write_bytes(b"y" * 3000)
+    connection = jetstream.ConnectionOptions.from_strings({"servers": nats_server.url})
+    outcomes = await upload_many(
+        connection, "review9np", [UploadItem(name="b", path=str(path))], concurrency=np.int64(2)
+    )
+    assert [(o.name, o.size, o.error) for o in outcomes] == [("b", 3000, None)]

@@ -1,6 +1,7 @@
-"""Connections at their edges, on real servers: closing in any state (finding 12), every call on
-a closed context raising jetstream.ConnectionClosedError (13), a bounded first connect that names
-its cause (14), and request errors that say what was retried for how long (15)."""
+"""Closing a context, in any state: close() never raises and is bounded (also while reconnecting,
+with a watch open on a paused server, or when the server stalls mid-close), what was published
+before it reaches the server, every public call made after it raises ConnectionClosedError, and
+calls and iterations running at that moment end with it."""
 
 from __future__ import annotations
 
@@ -9,37 +10,21 @@ import contextlib
 import gc
 import inspect
 import logging
-import socket
-import ssl
 import time
-import warnings
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import nats
 import pytest
+from nats.aio.client import Client
 
 import jetstream
 import kvstore
 import objstore
 from jetstream import ConsumerConfig, StreamConfig
-from tests.security.pki import make_pki
 
-pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(autouse=True)
-def _collect() -> Iterator[None]:
-    """A socket left open shows as a ResourceWarning (an error) in the test that leaked it."""
-    yield
-    gc.collect()
-
-
-@pytest.fixture
-def own_server() -> Iterator[jetstream.EmbeddedServer]:
-    """A server of the test's own, to kill or pause without disturbing the session's."""
-    with jetstream.EmbeddedServer() as server:
-        yield server
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("garbage_collected")]
 
 
 async def _until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
@@ -47,15 +32,6 @@ async def _until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, "condition not reached in time"
         await asyncio.sleep(0.02)
-
-
-def _closed_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])  # nobody listens once the socket is closed
-
-
-# -- 12: close() in any state -----------------------------------------------------------------
 
 
 async def test_leaving_the_block_while_reconnecting_closes_for_good(
@@ -136,9 +112,6 @@ async def test_close_with_a_watch_on_a_paused_server_is_bounded_and_logs_nothing
     assert not [r for r in caplog.records if "never retrieved" in r.getMessage()]
     with contextlib.suppress(Exception):
         await watcher.__aexit__(None, None, None)
-
-
-# -- 13: every public call on a closed context ------------------------------------------------
 
 
 async def _drive(result: Any) -> None:
@@ -322,122 +295,6 @@ async def test_every_public_call_on_a_closed_context_raises_connection_closed(
         await batch.commit()
 
 
-# -- 14: the first connect --------------------------------------------------------------------
-
-
-async def test_a_closed_port_fails_at_once_names_the_cause_and_logs_once(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    url = f"nats://127.0.0.1:{_closed_port()}"
-    caplog.set_level(logging.WARNING, logger="jetstream")
-    started = time.monotonic()
-    with pytest.raises(jetstream.ConnectionFailedError) as failed:  # took 120 s before
-        await asyncio.wait_for(jetstream.connect(url), 30)
-    assert time.monotonic() - started <= 5.0
-    assert "refused" in str(failed.value) and url in str(failed.value)
-    lines = [r for r in caplog.records if r.name == "jetstream"]
-    assert len(lines) == 1, [r.getMessage() for r in lines]  # was ~60 warning lines
-    assert "refused" in lines[0].getMessage()
-
-
-async def test_connect_attempts_retry_the_first_connect(
-    own_server: jetstream.EmbeddedServer,
-) -> None:
-    """Opting in: a server that comes up during the attempts is reached."""
-    url = own_server.url
-    own_server.stop()
-    connecting = asyncio.create_task(
-        jetstream.connect(url, connect_attempts=40, reconnect_time_wait=0.1)
-    )
-    await asyncio.sleep(0.3)  # let a few attempts fail first (not synchronisation: a head start)
-    assert not connecting.done()
-    own_server.start()
-    async with await asyncio.wait_for(connecting, 20) as js:
-        await js.account_info()
-        assert js.nc.options["max_reconnect_attempts"] == 60, "reconnects keep nats-py's setting"
-
-
-async def test_connect_attempts_are_counted(caplog: pytest.LogCaptureFixture) -> None:
-    url = f"nats://127.0.0.1:{_closed_port()}"
-    seen: list[Exception] = []
-
-    async def error_cb(error: Exception) -> None:
-        seen.append(error)
-
-    with pytest.raises(jetstream.ConnectionFailedError, match="refused"):
-        await jetstream.connect(
-            url, connect_attempts=3, reconnect_time_wait=0.01, error_cb=error_cb
-        )
-    assert len([e for e in seen if isinstance(e, ConnectionRefusedError)]) == 3
-    with pytest.raises(jetstream.ClientValidationError):
-        await jetstream.connect(url, connect_attempts=0)
-
-
-async def test_a_server_that_never_answers_times_out_within_connect_timeout() -> None:
-    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        with contextlib.suppress(Exception):
-            await reader.read()  # says nothing until the client hangs up
-        writer.close()
-
-    server = await asyncio.start_server(silent, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    try:
-        started = time.monotonic()
-        with pytest.raises(jetstream.ConnectionFailedError, match="timed out"):
-            await jetstream.connect(f"nats://127.0.0.1:{port}", connect_timeout=0.5)
-        assert time.monotonic() - started < 3.0
-    finally:
-        server.close()
-        await server.wait_closed()
-
-
-# -- 15: what a retried request says ----------------------------------------------------------
-
-
-async def test_a_request_during_an_outage_states_the_real_wait_and_the_retries(
-    own_server: jetstream.EmbeddedServer, caplog: pytest.LogCaptureFixture
-) -> None:
-    async with await jetstream.connect(own_server.url, timeout=0.5, retry_deadline=2.0) as js:
-        await js.add_stream(StreamConfig(name="OUT", subjects=["out.>"]))
-        caplog.set_level(logging.DEBUG, logger="jetstream")
-        own_server.pause()
-        try:
-            started = time.monotonic()
-            with pytest.raises(jetstream.RequestTimeoutError) as timed_out:
-                await js.stream_info("OUT")
-            waited = time.monotonic() - started
-        finally:
-            own_server.resume()
-        message = str(timed_out.value)
-        # It said "no reply ... within 0.5s" after waiting 2.5 s.
-        assert "STREAM.INFO.OUT" in message and "attempts: timeout x" in message, message
-        stated = float(message.split("within ")[1].split("s ")[0])
-        assert 2.0 <= stated <= waited
-        retries = [r for r in caplog.records if "retrying" in r.getMessage()]
-        assert retries and all(r.levelno == logging.DEBUG for r in retries)
-        await js.delete_stream("OUT")
-
-
-async def test_a_get_outlasting_one_timeout_is_asked_again_until_the_retry_deadline(
-    own_server: jetstream.EmbeddedServer,
-) -> None:
-    """A direct get is a read, retried on timeout like every idempotent request. It was not:
-    right after a leader was killed, one request routed to the dead replica's lingering
-    interest failed ``bucket.get`` (CI, tests/faults ``test_ttl_expires_across_a_leader_kill``)."""
-    async with await jetstream.connect(own_server.url, timeout=0.5, retry_deadline=10.0) as js:
-        bucket = await kvstore.create_bucket(js, "getretry")
-        await bucket.put("k", b"v")
-        own_server.pause()
-        try:
-            getting = asyncio.ensure_future(bucket.get("k"))
-            await asyncio.sleep(1.2)  # at least two timed-out attempts
-            assert not getting.done()
-        finally:
-            own_server.resume()
-        assert (await getting).value == b"v"
-        await kvstore.delete_bucket(js, "getretry")
-
-
 async def test_closing_a_context_ends_a_retrying_get_many_on_a_callers_connection(
     own_server: jetstream.EmbeddedServer,
 ) -> None:
@@ -465,63 +322,6 @@ async def test_closing_a_context_ends_a_retrying_get_many_on_a_callers_connectio
             await kvstore.delete_bucket(again, "closeretry")
     finally:
         await nc.close()
-
-
-async def test_stall_timeout_bounds_opening_an_object_on_a_paused_server(
-    own_server: jetstream.EmbeddedServer,
-) -> None:
-    """helper-39: the meta record read before the reader exists retried until the retry
-    deadline (11 s here, about 25 s with the defaults), whatever stall_timeout said."""
-    async with await jetstream.connect(own_server.url, timeout=1.0, retry_deadline=10.0) as js:
-        store = await objstore.create_store(js, "stallopen")
-        await store.put("obj", b"x" * 1000)
-        own_server.pause()
-        try:
-            started = time.monotonic()
-            with pytest.raises(jetstream.RequestTimeoutError, match="stall_timeout"):
-                await store.get_bytes("obj", stall_timeout=2.0)
-            assert time.monotonic() - started < 3.0
-        finally:
-            own_server.resume()
-        await objstore.delete_store(js, "stallopen")
-
-
-# -- 19: no socket left behind by a failed reconnect attempt ----------------------------------
-
-
-async def test_a_failed_reconnect_attempt_leaves_no_socket(
-    own_server: jetstream.EmbeddedServer,
-) -> None:
-    """The cause of the flaky test_ttl_expires_across_a_full_restart: while nodes restart, a
-    reconnect attempt can reach a port whose server does not complete the handshake; nats-py
-    then reuses its transport for the next attempt without closing that socket."""
-    port = own_server.port
-    accepted: list[asyncio.StreamWriter] = []
-
-    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        accepted.append(writer)  # accepts, never sends INFO: the attempt times out
-
-    async with await jetstream.connect(
-        own_server.url, connect_timeout=0.2, reconnect_time_wait=0.05, max_reconnect_attempts=-1
-    ) as js:
-        own_server.kill()
-        await _until(lambda: js.nc.is_reconnecting)
-        impostor = await asyncio.start_server(silent, "127.0.0.1", port)
-        await _until(lambda: len(accepted) >= 3)  # three attempts timed out waiting for INFO
-        impostor.close()
-        await impostor.wait_closed()
-        for writer in accepted:  # the server side of each attempt
-            writer.close()
-            with contextlib.suppress(OSError):
-                await writer.wait_closed()
-        own_server.start()
-        await _until(lambda: js.nc.is_connected)
-        await js.account_info()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        gc.collect()
-    leaks = [w for w in caught if issubclass(w.category, ResourceWarning)]
-    assert not leaks, [str(w.message) for w in leaks]
 
 
 async def test_iterations_running_when_the_context_closes_end_with_connection_closed(
@@ -568,53 +368,104 @@ async def test_iterations_running_when_the_context_closes_end_with_connection_cl
         await js.delete_stream(stream)
 
 
-async def test_a_refused_tls_handshake_fails_within_the_budget_and_says_tls(
-    tmp_path: Path,
-) -> None:
-    """With default options (reconnects allowed) nats-py hung forever after the refusal."""
-    pki = make_pki(tmp_path)
-    config = tmp_path / "server.conf"
-    config.write_text(f'tls {{ cert_file: "{pki.server_cert}", key_file: "{pki.server_key}" }}\n')
-    server = jetstream.EmbeddedServer(store_dir=tmp_path / "store", extra_args=["-c", str(config)])
-    with server:
-        started = time.monotonic()
-        with pytest.raises(jetstream.ConnectionFailedError, match="TLS handshake failed"):
-            untrusted = ssl.create_default_context()  # the system trust store lacks our CA
-            await asyncio.wait_for(
-                jetstream.connect(f"tls://127.0.0.1:{server.port}", tls=untrusted), 30
-            )
-        assert time.monotonic() - started <= 7.0  # the 5 s budget, then a 1 s close
-
-
-async def test_frames_while_reconnecting_take_publish_checks(
+async def test_close_bounded_when_server_stalls_mid_close(
     own_server: jetstream.EmbeddedServer,
 ) -> None:
-    """Pre-encoded frames bypassed nats-py's checks: while reconnecting they were queued past
-    the reconnect buffer's limit without an error. Now they go through publish, and a full
-    buffer is a DisconnectedError (a JetStreamError); a closed client a ConnectionClosedError."""
-    from jetstream._wire import publish_frames
+    """A subscription still holds messages its reader has not taken (as a fetch being
+    iterated does), close() starts, then the server stops answering. close() took 10.5 s
+    with timeout=0.5: the ping was answered, nats-py's drain started, swallowed the cancel
+    that ended it and waited out its own 10 s flush. close() no longer drains."""
+    js = await jetstream.connect(own_server.url, timeout=0.5, allow_reconnect=False)
+    sub = await js.nc.subscribe("review9.unread")
+    for i in range(3):
+        await js.nc.publish("review9.unread", b"%d" % i)
+    await js.nc.flush()  # the three messages are in the subscription's queue, unread
+    closing = asyncio.create_task(js.close())
+    await asyncio.sleep(0)  # close() is under way
+    own_server.pause()
+    try:
+        started = time.monotonic()
+        await asyncio.wait_for(asyncio.shield(closing), 30)
+        took = time.monotonic() - started
+    finally:
+        own_server.resume()
+    assert js.nc.is_closed
+    assert took < 3.0, f"close() took {took:.1f} s with timeout=0.5"
+    del sub
 
-    frames = [("s.a", {"h": "v"}, b"x" * 1000) for _ in range(10)]
-    js = await jetstream.connect(
-        own_server.url, pending_size=4096, reconnect_time_wait=0.05, max_reconnect_attempts=-1
-    )
-    async with js:
-        await publish_frames(js.nc, frames)  # connected: the fast path
-        own_server.kill()
-        await _until(lambda: js.nc.is_reconnecting)
-        with pytest.raises(jetstream.DisconnectedError):
-            await publish_frames(js.nc, frames)
-    with pytest.raises(jetstream.ConnectionClosedError):
-        await publish_frames(js.nc, frames)
 
-
-async def test_a_dead_server_in_the_list_is_skipped_and_kept_for_reconnects(
-    nats_server: jetstream.EmbeddedServer,
+async def test_what_was_published_before_close_reaches_the_server(
+    own_server: jetstream.EmbeddedServer,
 ) -> None:
-    dead = f"nats://127.0.0.1:{_closed_port()}"
-    started = time.monotonic()
-    async with await jetstream.connect([dead, nats_server.url], dont_randomize=True) as js:
-        assert time.monotonic() - started < 5.0
-        await js.account_info()
-        pool = {f"{s.uri.hostname}:{s.uri.port}" for s in js.nc._server_pool}
-        assert dead.removeprefix("nats://") in pool, "the dead server stays in the pool"
+    """close() flushes instead of draining: a publish just before it is still delivered."""
+    js = await jetstream.connect(own_server.url)
+    listener = await jetstream.connect(own_server.url)
+    try:
+        sub = await listener.nc.subscribe("review9.last")
+        await listener.nc.flush()
+        for i in range(1000):
+            await js.nc.publish("review9.last", b"%d" % i)
+        await js.close()
+        got = [await sub.next_msg(timeout=5) for _ in range(1000)]
+        assert [m.data for m in got][-1] == b"999"
+    finally:
+        await listener.close()
+
+
+async def _live_subscription(
+    js: jetstream.JetStream, silent: Client, subject: str, probe: str
+) -> None:
+    """Subscribe ``silent`` and wait until ``js``'s publishes reach it: a fresh subscription
+    once answered the first request with "no responders" (CI-like run), although flushed."""
+    seen = asyncio.Event()
+
+    async def note(msg: object) -> None:
+        seen.set()
+
+    await silent.subscribe(subject, cb=note)
+    await silent.flush()
+    deadline = asyncio.get_running_loop().time() + 5
+    while not seen.is_set():
+        assert asyncio.get_running_loop().time() < deadline, f"{subject}: never delivered"
+        await js.nc.publish(probe, b"")
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(seen.wait(), 0.2)
+
+
+CLOSERS = {
+    "context": lambda js: js.close(),
+    "client": lambda js: js.nc.close(),
+    "client drained": lambda js: js.nc.drain(),
+}
+
+
+@pytest.mark.parametrize("closer", sorted(CLOSERS))
+async def test_a_call_in_flight_when_the_context_closes_ends_with_connection_closed(
+    nats_server: jetstream.EmbeddedServer, closer: str
+) -> None:
+    """Before: the call waited its whole timeout after close(), then said "no reply within
+    5s" (RequestTimeoutError), or, retried, ConnectionClosedError 5 s late; closing the nats-py
+    client itself (not the context) still did that."""
+    js = await jetstream.connect(nats_server.url, timeout=5)
+    silent = await nats.connect(nats_server.url)  # takes requests, never answers
+    try:
+        await _live_subscription(js, silent, "review.silent.>", "review.silent.ready")
+        direct_get = js.api.direct_get("review")
+        await _live_subscription(js, silent, direct_get, direct_get)
+        calls = [
+            asyncio.create_task(js.send("review.silent.a", b"")),
+            asyncio.create_task(js.publish("review.silent.b", b"x", msg_id="m1")),
+            # get_many's batched direct get: a stream name whose DIRECT.GET the silent
+            # subscriber takes (nothing answers it)
+            asyncio.create_task(js.get_last_messages("review", ["a"])),
+        ]
+        await asyncio.sleep(0.2)  # both wait for their reply
+        started = asyncio.get_running_loop().time()
+        await CLOSERS[closer](js)
+        for call in calls:
+            with pytest.raises(jetstream.ConnectionClosedError):
+                await asyncio.wait_for(call, 10)
+        assert asyncio.get_running_loop().time() - started < 2
+    finally:
+        await js.close()
+        await silent.close()
