@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -75,3 +76,30 @@ def test_spark_read_benchmark_runs() -> None:
         "--history", "3", "--partitions", "1", "2", timeout=300,
     )  # fmt: skip
     assert "earlier: hash share" in output and "| 2 |" in output
+
+
+def test_curves_benchmark_writes_every_row_and_a_plot(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib", reason="the plot step needs the 'bench' extra")
+    from benchmarks import curves
+
+    data = tmp_path / "curves.json"
+    png = tmp_path / "curves.png"
+    run = [sys.executable, "-m", "benchmarks.curves", "--keys", "1000", "--objects", "1"]
+    result = subprocess.run(
+        [*run, "--json", str(data)], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(data.read_text())["rows"]
+    assert {(row["op"], row["size"]) for row in rows} == {
+        *((op, 1000) for op in curves.KV_OPS),
+        *((op, 1) for op in curves.OBJECT_OPS),
+    }
+    for row in rows:
+        assert row["seconds"] > 0 and row["rss_peak_mib"] >= row["rss_before_mib"] > 0
+    assert "| keys() | 1,000 keys |" in result.stdout
+    plotted = subprocess.run(
+        [sys.executable, "-m", "benchmarks.curves", "--plot", str(data), "--png", str(png)],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert plotted.returncode == 0, plotted.stderr
+    assert png.read_bytes().startswith(b"\x89PNG")

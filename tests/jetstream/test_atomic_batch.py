@@ -261,3 +261,32 @@ async def test_a_batch_committing_on_a_subject_no_stream_takes_fails_at_once(
         assert time.monotonic() - started < 5, "waited out the commit deadline"
     finally:
         await js.delete_stream(name)
+
+
+async def test_a_plain_atomic_batch_keeps_every_messages_headers(
+    js: jetstream.JetStream, unique_name: Callable[[str], str]
+) -> None:
+    name = unique_name("S")
+    await js.add_stream(
+        jetstream.StreamConfig(name=name, subjects=[f"{name}.>"], allow_atomic=True)
+    )
+    try:
+        sent = [
+            {},
+            {"X-A": "1"},
+            {"X-A": "1"},
+            {"X-A": "café"},  # UTF-8: sized and framed by bytes
+            {},
+            {"X-A": "1", "X-B": "2"},
+            {"X-A": "1", "X-B": "2"},
+        ]
+        async with jetstream.AtomicBatch(js, stream=name) as batch:
+            for i, headers in enumerate(sent):
+                batch.add(f"{name}.m{i}", f"data {i}".encode(), headers)
+        assert batch.ack is not None and batch.ack.count == len(sent)
+        for i, (headers, seq) in enumerate(zip(sent, batch.ack.sequences, strict=True)):
+            raw = await js.get_message(name, seq, direct=False)  # nats-py mangles UTF-8 values
+            own = {k: v for k, v in raw.headers.items() if not k.startswith("Nats-")}
+            assert (raw.subject, raw.data, own) == (f"{name}.m{i}", f"data {i}".encode(), headers)
+    finally:
+        await js.delete_stream(name)

@@ -232,3 +232,84 @@ async def test_nats_py_reads_a_record_written_by_put_many(
     assert (await kv.get("p.name")).revision == revs["p.name"]
     assert (await kv.get("p.city")).value == b"Oslo"
     await nc.close()
+
+
+async def test_get_many_over_1000_keys_when_a_peer_stored_a_wildcard_subject_last(
+    make_bucket: BucketFactory, nats_server: jetstream.EmbeddedServer, js: jetstream.JetStream
+) -> None:
+    """A peer can store ``$KV.<b>.t.>`` literally (the library knows: purge_deletes skips such
+    tombstones). If that is the bucket's newest message, ``newest_message`` returns None and
+    ``_read_pinned`` takes it for "an empty bucket: every key is missing": get_many of more
+    than 1000 keys, from a handle that did not write them, reports every live key missing at
+    revision 0 -- a silently wrong snapshot."""
+    writer = await make_bucket(history=1)
+    keys = [f"k{i}" for i in range(1001)]
+    await writer.put_many({key: b"v" for key in keys[:1000]})
+    await writer.put(keys[1000], b"v")
+
+    nc = await nats.connect(nats_server.url)
+    try:
+        await nc.jetstream().publish(f"$KV.{writer.name}.t.>", b"x")
+    finally:
+        await nc.close()
+
+    reader = await kvstore.open_bucket(js, writer.name)  # no own writes to fall back on
+    snapshot = await reader.get_many(keys)
+    assert snapshot.missing == ()
+    assert len(snapshot) == 1001
+    assert snapshot.revision >= 1001
+
+
+RECORD_KEYS = 100  # keys per record; a record is always written whole by one put_many
+
+
+@pytest.mark.parametrize(("size", "trials"), [(1500, 12), (5000, 6)])
+async def test_big_get_many_is_consistent_under_concurrent_put_many(
+    make_bucket: BucketFactory, size: int, trials: int
+) -> None:
+    """A writer keeps rewriting whole records (every key of a record carries the record's
+    version) on a history-1 bucket; every read must see every key (none is ever deleted) and
+    each record at one version."""
+    bucket = await make_bucket(history=1)
+    keys = [f"r{i // RECORD_KEYS}.f{i % RECORD_KEYS}" for i in range(size)]
+    records = [keys[i : i + RECORD_KEYS] for i in range(0, size, RECORD_KEYS)]
+    for start in range(0, size, 1000):
+        await bucket.put_many({key: b"0" for key in keys[start : start + 1000]})
+    done = asyncio.Event()
+    writes = 0
+
+    async def write() -> None:
+        nonlocal writes
+        version = 0
+        while not done.is_set():
+            version += 1
+            for record in records:
+                await bucket.put_many({key: str(version).encode() for key in record})
+                writes += 1
+
+    overlapped = 0
+
+    async def read(trials: int) -> list[str]:
+        nonlocal overlapped
+        problems = []
+        for _ in range(trials):
+            before = writes
+            snapshot = await bucket.get_many(keys)
+            overlapped += writes > before  # the writer really ran during the read
+            if snapshot.missing:
+                problems.append(f"{len(snapshot.missing)} live keys missing")
+            for record in records:
+                versions = {snapshot[k].value for k in record if k in snapshot}
+                if len(versions) > 1:
+                    problems.append(f"record {record[0]} torn: {sorted(versions)}")
+        return problems
+
+    writer = asyncio.create_task(write())
+    try:
+        problems = await read(trials)
+    finally:
+        done.set()
+        await writer
+    assert problems == []
+    # Most reads overlap a write (a fast read can finish between two of the writer's acks).
+    assert overlapped >= trials // 2, f"only {overlapped} of {trials} reads overlapped a write"

@@ -293,3 +293,21 @@ async def test_concurrent_operations_on_a_deleted_bucket_all_raise_bucket_not_fo
         return_exceptions=True,
     )
     assert all(isinstance(r, kvstore.BucketNotFoundError) for r in results), results
+
+
+async def test_a_batch_to_a_deleted_bucket_fails_at_once_not_after_its_deadline(
+    make_bucket: BucketFactory, js: jetstream.JetStream
+) -> None:
+    """A put to a deleted bucket fails at once (BucketNotFoundError: no stream listens); a
+    put_many or a prepared batch waited out its whole commit deadline (30 s by default),
+    taking the 503 for a leader election."""
+    bucket = await make_bucket()
+    prepared = bucket.prepare_many({"a": b"1", "b": b"2"})
+    await kvstore.delete_bucket(js, bucket.name)
+    async with asyncio.timeout(10):
+        with pytest.raises(kvstore.BucketNotFoundError):
+            await bucket.put("a", b"1")
+        with pytest.raises(kvstore.BucketNotFoundError):
+            await bucket.put_many({"a": b"1", "b": b"2"})
+        with pytest.raises(kvstore.BucketNotFoundError):
+            await prepared.commit()

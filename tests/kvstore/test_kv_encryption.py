@@ -28,6 +28,7 @@ from jetstream import (
     UnknownKeyIdError,
 )
 from kvstore import Base64KeyCodec, Op
+from kvstore._encryption import value_associated_data
 from tests.conftest import BucketFactory
 from tests.docs.test_examples import EXAMPLES, _run
 from tests.peer_reads import peer_keys
@@ -516,3 +517,33 @@ async def test_a_refused_rewrite_raises_our_error_not_an_exception_group(
     with pytest.raises(jetstream.JetStreamError):
         await rekeying.rekey()
     assert await _key_ids(js, rekeying) == {f"k{i}": "k1" for i in range(5)}  # nothing written
+
+
+OPENER = Keyring({"k1": K1}, primary="k1")  # another ring with the same key: a reader
+
+
+async def test_put_many_stores_envelope_v1_with_each_messages_own_headers(
+    make_bucket: BucketFactory, peer: JetStreamContext
+) -> None:
+    bucket = await make_bucket(history=5, encryption=RING1, marker_ttl=timedelta(seconds=1))
+    await bucket.put("c.3", b"old")
+    items = {f"{group}.{i}": f"value {group}{i}".encode() for group in "abc" for i in range(4)}
+    # Runs of equal headers and changes between them: plain, TTL'd, conditional.
+    ttl = {"b.0": 60, "b.1": 60, "a.3": 120}
+    expect = {"c.0": 0, "c.3": 1}
+    revisions = await bucket.put_many(items, ttl=ttl, expect=expect)
+    assert set(revisions) == set(items)
+    snapshot = await bucket.get_many(items)
+    assert {key: entry.value for key, entry in snapshot.items()} == items
+    for key, value in items.items():
+        raw = await peer.get_last_msg(bucket.stream, f"$KV.{bucket.name}.{key}")
+        headers = dict(raw.headers or {})
+        assert headers[ENC] == "v1;k1"
+        assert value not in raw.data  # the peer sees ciphertext only
+        ad = value_associated_data(bucket.name, key)
+        assert OPENER.open(headers[ENC], raw.data, ad) == value
+        assert headers.get("Nats-TTL") == (str(ttl[key]) if key in ttl else None)
+        if key in expect:
+            assert headers["Nats-Expected-Last-Subject-Sequence"] == str(expect[key])
+        else:
+            assert "Nats-Expected-Last-Subject-Sequence" not in headers

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine, Generator
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -273,3 +274,41 @@ async def test_a_stray_delivery_is_reported_once_and_the_watch_goes_on(bucket: B
                 errors += 1
                 assert errors == 1, "reported once"
     assert keys == [f"k{i}" for i in range(8)]
+
+
+KEYS = 2000
+
+
+class _TaskCounter:
+    """Counts the tasks the running loop creates while installed (a task factory)."""
+
+    def __init__(self) -> None:
+        self.created = 0
+
+    def __call__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        coro: Coroutine[Any, Any, Any] | Generator[Any, None, Any],
+        **kwargs: Any,
+    ) -> asyncio.Future[Any]:
+        self.created += 1
+        return asyncio.Task(coro, loop=loop, **kwargs)
+
+
+async def test_keys_scan_starts_no_task_per_key(make_bucket: Any) -> None:
+    """keys() (like every until-caught-up scan) waited for each message through
+    ``asyncio.wait_for``, a task and a timer per message: twice a watch's cost per key, and on
+    the old code this test counted about one task per key."""
+    bucket: kvstore.Bucket = await make_bucket()
+    for start in range(0, KEYS, 1000):
+        await bucket.put_many({f"k{i}": b"v" for i in range(start, start + 1000)})
+    loop = asyncio.get_running_loop()
+    counter = _TaskCounter()
+    loop.set_task_factory(counter)  # type: ignore[arg-type]
+    try:
+        keys = [key async for key in bucket.keys()]
+    finally:
+        loop.set_task_factory(None)
+    assert len(keys) == KEYS
+    # The consumer's puller and its clean-up need a few; nothing may scale with the keys.
+    assert counter.created < 50, counter.created

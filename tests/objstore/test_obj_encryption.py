@@ -22,6 +22,7 @@ import objstore
 import objstore._rekey
 import objstore._upload
 from jetstream import DecryptionError, Keyring, PlaintextValueError, UnknownKeyIdError
+from objstore._encryption import chunk_associated_data
 from objstore._models import chunk_subject, meta_subject
 from tests.conftest import StoreFactory
 
@@ -413,3 +414,34 @@ async def test_new_headers_keep_the_encryption_marker_peers_read(make_store: Sto
     assert info.headers == {"H": ["v"], ENC: ["v1;k1"]}
     assert (await store.info("o")).headers == {"H": ["v"], ENC: ["v1;k1"]}
     assert await store.get_bytes("o") == DATA[:100]
+
+
+OPENER = Keyring({"k1": K1}, primary="k1")  # another ring with the same key: a reader
+
+
+async def test_object_chunks_are_envelope_v1_and_the_digest_covers_them(
+    js: jetstream.JetStream, unique_name: Callable[[str], str], peer: JetStreamContext
+) -> None:
+    name = unique_name("os")
+    store = await objstore.create_store(js, name, encryption=RING1)
+    try:
+        data = bytes(range(256)) * 40 + b"tail"  # 10 chunks of 1024 and one of 4
+        info = await store.put("o", data, chunk_size=1024)
+        assert info.chunks == 11
+        sub = await peer.subscribe(chunk_subject(name, info.nuid), ordered_consumer=True)
+        sha = hashlib.sha256()
+        plain = b""
+        for index in range(info.chunks):
+            msg = await sub.next_msg(timeout=5)
+            sha.update(msg.data)
+            last = index == info.chunks - 1
+            assert (msg.headers or {})[ENC] == "v1;k1"
+            ad = chunk_associated_data(name, info.nuid, index, last)
+            plain += OPENER.open((msg.headers or {})[ENC], msg.data, ad)
+        await sub.unsubscribe()
+        assert plain == data
+        assert info.digest == "SHA-256=" + base64.urlsafe_b64encode(sha.digest()).decode()
+        assert info.size == len(data) + 11 * 28
+        assert await store.get_bytes("o") == data
+    finally:
+        await objstore.delete_store(js, name)
