@@ -1,4 +1,4 @@
-"""Downloads hand chunks from one long-lived task to the reader (issue 17): a read starts a
+"""Downloads hand chunks from one long-lived task to the reader: a read starts a
 fixed number of tasks whatever the object's size, holds no more chunks than its window, and a
 cancelled read leaves neither its task nor its consumer behind."""
 

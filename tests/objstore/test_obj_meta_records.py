@@ -1,4 +1,4 @@
-"""Object meta records under concurrency, TTL and peers (issue 10, findings 1, 2, 5, 6, 23):
+"""Object meta records under concurrency, TTL and peers:
 rewrites are conditional on the record read, keep the TTL left, decode what any ADR-20 client
 writes, and a default store holds nothing an ADR-20 reader cannot parse."""
 
