@@ -1,5 +1,6 @@
-"""Object store operations cancelled at random points, racing each other, and against a paused server; the store must stay consistent (every live object whole,
-no chunk of no live object) once the calls are over."""
+"""Object store operations cancelled at random points, racing each other, and against a paused
+server: the store stays consistent (every live object whole, no chunk of no live object) once
+the calls are over."""
 
 from __future__ import annotations
 
