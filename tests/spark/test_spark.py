@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
+import sys
+import textwrap
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -22,6 +26,7 @@ from pyspark.sql import SparkSession  # noqa: E402
 
 import kvstore.spark  # noqa: E402
 import objstore.spark  # noqa: E402
+from tests.spark.spark_session import ROOT  # noqa: E402
 
 pytestmark = pytest.mark.spark
 
@@ -276,3 +281,130 @@ def test_registration_without_register_call(nats_server: jetstream.EmbeddedServe
 
     assert pyspark_natskv.DefaultSource.name() == "natskv"
     assert pyspark_natsobj.DefaultSource.name() == "natsobj"
+
+
+async def _store(url: str, name: str) -> None:
+    async with await jetstream.connect(url) as js:
+        await objstore.create_store(js, name)
+
+
+async def _messages(url: str, stream: str) -> int:
+    async with await jetstream.connect(url) as js:
+        return (await js.stream_info(stream)).state.messages
+
+
+def _packages() -> list[str]:
+    """The packages pyproject.toml installs (a copy without one of them fails to install)."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    return list(config["tool"]["setuptools"]["packages"])
+
+
+def test_natsobj_limit_and_include_deleted(
+    spark: Any, nats_server: jetstream.EmbeddedServer, unique_name: Callable[[str], str]
+) -> None:
+    name = unique_name("sh")
+
+    async def fill() -> None:
+        async with await jetstream.connect(nats_server.url) as js:
+            store = await objstore.create_store(js, name)
+            for i in range(4):
+                await store.put(f"o{i}", b"x" * (i + 1))
+            await store.delete("o0")
+
+    _run(fill)
+
+    def listed(**options: str) -> list[str]:
+        reader = spark.read.format("natsobj").option("servers", nats_server.url)
+        return sorted(r.name for r in reader.options(**options).load(name).collect())
+
+    assert listed() == ["o1", "o2", "o3"]
+    assert listed(includeDeleted="true") == ["o0", "o1", "o2", "o3"]
+    assert len(listed(limit="2")) == 2
+
+
+def test_upload_objects_refuses_repeated_names_and_reports_a_missing_store_per_row(
+    spark: Any, nats_server: jetstream.EmbeddedServer, unique_name: Callable[[str], str]
+) -> None:
+    name = unique_name("sh")
+    _run(lambda: _store(nats_server.url, name))
+    rows = [(f"n{i % 5}", bytes([i]) * 100) for i in range(8)]  # n0, n1, n2 twice
+    df = spark.createDataFrame(rows, "name string, data binary").repartition(2)
+    with pytest.raises(objstore.DuplicateObjectNameError) as caught:
+        objstore.spark.upload_objects(df, name, servers=nats_server.url, data_col="data")
+    assert sorted(caught.value.names) == ["n0", "n1", "n2"]
+    assert _run(lambda: _messages(nats_server.url, f"OBJ_{name}")) == 0, "nothing uploaded"
+
+    unique = spark.createDataFrame(rows[:5], "NAME string, data binary")
+    missing = objstore.spark.upload_objects(
+        unique, "nosuchstore", servers=nats_server.url, data_col="DATA"
+    ).collect()
+    assert len(missing) == 5
+    assert all(r.error and r.error.startswith("StoreNotFoundError") for r in missing)
+    with pytest.raises(jetstream.ColumnError, match="'data' has type string"):
+        objstore.spark.upload_objects(
+            spark.createDataFrame([("a", "b")], "name string, data string"),
+            name,
+            servers=nats_server.url,
+            data_col="data",
+        )
+
+
+def test_formats_are_found_after_an_editable_install_without_register(
+    nats_server: jetstream.EmbeddedServer, unique_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    """`pip install -e .` (the README's install) used setuptools' import hook, which
+    pkgutil.iter_modules() (Spark's lookup of pyspark_* modules) does not see."""
+    name = unique_name("sh")
+    _run(lambda: _bucket(nats_server.url, name))
+    source = tmp_path / "src"
+    files = subprocess.run(
+        ["git", "ls-files", *_packages(), "pyspark_*.py", "README.md"],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    for file in [*files, "pyproject.toml"]:  # pyproject as in the work tree
+        (source / file).parent.mkdir(parents=True, exist_ok=True)
+        (source / file).write_bytes((ROOT / file).read_bytes())
+    venv = tmp_path / "venv"
+    subprocess.run([sys.base_prefix + "/bin/python3", "-m", "venv", "--without-pip", str(venv)],
+                   check=True)  # fmt: skip
+    python = venv / "bin" / "python"
+    site = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    here = subprocess.run(
+        [sys.executable, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    (Path(site) / "deps.pth").write_text(here + "\n")  # pyspark, nats-py: not jetstore
+    subprocess.run(
+        [sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-deps",
+         "-e", source],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    script = textwrap.dedent(f"""
+        import os, sys
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+        os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+        from pyspark.sql import SparkSession
+        spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+                 .config("spark.driver.host", "127.0.0.1")
+                 .config("spark.driver.bindAddress", "127.0.0.1").getOrCreate())
+        try:
+            df = spark.createDataFrame([("k", b"v")], "key string, value binary")
+            df.write.format("natskv").mode("append").option("servers", {nats_server.url!r}) \\
+                .save({name!r})
+            rows = spark.read.format("natskv").option("servers", {nats_server.url!r}) \\
+                .load({name!r}).collect()
+            print("ROWS", [(r.key, r.value) for r in rows])
+            import kvstore
+            print("FROM", kvstore.__file__)
+        finally:
+            spark.stop()
+    """)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # only the install
+    done = subprocess.run(
+        [python, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=110, env=env
+    )
+    assert "ROWS [('k', b'v')]" in done.stdout, done.stderr[-3000:]
+    assert f"FROM {source}" in done.stdout
