@@ -1,4 +1,4 @@
-"""The encryption hot paths (issue 15's cost goals) authenticate and frame exactly what the
+"""The encryption hot paths authenticate and frame exactly what the
 plain, one-step functions do: wire format v1 is unchanged, only built with less work.
 
 - A :class:`jetstream.Sealer`'s bound sealing (``bind`` once, ``seal_bound`` per payload,
