@@ -234,6 +234,9 @@ async def test_nats_py_reads_a_record_written_by_put_many(
     await nc.close()
 
 
+# -- get_many of any size, against peers' records and concurrent writers ---------------------
+
+
 async def test_get_many_over_1000_keys_when_a_peer_stored_a_wildcard_subject_last(
     make_bucket: BucketFactory, nats_server: jetstream.EmbeddedServer, js: jetstream.JetStream
 ) -> None:
