@@ -158,7 +158,7 @@ def test_a_bad_connection_file_is_a_typed_error_naming_it(
     ssl.SSLError or nkeys.ErrInvalidSeed instead of a jetstream error naming the option or
     file."""
     name = unique_name("rc")
-    jetstream.run_sync(lambda: _bucket(nats_server.url, name, keys=0))
+    jetstream.run_sync(lambda: _bucket(nats_server.url, name))
     path = tmp_path / "file.pem"
     if content is not None:
         path.write_text(content)
