@@ -1,4 +1,4 @@
-"""Durations Go's time.Duration (int64 nanoseconds) cannot hold are refused with a typed
+"""Durations Go's ``time.Duration`` (int64 nanoseconds) cannot hold are refused with a typed
 error naming the field, before anything is sent."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Messages fit the server's limits to the byte, whichever API writes them: the whole message
-(headers included) against max_payload for puts with a TTL, batches and object chunks, keys
+(headers included) against ``max_payload`` for puts with a TTL, batches and object chunks, keys
 up to the longest a subject may carry, and subjects the control line cannot hold refused before
 sending (the server would close the connection)."""
 

@@ -1,5 +1,5 @@
 """Requests while the server is away: the error says how long was waited and what was retried, a
-read outlasting one timeout is asked again until the retry deadline, stall_timeout bounds
+read outlasting one timeout is asked again until the retry deadline, ``stall_timeout`` bounds
 opening an object, and frames published while reconnecting go through publish's checks."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""purge_deletes keeps several purges in flight (one per tombstone, awaited one at a time, cost
+"""``purge_deletes`` keeps several purges in flight (one per tombstone, awaited one at a time, cost
 a round trip per deleted key end to end), and a failed purge is raised with none left running."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Bad input to prepare_many / put_many gets a typed error and writes nothing: expect
-that is no mapping, keys that are no str (unhashable ones too), stray expect/ttl keys of
+"""Bad input to ``prepare_many`` / ``put_many`` gets a typed error and writes nothing: ``expect``
+that is no mapping, keys that are no str (unhashable ones too), stray ``expect``/``ttl`` keys of
 mixed types, and revisions that are bools or floats."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Readers whose object goes away under them (deleted, replaced, its chunks purged under an
 unchanged meta record) or whose server stays down end with a typed error in bounded time
-(stall_timeout, checked when given), never with wrong bytes."""
+(``stall_timeout``, checked when given), never with wrong bytes."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """An upload publishes its chunks with fast ingest where the stream allows it and falls back to
 acked publishes where it does not (stores other clients made, a stream that lost
-allow_batched); either way a failed or cancelled upload leaves no chunk behind, and the
+``allow_batched``); either way a failed or cancelled upload leaves no chunk behind, and the
 acked publisher keeps the chunks' order and its window."""
 
 from __future__ import annotations
