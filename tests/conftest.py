@@ -1,5 +1,6 @@
 """Fixture chain: one real nats-server per test session -> a JetStream context per test ->
-buckets and object stores with unique names, deleted after the test. No server mocks anywhere."""
+buckets and object stores with unique names, deleted after the test. No server mocks anywhere.
+The one SparkSession of a run (``spark``) lives in tests/spark/spark_session.py."""
 
 from __future__ import annotations
 
@@ -16,6 +17,9 @@ from nats.js import JetStreamContext
 import jetstream
 import kvstore
 import objstore
+from tests.spark.spark_session import spark
+
+__all__ = ["spark"]
 
 _counter = itertools.count()
 T = TypeVar("T")

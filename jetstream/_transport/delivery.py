@@ -11,7 +11,7 @@ every other frame, and every other operation, takes nats-py's path unchanged. Su
 re-subscribing after a reconnect, unsubscribing and draining stay nats-py's (the routed
 subscription is an ordinary one).
 
-Contract with nats-py, checked by ``tests/unit/test_delivery_contract.py`` so that a nats-py
+Contract with nats-py, checked by ``tests/jetstream/test_delivery_contract.py`` so that a nats-py
 release that changes it fails loudly instead of silently bypassing the route:
 
 * the client keeps its protocol parser in ``_ps``; the reading task calls

@@ -254,7 +254,7 @@ class Session(AsyncResource):
 
     def _reply_inbox(self) -> str | None:
         """The subject of nats-py's shared reply-inbox subscription (None before the first
-        request subscribes it); tests/unit/test_request_contract.py checks its shape."""
+        request subscribes it); tests/jetstream/test_request_contract.py checks its shape."""
         prefix = getattr(self._nc, "_resp_sub_prefix", None)
         return prefix.decode() + "*" if prefix else None
 

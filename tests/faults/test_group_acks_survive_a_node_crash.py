@@ -24,9 +24,9 @@ import pytest
 import jetstream
 import pcgroups
 from jetstream.testing import EmbeddedCluster
-from tests.integration.group_journal import Journals, Member, wait_for
-from tests.integration.group_streams import group_stream
-from tests.integration.test_pcgroups_processes import ACK_WAIT, publish, published, running
+from tests.pcgroups.group_journal import Journals, Member, wait_for
+from tests.pcgroups.group_streams import group_stream
+from tests.pcgroups.test_pcgroups_processes import ACK_WAIT, publish, published, running
 
 pytestmark = pytest.mark.faults
 MESSAGES = 3000

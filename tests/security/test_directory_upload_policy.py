@@ -16,7 +16,7 @@ import pytest
 
 import jetstream
 import objstore
-from tests.integration.cli_helpers import jetstore
+from tests.cli.cli_helpers import jetstore
 
 SECRET = b"outside the tree"
 

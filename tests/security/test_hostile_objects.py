@@ -377,3 +377,61 @@ async def test_infos_built_by_callers_are_checked_too(store: ObjectStore) -> Non
     wild = objstore.ObjectInfo(name="w", bucket=store.name, nuid=">", size=1, mtime="", chunks=1)
     with pytest.raises(objstore.InvalidObjectMetaError, match="nuid"):
         objstore.ObjectReader(store, wild)
+
+
+DEEP = 20_000  # nesting levels: far beyond any recursion limit, 160 kB (under max_payload)
+
+
+def _deeply_nested() -> bytes:
+    """A JSON object whose unknown field nests ``DEEP`` objects (decoders skipping it
+    recurse once per level)."""
+    return b'{"name":"deep","x":' + b'{"a":' * DEEP + b"1" + b"}" * DEEP + b"}"
+
+
+async def test_a_deeply_nested_meta_record_is_refused_not_a_recursion_error(
+    store: ObjectStore, peer: JetStreamContext, caplog: pytest.LogCaptureFixture
+) -> None:
+    await store.put("honest.bin", b"h" * 100)
+    await peer.publish(
+        _meta_subject(store.name, "deep"), _deeply_nested(), headers={"Nats-Rollup": "sub"}
+    )
+    with caplog.at_level(logging.WARNING, logger="objstore"):
+        assert [info.name async for info in store.list()] == ["honest.bin"]
+        with pytest.raises(objstore.InvalidObjectMetaError):
+            await store.info("deep")
+        with pytest.raises(objstore.InvalidObjectMetaError):
+            await store.get_bytes("deep")
+        assert await store.cleanup(older_than=timedelta(0)) == 0  # unreadable: nothing removed
+        await store.delete("deep")  # the record is replaced by a tombstone
+    assert "deep" in caplog.text
+    with pytest.raises(objstore.ObjectNotFoundError):
+        await store.info("deep")
+    assert await store.get_bytes("honest.bin") == b"h" * 100
+
+
+async def test_long_names_in_records_never_cost_the_connection(
+    store: ObjectStore, peer: JetStreamContext
+) -> None:
+    """A request subject over the server's control line makes the server close the connection
+    (nats-py then gives up for good). A peer's link to a 6000-character name, or a record with
+    a 5000-character nuid, did that to every reader: a 5 s timeout, then every later call
+    failed with ConnectionClosedError."""
+    await store.put("honest.bin", b"h" * 100)
+    record = {"bucket": store.name, "size": 0, "chunks": 0, "mtime": "", "nuid": "N"}
+    link = {"link": {"bucket": store.name, "name": "x" * 6000}}
+    await peer.publish(
+        _meta_subject(store.name, "long-link"),
+        json.dumps({**record, "name": "long-link", "options": link}).encode(),
+        headers={"Nats-Rollup": "sub"},
+    )
+    chunked = {**record, "name": "long-nuid", "nuid": "n" * 5000, "size": 1, "chunks": 1}
+    await peer.publish(
+        _meta_subject(store.name, "long-nuid"),
+        json.dumps(chunked).encode(),
+        headers={"Nats-Rollup": "sub"},
+    )
+    for name in ("long-link", "long-nuid", "y" * 6000):
+        with pytest.raises(jetstream.JetStreamError) as refused:
+            await asyncio.wait_for(store.get_bytes(name), 2.0)
+        assert not isinstance(refused.value, jetstream.RequestTimeoutError)
+        assert await store.get_bytes("honest.bin") == b"h" * 100, "the connection survived"

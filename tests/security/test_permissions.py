@@ -317,3 +317,24 @@ def test_permission_templates_are_valid_server_config(tmp_path: Path) -> None:
     config.write_text(server_config(_users()))
     with jetstream.EmbeddedServer(extra_args=["-c", str(config)]):
         pass  # the server refuses to start on an invalid configuration
+
+
+async def test_a_prefix_writers_get_many_is_refused_at_once(
+    secured: jetstream.EmbeddedServer,
+) -> None:
+    """get_many is not a prefix writer's (its batched direct get takes a body the server cannot
+    confine): refused at once, not after the 5 s request timeout."""
+    async with await connect(secured, "alice") as js:
+        bucket = await kvstore.open_bucket(js, "profiles")
+        await _fast_denial(bucket.get_many(["alice.name"]))
+
+
+async def test_a_writer_compacts_tombstones(secured: jetstream.EmbeddedServer) -> None:
+    """purge_deletes is one of the writes a whole-bucket writer is given."""
+    async with await connect(secured, "writer") as js:
+        bucket = await kvstore.open_bucket(js, "profiles")
+        await bucket.put("carol.tmp", b"x")
+        await bucket.delete("carol.tmp")
+        assert await bucket.purge_deletes(older_than=None) >= 1
+        with pytest.raises(kvstore.KeyNotFoundError):
+            _ = [entry async for entry in bucket.history("carol.tmp")]

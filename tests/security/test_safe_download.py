@@ -175,3 +175,16 @@ async def test_a_download_cut_off_by_the_server_leaves_existing_files_alone(
                 await asyncio.sleep(0.05)
     finally:
         server.close()
+
+
+@pytest.mark.parametrize("path", ["out\0.bin", "", ".", "..", "/", 123, b"out.bin"])
+async def test_get_file_refuses_a_path_that_names_no_file(
+    store: ObjectStore, tmp_path: Path, path: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Raw ValueError/TypeError from os and pathlib reached the caller (an embedded NUL, an
+    empty name, a number); now a typed error before anything is read or created."""
+    await store.put("o.bin", b"data")
+    monkeypatch.chdir(tmp_path)  # relative paths land in the test's directory
+    with pytest.raises(jetstream.ClientValidationError):
+        await store.get_file("o.bin", path)  # type: ignore[arg-type]
+    assert await asyncio.to_thread(os.listdir, tmp_path) == []

@@ -10,6 +10,7 @@ import logging
 import os
 import socket
 import time
+import traceback
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -268,3 +269,40 @@ async def test_bad_token_fails_fast_and_other_servers_are_still_tried(
 async def _enter_session(options: ConnectionOptions) -> None:
     async with options.session():
         raise AssertionError("connected with a wrong password")
+
+
+@pytest.mark.parametrize("password", ["pa,ss", "p#w", "p?w"])
+def test_a_password_that_breaks_the_servers_list_is_never_shown(password: str) -> None:
+    """``servers`` is split at commas (and URLs end their authority at ``#``/``?``): a password
+    holding one left ``nats://alice:pa`` (a URL without userinfo, shown whole) in the repr."""
+    secret = password.split(",")[0].split("#")[0].split("?")[0]  # the part a split leaves
+    text = f"nats://alice:{password}@127.0.0.1:4222"
+    try:
+        options = ConnectionOptions.from_strings({"servers": text})
+    except jetstream.ClientValidationError as error:
+        shown = "".join(traceback.format_exception(error)) + repr(error.__context__)
+        assert f":{secret}" not in shown and "alice" not in shown
+        assert "--password" in str(error), "says how to give it"
+    else:
+        assert f":{secret}" not in repr(options) and "alice" not in repr(options)
+
+
+@pytest.mark.parametrize("cut", ["#", "?", "/"])
+async def test_a_failed_connects_traceback_never_shows_the_password(
+    nats_server: jetstream.EmbeddedServer, cut: str
+) -> None:
+    """A ``#``, ``?`` or ``/`` in a URL's password ends the URL's authority: nats-py's URL
+    parser then raised ``Port could not be cast to integer value as 'S3cret'``, chained under
+    ConnectionFailedError, so the traceback a Spark task failure or ``log.exception`` prints
+    showed the password. Such a URL is now refused before any attempt (a URL cannot carry
+    that password), with nothing of it quoted or chained."""
+    url = f"nats://alice:S3cret{cut}x@127.0.0.1:{nats_server.port}"
+    with pytest.raises(jetstream.ClientValidationError) as failed:
+        await jetstream.connect(url, connect_timeout=1)
+    shown = "".join(traceback.format_exception(failed.value))
+    chain: list[BaseException] = []
+    error: BaseException | None = failed.value
+    while error is not None:
+        chain.append(error)
+        error = error.__cause__ or error.__context__
+    assert "S3cret" not in shown and not any("S3cret" in repr(e) for e in chain)

@@ -16,7 +16,7 @@ import jetstream
 import objstore
 from jetstream._options import ConnectionOptions, run_sync
 from objstore._many import UploadItem, upload_many
-from tests.integration.spark_session import spark  # the shared session fixture
+from tests.spark.spark_session import spark  # the shared session fixture
 
 __all__ = ["spark"]
 
