@@ -16,8 +16,8 @@ import pytest
 import jetstream
 import kvstore
 import objstore
-from tests.spark.spark_session import spark  # noqa: F401  (the shared session)
 from tests.readme import DOCS, Block, python_blocks, run_fragment, run_fragments, snippet_world
+from tests.spark.spark_session import spark  # noqa: F401  (the shared session)
 
 BLOCKS = {doc.name: python_blocks(doc) for doc in DOCS}
 
