@@ -7,7 +7,6 @@ Bars go to stderr, so ``jetstore obj get S N -o - > file`` keeps its data clean.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from types import TracebackType
 from typing import Self
@@ -16,7 +15,7 @@ import click
 
 from ._shown import shown
 
-__all__ = ["Callback", "Reporter", "reporter"]
+__all__ = ["Callback", "Reporter"]
 
 Callback = Callable[[int, int | None], None]
 """``progress(done, total)`` as objstore calls it."""
@@ -55,12 +54,3 @@ class Reporter:
 
 def _ignore(done: int, total: int | None) -> None:
     return None
-
-
-def reporter(*, quiet: bool, json: bool, files: int, total_bytes: int | None) -> Reporter:
-    """Bars when stderr is a terminal (and neither ``--quiet`` nor ``--json``), else plain."""
-    if quiet or json or not sys.stderr.isatty():
-        return Reporter(quiet=quiet or json)
-    from ._bars import BarReporter  # rich only when there are bars to draw
-
-    return BarReporter(files, total_bytes)

@@ -23,7 +23,7 @@ from ._connect import Settings
 from ._endings import stdin_binary
 from ._fields import object_fields
 from ._output import EXIT_FAILED, EXIT_OK, emit_json_line, error_line, exit_code_for
-from ._progress import Reporter, reporter
+from ._progress import Reporter
 
 __all__ = ["Plan", "Upload", "download", "plan_uploads", "report_skipped", "upload"]
 
@@ -283,3 +283,12 @@ async def _to_stdout(
                 callback(done, size)
     out.flush()
     return 0
+
+
+def reporter(*, quiet: bool, json: bool, files: int, total_bytes: int | None) -> Reporter:
+    """Bars when stderr is a terminal (and neither ``--quiet`` nor ``--json``), else plain."""
+    if quiet or json or not sys.stderr.isatty():
+        return Reporter(quiet=quiet or json)
+    from ._bars import BarReporter  # rich only when there are bars to draw
+
+    return BarReporter(files, total_bytes)

@@ -15,7 +15,7 @@ and orbit's ``cg`` tool manages groups created here::
 from jetstream._public import show_as as _show_as
 
 from . import wire
-from ._consume import DEFAULT_ACK_WAIT, consume_elastic, consume_static
+from ._consume import consume_elastic, consume_static
 from ._elastic import (
     add_members,
     create_elastic,
@@ -45,6 +45,7 @@ from ._errors import (
 from ._filter_limits import MAX_MEMBER_FILTERS
 from ._group_member import GroupMember
 from ._key_change import KeyChange, origin_revision
+from ._kind import DEFAULT_ACK_WAIT
 from ._members import (
     elastic_active_members,
     elastic_step_down,

@@ -1,36 +1,18 @@
 """Joining a group as a member: ``consume_static`` and ``consume_elastic``.
 
-What differs between the two kinds lives here (:class:`GroupKind`): where the member's
-consumer lives and how it is named and configured, exactly as orbit.go does
-(docs/PCGROUPS-WIRE.md section 4), and which config changes a running member follows.
-The member itself (:class:`GroupMember`) is the same for both.
-
-Defaults against orbit's: ``ack_wait`` 5 s when the template has none (orbit
-``defaultAckWait``); pin timeout ``max(ack_wait, 1 s)``; pulls expire after
-``max(ack_wait / 2, 1 s)``; elastic consumers are deleted by the server ``ack_wait`` after
-their last pull (``inactive_threshold``). Other template fields (``max_ack_pending`` ...) are
-the caller's, the server's defaults otherwise.
+What differs between the two kinds is :class:`GroupKind` (``_kind``); the member itself
+(:class:`GroupMember`) is the same for both.
 """
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-from collections.abc import Callable
-from datetime import timedelta
-from typing import Any, Final
-
-import msgspec
-
 from jetstream import (
     ClientValidationError,
     ConsumerConfig,
-    ConsumerNotFoundError,
     JetStream,
 )
 
 from ._assign import (
-    PRIORITY_GROUP,
     elastic_member_filters,
     elastic_stream_name,
     static_consumer_name,
@@ -40,150 +22,17 @@ from ._assign import (
     validate_member_name,
     validate_static_config,
 )
-from ._errors import CorruptGroupConfigError, InvalidGroupConfigError
-from ._filter_limits import check_filter_count, covering_pair
 from ._group_member import GroupMember, Handler
+from ._kind import GroupKind, checked_decoder, elastic_change, static_change
 from ._models import (
     ELASTIC_BUCKET,
     STATIC_BUCKET,
-    ElasticConfig,
-    StaticConfig,
     decode_elastic_config,
     decode_static_config,
 )
 from ._template import checked_template
 
-__all__ = ["DEFAULT_ACK_WAIT", "GroupKind", "consume_elastic", "consume_static"]
-
-DEFAULT_ACK_WAIT: Final = 5.0
-"""Seconds; orbit's ``defaultAckWait``, used when the template sets no ``ack_wait``."""
-_MIN_PIN_TIMEOUT: Final = 1.0
-
-
-@dataclasses.dataclass(frozen=True)
-class GroupKind:
-    """How one kind of group maps a config to a member's consumer."""
-
-    kind: str
-    bucket: str
-    stream: str
-    group: str
-    member: str
-    consumer_stream: str
-    """The stream the member's consumer lives on."""
-    consumer_name: str
-    template: ConsumerConfig
-    decode: Callable[[bytes], Any]
-    filters: Callable[[Any], tuple[str, ...]]
-    incompatible: Callable[[Any, Any], str | None]
-    """What changed between the first config and a new one that the member cannot follow."""
-    elastic: bool
-
-    @property
-    def ack_wait(self) -> float:
-        wait = self.template.ack_wait
-        return DEFAULT_ACK_WAIT if wait is None else wait.total_seconds()
-
-    @property
-    def pull_expires(self) -> float:
-        return max(self.ack_wait / 2, 1.0)
-
-    def consumer_config(self, config: Any) -> ConsumerConfig | None:
-        """The member's consumer under ``config``, or None when it owns no partition.
-
-        Raises:
-            InvalidGroupConfigError: ``config`` (written by another client) gives the member
-                filters the server refuses: more than :data:`MAX_MEMBER_FILTERS`, or one
-                covering another.
-        """
-        filters = self.filters(config)
-        if not filters:
-            return None
-        self._check_filters(filters)
-        ack_wait = timedelta(seconds=self.ack_wait)
-        fields: dict[str, Any] = {
-            "filter_subject": "",
-            "filter_subjects": list(filters),
-            "ack_wait": ack_wait,
-            "priority_groups": [PRIORITY_GROUP],
-            "priority_policy": "pinned_client",
-            "priority_timeout": timedelta(seconds=max(self.ack_wait, _MIN_PIN_TIMEOUT)),
-        }
-        if self.elastic:
-            fields.update(
-                name=self.consumer_name,
-                durable_name="",
-                ack_policy="explicit",
-                inactive_threshold=ack_wait,
-            )
-        else:
-            fields.update(name="", durable_name=self.consumer_name)
-            if self.template.ack_policy != "all":
-                fields["ack_policy"] = "explicit"
-        return msgspec.structs.replace(self.template, **fields)
-
-    def _check_filters(self, filters: tuple[str, ...]) -> None:
-        check_filter_count(len(filters), f"member {self.member!r} of the {self.kind} group")
-        # filters of different partitions never overlap: their first tokens differ
-        partition = filters[0].split(".", 1)[0] + "."
-        pair = covering_pair([f for f in filters if f.startswith(partition)])
-        if pair is not None:
-            raise InvalidGroupConfigError(
-                f"the {self.kind} group config gives member {self.member!r} the filter "
-                f"{pair[1]!r}, which covers its filter {pair[0]!r}: the server refuses that"
-            )
-
-    async def create(self, js: JetStream, config: ConsumerConfig) -> None:
-        """Create the member's consumer (done already with this config: nothing happens).
-
-        Raises:
-            ConsumerExistsError: the name holds another config (the member replaces it with
-                :meth:`replace` once no instance uses it).
-            JetStreamError: the server refused (e.g. 10100 while members' filters still
-                overlap on the work queue; the member retries).
-        """
-        await js.create_consumer_info(self.consumer_stream, config, action="create")
-
-    async def replace(self, js: JetStream, config: ConsumerConfig) -> None:
-        """Replace the member's consumer that holds another config: an elastic one is deleted
-        and created again (orbit's way: its new partitions may lie behind the old
-        consumer's position), a static durable is updated (it keeps its position).
-
-        Raises:
-            ConsumerExistsError: (elastic) created again meanwhile by another instance.
-            JetStreamError: the server refused (an update of a setting it cannot change).
-        """
-        if self.elastic:
-            with contextlib.suppress(ConsumerNotFoundError):
-                await js.delete_consumer(self.consumer_stream, self.consumer_name)
-            await self.create(js, config)
-        else:
-            await js.create_consumer_info(self.consumer_stream, config, action="")
-
-
-def _decoded(decode: Callable[[bytes], Any], validate: Callable[[Any], None]) -> Any:
-    def run(data: bytes) -> Any:
-        config = decode(data)
-        try:
-            validate(config)
-        except InvalidGroupConfigError as exc:
-            raise CorruptGroupConfigError(f"the stored group config breaks a rule: {exc}") from exc
-        return config
-
-    return run
-
-
-def _static_change(first: StaticConfig, new: StaticConfig) -> str | None:
-    # orbit stops a static member on any change: its durable cannot take over partitions
-    # whose messages it has already passed.
-    return None if first == new else "config"
-
-
-def _elastic_change(first: ElasticConfig, new: ElasticConfig) -> str | None:
-    for name in ("max_members", "partitioning_filters", "max_buffered_msgs", "max_buffered_bytes"):
-        if getattr(first, name) != getattr(new, name):
-            return name
-    return None
+__all__ = ["consume_elastic", "consume_static"]
 
 
 def _flag(value: bool, name: str) -> bool:
@@ -250,9 +99,9 @@ def consume_static(
         consumer_stream=stream,
         consumer_name=static_consumer_name(group, member),
         template=checked_template(config),
-        decode=_decoded(decode_static_config, validate_static_config),
+        decode=checked_decoder(decode_static_config, validate_static_config),
         filters=lambda c: static_member_filters(c, member),
-        incompatible=_static_change,
+        incompatible=static_change,
         elastic=False,
     )
     return GroupMember(js, kind, handler, confirm_acks=_flag(confirm_acks, "confirm_acks"))
@@ -307,9 +156,9 @@ def consume_elastic(
         consumer_stream=elastic_stream_name(stream, group),
         consumer_name=member,
         template=checked_template(config),
-        decode=_decoded(decode_elastic_config, validate_elastic_config),
+        decode=checked_decoder(decode_elastic_config, validate_elastic_config),
         filters=lambda c: elastic_member_filters(c, member),
-        incompatible=_elastic_change,
+        incompatible=elastic_change,
         elastic=True,
     )
     return GroupMember(js, kind, handler, confirm_acks=_flag(confirm_acks, "confirm_acks"))

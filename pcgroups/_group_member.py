@@ -70,7 +70,7 @@ from ._status import partitioning_mismatch, unjoinable_members
 from ._store import existing_bucket, read_config
 
 if TYPE_CHECKING:
-    from ._consume import GroupKind
+    from ._kind import GroupKind
 
 __all__ = ["GroupMember", "Handler"]
 

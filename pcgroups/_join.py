@@ -38,7 +38,7 @@ from ._consumer_use import consumer_in_use, server_now, settings_differences
 from ._errors import MemberConsumerRefusedError
 
 if TYPE_CHECKING:
-    from ._consume import GroupKind
+    from ._kind import GroupKind
 
 __all__ = ["MemberJoin"]
 

@@ -14,7 +14,6 @@ import jetstream
 import pcgroups
 from jetstream import ConsumerConfig, ConsumerInfo
 from jetstream._protocol.models import PriorityGroupState, SequenceInfo
-from pcgroups._consume import GroupKind
 from pcgroups._consumer_use import consumer_in_use, settings_differences
 from pcgroups._filter_limits import (
     check_filter_count,
@@ -23,6 +22,7 @@ from pcgroups._filter_limits import (
     subject_is_subset,
 )
 from pcgroups._join import MemberJoin
+from pcgroups._kind import GroupKind
 
 
 @pytest.mark.parametrize(
