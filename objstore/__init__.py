@@ -11,7 +11,6 @@ meta ``$O.<store>.M.<base64url(name)>``), so nats.go, nats-py and the ``nats`` C
 
 from jetstream._public import show_as as _show_as
 
-from ._download import ObjectReader
 from ._errors import (
     DigestMismatchError,
     DuplicateObjectNameError,
@@ -49,7 +48,7 @@ from ._models import (
 )
 from ._permissions import reader_permissions, uploader_permissions
 from ._scan import DirectoryScan, ScannedFile, SkippedEntry, scan_directory
-from ._store import ObjectStore
+from ._store import ObjectReader, ObjectStore
 
 __all__ = [
     "DEFAULT_CHUNK_SIZE",

@@ -1,6 +1,6 @@
-"""ObjectReader: an object's chunks as an async iterator, digest checked at the end, memory
-bounded by the consumer window (about 8 MiB) whatever the object size, and time bounded when
-the chunks go away or the server stops answering."""
+"""ChunkReader (``objstore.ObjectReader``): an object's chunks as an async iterator, digest
+checked at the end, memory bounded by the consumer window (about 8 MiB) whatever the object
+size, and time bounded when the chunks go away or the server stops answering."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ __all__ = [
     "IDLE_CHECK",
     "MAX_WINDOW_MESSAGES",
     "WINDOW_BYTES",
-    "ObjectReader",
+    "ChunkReader",
     "check_stall_timeout",
     "window_messages",
 ]
@@ -55,31 +55,9 @@ FEED_SHARE = 4
 """One part in this many of the window is buffered by the reader's feed (the rest requested)."""
 
 
-class ObjectReader(AsyncResource):
-    """``async with store.open(name) as reader: async for chunk in reader: ...``
-
-    A read ends with the whole object or an error, in bounded time: when no chunk arrives for
-    :data:`IDLE_CHECK` seconds (or the server counts fewer chunks left than the meta promises)
-    the reader asks whether its next chunk is still stored, and fails at once when it is not
-    (the meta record then tells why); a read that gets no chunk for ``stall_timeout`` seconds
-    (the server down, say) fails then. An object renamed while it is read still reads whole.
-
-    Raises (while iterating):
-        DecryptionError, UnknownKeyIdError, PlaintextValueError: (encrypted stores) a chunk
-            that does not decrypt: changed, reordered, dropped, from another object or store,
-            the object cut short, the wrong key; or a plain object (see ``allow_plaintext``).
-        ObjectNotFoundError: the object was deleted or replaced while being read.
-        StoreNotFoundError: the store was deleted while the object was read.
-        DigestMismatchError: chunks are missing although the meta record is unchanged (e.g.
-            expired, or never stored by a lying peer), more bytes arrive than the record
-            promises, or, after the last chunk, the size, chunk count or SHA-256 digest differ
-            from the object's meta (an encrypted object's chunks are checked by their tags
-            instead of the digest).
-        RequestTimeoutError: no chunk for ``stall_timeout`` seconds.
-
-    Raises (on construction): InvalidObjectMetaError when ``info``'s nuid is not one literal
-    subject token or its counts are off; ClientValidationError for a bad ``stall_timeout``.
-    """
+class ChunkReader(AsyncResource):
+    """The reading of one object's chunks from a :class:`StoreCore`: what
+    :class:`objstore.ObjectReader` does (see it for the guarantees and errors)."""
 
     def __init__(
         self, store: StoreCore, info: ObjectInfo, *, stall_timeout: float = DEFAULT_STALL_TIMEOUT

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from jetstream import ClientValidationError
 
-from ._download import ObjectReader
+from ._download import ChunkReader
 from ._errors import PathNotAllowedError
 
 __all__ = ["check_target", "local_path", "save_to_file"]
@@ -123,7 +123,7 @@ def _sync_directory(folder: Path) -> None:
 
 
 async def save_to_file(
-    reader: ObjectReader, target: Path, progress: Callable[[int, int | None], None] | None
+    reader: ChunkReader, target: Path, progress: Callable[[int, int | None], None] | None
 ) -> None:
     """Write every chunk of ``reader`` to ``target`` through a temporary file of its own.
 
@@ -169,7 +169,7 @@ async def _settled(creating: asyncio.Future[tuple[int, Path]]) -> tuple[int, Pat
 
 
 async def _copy(
-    reader: ObjectReader, fd: int, progress: Callable[[int, int | None], None] | None
+    reader: ChunkReader, fd: int, progress: Callable[[int, int | None], None] | None
 ) -> None:
     """The chunks into ``fd`` in ~4 MiB batches, one batch in flight while the next arrives."""
     loop = asyncio.get_running_loop()

@@ -22,7 +22,7 @@ from jetstream import (
 )
 
 from ._core import StoreCore
-from ._download import ObjectReader
+from ._download import ChunkReader
 from ._encryption import ChunkCipher
 from ._errors import ObjectNotFoundError, UploadFailedError
 from ._meta import MetaRecord, read_record
@@ -107,6 +107,6 @@ async def _reupload(store: StoreCore, record: MetaRecord) -> RekeyReport:
 
 async def _plaintext(store: StoreCore, info: ObjectInfo) -> AsyncIterator[bytes]:
     """The object's plaintext, chunk by chunk, digest and authentication checked."""
-    async with ObjectReader(store, info) as reader:
+    async with ChunkReader(store, info) as reader:
         async for chunk in reader:
             yield chunk

@@ -25,7 +25,7 @@ from jetstream._protocol.ttl import format_ttl
 from ._checks import check_chunk_size, check_record_text, validate_object_name
 from ._cleanup import remove_orphans
 from ._core import StoreCore, store_info
-from ._download import DEFAULT_STALL_TIMEOUT, ObjectReader, check_stall_timeout
+from ._download import DEFAULT_STALL_TIMEOUT, ChunkReader, check_stall_timeout
 from ._encryption import cipher_for
 from ._errors import (
     ObjectNotFoundError,
@@ -46,7 +46,7 @@ from ._rekey import rekey_store
 from ._rewrites import delete_object, rename, update_in_place, write_link
 from ._upload import Progress, upload
 
-__all__ = ["ObjectStore", "bound_store", "open_store"]
+__all__ = ["ObjectReader", "ObjectStore", "bound_store", "open_store"]
 
 _MAX_CHUNK_SIZE = 8 * 1024 * 1024
 
@@ -509,6 +509,38 @@ class ObjectStore:
                     yield info
 
 
+class ObjectReader(ChunkReader):
+    """``async with store.open(name) as reader: async for chunk in reader: ...``
+
+    A read ends with the whole object or an error, in bounded time: when no chunk arrives for
+    :data:`IDLE_CHECK` seconds (or the server counts fewer chunks left than the meta promises)
+    the reader asks whether its next chunk is still stored, and fails at once when it is not
+    (the meta record then tells why); a read that gets no chunk for ``stall_timeout`` seconds
+    (the server down, say) fails then. An object renamed while it is read still reads whole.
+
+    Raises (while iterating):
+        DecryptionError, UnknownKeyIdError, PlaintextValueError: (encrypted stores) a chunk
+            that does not decrypt: changed, reordered, dropped, from another object or store,
+            the object cut short, the wrong key; or a plain object (see ``allow_plaintext``).
+        ObjectNotFoundError: the object was deleted or replaced while being read.
+        StoreNotFoundError: the store was deleted while the object was read.
+        DigestMismatchError: chunks are missing although the meta record is unchanged (e.g.
+            expired, or never stored by a lying peer), more bytes arrive than the record
+            promises, or, after the last chunk, the size, chunk count or SHA-256 digest differ
+            from the object's meta (an encrypted object's chunks are checked by their tags
+            instead of the digest).
+        RequestTimeoutError: no chunk for ``stall_timeout`` seconds.
+
+    Raises (on construction): InvalidObjectMetaError when ``info``'s nuid is not one literal
+    subject token or its counts are off; ClientValidationError for a bad ``stall_timeout``.
+    """
+
+    def __init__(
+        self, store: ObjectStore, info: ObjectInfo, *, stall_timeout: float = DEFAULT_STALL_TIMEOUT
+    ) -> None:
+        super().__init__(store._core, info, stall_timeout=stall_timeout)
+
+
 class _OpeningReader:
     """What ``open()`` returns: enter it to resolve links and get an :class:`ObjectReader`."""
 
@@ -530,7 +562,7 @@ class _OpeningReader:
                 f"object {self._name!r}: its meta record did not come within the "
                 f"stall_timeout of {self._stall_timeout:g}s"
             ) from None
-        self._reader = ObjectReader(store._core, info, stall_timeout=self._stall_timeout)
+        self._reader = ObjectReader(store, info, stall_timeout=self._stall_timeout)
         return await self._reader.__aenter__()
 
     async def __aexit__(self, *exc: object) -> None:

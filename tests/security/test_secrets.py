@@ -101,7 +101,8 @@ def test_spark_task_and_option_reprs_hide_credentials() -> None:
     """What can land in a Spark plan, a task's repr or a pickled closure's error message."""
     pytest.importorskip("pyspark")
     import kvstore.spark as kv_spark
-    import objstore.spark as obj_spark
+    from kvstore.spark._options import parse_options
+    from objstore.spark._upload import _UploadTask
 
     raw = {
         "servers": f"nats://alice:{PASSWORD}@127.0.0.1:4222",
@@ -110,8 +111,8 @@ def test_spark_task_and_option_reprs_hide_credentials() -> None:
         "bucket": "b",
     }
     connection = ConnectionOptions.from_strings(raw)
-    task = obj_spark._UploadTask(connection, "s", "name", "path", None, 1024, 2, None)
-    options = kv_spark._options(raw, "read")
+    task = _UploadTask(connection, "s", "name", "path", None, 1024, 2, None)
+    options = parse_options(raw, "read")
     reader = kv_spark.KVReader(options, (("key", False),), 0)
     source = kv_spark.KVDataSource(raw)
     for text in (repr(task), str(task), repr(options), repr(reader), repr(source)):
