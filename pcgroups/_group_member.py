@@ -45,7 +45,6 @@ from jetstream import (
     ConnectionClosedError,
     Consumer,
     ConsumerConfig,
-    ConsumerNotFoundError,
     JetStream,
     JetStreamError,
     StreamNotFoundError,
@@ -64,6 +63,7 @@ from ._errors import (
     GroupDeletedError,
     MemberNotFoundError,
 )
+from ._handover import hand_over, holds_pin
 from ._join import MemberJoin
 from ._message import GroupMessage
 from ._status import partitioning_mismatch, unjoinable_members
@@ -80,7 +80,6 @@ _log = logging.getLogger("pcgroups")
 _JOIN_RETRY: Final = (0.25, 0.5)  # a join refused (10100: the previous owner of a partition
 # has not let it go yet) is retried after this long (orbit: ack_wait + 500 ms)
 _REJOIN_DELAY: Final = 0.2  # after a consume ended (consumer deleted): retry soon
-_BACKOFF: Final = (0.4, 0.5)  # orbit: an unpinned instance waits 400-499 ms on a change
 _LEAVE_TIMEOUTS: Final = 2  # leaving takes at most this many request timeouts (js.timeout)
 
 
@@ -653,37 +652,9 @@ class GroupMember:
         with contextlib.suppress(JetStreamError):  # unsent: it comes again, and again here
             await msg.ack(wait=self._confirm_acks)
 
-    async def _is_pinned(self, consumer: Consumer) -> bool:
-        pin = consumer.pin_id(PRIORITY_GROUP)
-        if not pin:
-            return False
-        try:
-            info = await consumer.info()
-        except JetStreamError:
-            return False
-        return any(g.pinned_client_id == pin for g in info.priority_groups or ())
-
     async def _hand_over(self, consumer: Consumer) -> None:
-        """After a change of partitions: the instance holding the pin deletes the consumer
-        (its messages are settled), the others give it time to (orbit's order)."""
-        if await self._is_pinned(consumer):
-            await self._acks_applied()
-            with contextlib.suppress(ConsumerNotFoundError):
-                await self._js.delete_consumer(consumer.stream, consumer.name)
-        else:
-            await asyncio.sleep(random.uniform(*_BACKOFF))
-
-    async def _acks_applied(self) -> None:
-        """Wait until the consumer has applied the acks sent so far. The server queues acks
-        and applies them apart from API requests: a consumer deleted right after an ack
-        could lose it, and the work queue would give that message to the next owner of its
-        partition although it was processed (orbit's "ack racing a membership change"). A
-        confirmed ``+WPI`` on the last message received is answered only after every ack
-        sent before it on this connection."""
         last, self._last = self._last, None
-        if last is not None:
-            with contextlib.suppress(JetStreamError):  # no answer: delete anyway (bounded)
-                await last.in_progress(wait=True)
+        await hand_over(self._js, consumer, last)
 
     async def _leave(self) -> None:
         """Stopping: close the config watch (its task deletes its consumer meanwhile) and
@@ -691,7 +662,7 @@ class GroupMember:
         if self._watch_task is not None:
             self._watch_task.cancel()
         consumer = self._consumer
-        if consumer is not None and await self._is_pinned(consumer):
+        if consumer is not None and await holds_pin(consumer):
             with contextlib.suppress(JetStreamError):
                 await self._js.unpin_consumer(consumer.stream, consumer.name, PRIORITY_GROUP)
 
