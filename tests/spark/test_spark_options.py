@@ -122,14 +122,14 @@ def test_natskv_key_filters_drop_covered_ones_and_refuse_partial_overlaps() -> N
     """The server refuses a consumer whose filters overlap: history-1 and stream reads of
     ``keys=a.>,a.b`` failed inside the tasks (10138)."""
     from kvstore import InvalidKeyError
-    from kvstore.spark import _options
+    from kvstore.spark._options import parse_options
 
-    opts = _options(
+    opts = parse_options(
         {"bucket": "b", "servers": "nats://127.0.0.1:1", "keys": "a.>, a.b,a.>"}, "read"
     )
     assert opts.filters == ("a.>",)
     with pytest.raises(InvalidKeyError, match="overlap"):
-        _options({"bucket": "b", "servers": "nats://127.0.0.1:1", "keys": "a.*.c,a.b.>"}, "stream")
+        parse_options({"bucket": "b", "servers": "nats://127.0.0.1:1", "keys": "a.*.c,a.b.>"}, "stream")
 
 
 def test_a_stream_batch_has_no_partitions_for_sequences_the_bucket_dropped(
@@ -139,7 +139,8 @@ def test_a_stream_batch_has_no_partitions_for_sequences_the_bucket_dropped(
     ``earliest`` (or an old checkpoint) covered 1..50 with a partition (and a consumer) per
     10 sequences, all but the last empty."""
     import kvstore
-    from kvstore.spark import KVStreamReader, _options
+    from kvstore.spark import KVStreamReader
+    from kvstore.spark._options import parse_options
 
     name = unique_name("drop")
 
@@ -150,7 +151,7 @@ def test_a_stream_batch_has_no_partitions_for_sequences_the_bucket_dropped(
                 await bucket.put("k", str(i).encode())
 
     run_sync(fill)
-    opts = _options(
+    opts = parse_options(
         {"bucket": name, "servers": nats_server.url, "seqsPerPartition": "10"}, "stream"
     )
     reader = KVStreamReader(opts, ())
