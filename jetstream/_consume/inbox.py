@@ -13,12 +13,12 @@ from .._api.client import ApiClient
 from .._transport.connection import reader_gone
 from .._transport.delivery import discard, route_of
 from .._transport.nats_errors import nats_errors
+from .pull_message import PullMessage, framed_message, message_size, pull_message
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from .._transport.delivery import DeliveryClient
-from .pull_message import PullMessage, framed_message, message_size, pull_message
 
 __all__ = ["DeliveryInbox"]
 

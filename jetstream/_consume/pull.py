@@ -39,19 +39,16 @@ from .._errors import (
 from .._protocol import status as st
 from .._protocol.duration import go_duration_ns
 from .._transport.events import ConnectionEvent
+from .inbox import DeliveryInbox
 from .keep_alive import BufferKeepAlive
 from .priority import PriorityPin
-from .pull_options import (
-    PullOptions,
-)
+from .pull_message import PullMessage, no_delivery, report_skipped, terminate
+from .pull_options import PullOptions
 from .pull_window import Limit, PullRequest, PullWindow
+from .queue import ItemQueue, ResetReason, ResetSignal, cancel_and_wait
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine
-
-from .inbox import DeliveryInbox
-from .pull_message import PullMessage, no_delivery, report_skipped, terminate
-from .queue import ItemQueue, ResetReason, ResetSignal, cancel_and_wait
 
 __all__ = ["Puller", "parse_exceeded"]
 

@@ -9,10 +9,10 @@ import dataclasses
 import enum
 from typing import TYPE_CHECKING, Final
 
+from .pull_message import PullMessage
+
 if TYPE_CHECKING:
     from collections.abc import Callable
-
-from .pull_message import PullMessage
 
 __all__ = ["WAKE", "Item", "ItemQueue", "ResetReason", "ResetSignal", "Wake", "cancel_and_wait"]
 

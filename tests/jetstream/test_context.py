@@ -71,7 +71,7 @@ async def test_server_errors_map_to_typed_exceptions(
     with pytest.raises(jetstream.MessageTTLDisabledError) as disabled:
         await js.publish(f"{name}.x", b"v", headers={"Nats-TTL": "5"})
     assert disabled.value.err_code == 10166
-    with pytest.raises(jetstream.InvalidTTLError):
+    with pytest.raises(jetstream.MessageTTLInvalidError):
         await js.publish(f"{name}.x", b"v", headers={"Nats-TTL": "0"})
     with pytest.raises(jetstream.MessageTooLargeError):
         await js.publish(f"{name}.x", b"v" * 101)
