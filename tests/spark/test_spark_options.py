@@ -129,7 +129,9 @@ def test_natskv_key_filters_drop_covered_ones_and_refuse_partial_overlaps() -> N
     )
     assert opts.filters == ("a.>",)
     with pytest.raises(InvalidKeyError, match="overlap"):
-        parse_options({"bucket": "b", "servers": "nats://127.0.0.1:1", "keys": "a.*.c,a.b.>"}, "stream")
+        parse_options(
+            {"bucket": "b", "servers": "nats://127.0.0.1:1", "keys": "a.*.c,a.b.>"}, "stream"
+        )
 
 
 def test_a_stream_batch_has_no_partitions_for_sequences_the_bucket_dropped(
