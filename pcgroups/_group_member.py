@@ -590,36 +590,36 @@ class GroupMember:
                 return
 
     async def _feed_iterator(self, stream: MessageStream) -> None:
-        while await self._wanted_unless_ended(stream):
-            try:
-                msg = await anext(stream)
-            except StopAsyncIteration:
-                return
-            self._last = msg
-            if msg in self._acked:
-                await self._ack_again(msg)
-                continue  # the caller still wants one
-            self._wanted.clear()
-            # In progress until settled.
-            message = GroupMessage(msg, self._settled, confirm=self._confirm_acks)
-            self._begin(message)
-            self._queue.put_nowait(message)
+        end = self._spawn(self._wake_at_end(stream))  # done: the consume's end is on its way
+        try:
+            while True:
+                await self._wanted.wait()
+                if end.done():
+                    break
+                try:
+                    msg = await anext(stream)
+                except StopAsyncIteration:
+                    return
+                self._last = msg
+                if msg in self._acked:
+                    await self._ack_again(msg)
+                    continue  # the caller still wants one
+                self._wanted.clear()
+                # In progress until settled.
+                message = GroupMessage(msg, self._settled, confirm=self._confirm_acks)
+                self._begin(message)
+                self._queue.put_nowait(message)
+        finally:
+            end.cancel()
         async for _ in stream:  # the consumer is gone: what it sent cannot be acked any more
             pass  # until the terminal error (the session ends with it)
 
-    async def _wanted_unless_ended(self, stream: MessageStream) -> bool:
-        """Wait until the iterating caller wants a message (True) or the consume ends
-        (False): a member nobody iterates must still notice its consumer is gone."""
-        if self._wanted.is_set():
-            return True
-        wanted = asyncio.ensure_future(self._wanted.wait())
-        ended = asyncio.ensure_future(stream.ending())
-        try:
-            await asyncio.wait({wanted, ended}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for waiting in (wanted, ended):
-                waiting.cancel()
-        return self._wanted.is_set()
+    async def _wake_at_end(self, stream: MessageStream) -> None:
+        """A member nobody iterates must still notice its consumer is gone: the consume's
+        end wakes the feed as a caller's want would (one waiter per consume, none per
+        message)."""
+        await stream.ending()
+        self._wanted.set()
 
     def _begin(self, message: GroupMessage) -> None:
         self._unsettled.add(message)
