@@ -17,7 +17,7 @@ import msgspec
 
 from jetstream import ConsumerConfig, ConsumerInfo
 
-__all__ = ["ack_wait_of", "consumer_in_use", "server_now", "settings_differences"]
+__all__ = ["ack_wait_of", "consumer_in_use", "pins", "server_now", "settings_differences"]
 
 _SERVER_ACK_WAIT: Final = timedelta(seconds=30)  # the server's default (consumer.go)
 _NOT_SETTINGS: Final = frozenset({"name", "durable_name", "filter_subject", "filter_subjects"})
@@ -41,8 +41,7 @@ def consumer_in_use(info: ConsumerInfo, *, bound: datetime | None, pin: str) -> 
     """
     now = server_now(info)
     ack_wait = ack_wait_of(info)
-    pinned = {g.pinned_client_id for g in info.priority_groups or () if g.pinned}
-    if pinned - {pin}:
+    if pins(info) - {pin}:
         return "another instance holds the pin"
     if info.num_waiting:
         return f"{info.num_waiting} pull(s) waiting"
@@ -54,6 +53,11 @@ def consumer_in_use(info: ConsumerInfo, *, bound: datetime | None, pin: str) -> 
     if fresh and not info.delivered.consumer_seq:
         return "just created by another instance"
     return None
+
+
+def pins(info: ConsumerInfo) -> set[str]:
+    """The pins the server holds on the consumer's priority groups now."""
+    return {g.pinned_client_id for g in info.priority_groups or () if g.pinned}
 
 
 def server_now(info: ConsumerInfo) -> datetime:

@@ -13,6 +13,7 @@ from jetstream import Consumer, ConsumerNotFoundError, JetStream, JetStreamError
 from jetstream._consume.pull_message import PullMessage
 
 from ._assign import PRIORITY_GROUP
+from ._consumer_use import pins
 
 __all__ = ["hand_over", "holds_pin"]
 
@@ -29,7 +30,7 @@ async def holds_pin(consumer: Consumer) -> bool:
         info = await consumer.info()
     except JetStreamError:
         return False
-    return any(g.pinned_client_id == pin for g in info.priority_groups or ())
+    return pin in pins(info)
 
 
 async def hand_over(js: JetStream, consumer: Consumer, last: PullMessage | None) -> None:

@@ -16,10 +16,10 @@ import contextlib
 from datetime import timedelta
 from typing import Final
 
-from jetstream import ConsumerInfo, JetStream, JetStreamError
+from jetstream import JetStream, JetStreamError
 
 from ._assign import PRIORITY_GROUP
-from ._consumer_use import ack_wait_of, server_now
+from ._consumer_use import ack_wait_of, pins, server_now
 
 __all__ = ["step_down"]
 
@@ -39,7 +39,7 @@ async def step_down(js: JetStream, stream: str, consumer: str) -> None:
         JetStreamError: the server refused or did not answer.
     """
     info = await js.consumer_info(stream, consumer)
-    if info.paused or not _pinned(info):
+    if info.paused or not pins(info):
         await js.unpin_consumer(stream, consumer, PRIORITY_GROUP)
         return
     ack_wait = ack_wait_of(info)
@@ -76,7 +76,3 @@ async def _until_settled(
             paused_at = now
         await asyncio.sleep(every)
         every = min(every * 2, _LOOK_AT_MOST)
-
-
-def _pinned(info: ConsumerInfo) -> bool:
-    return any(g.pinned for g in info.priority_groups or ())
