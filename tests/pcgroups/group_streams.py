@@ -43,3 +43,17 @@ async def group_stream(
         if stream.startswith(f"{name}-"):
             await js.delete_stream(stream)
     await js.delete_stream(name)
+
+
+@contextlib.asynccontextmanager
+async def one_member_group(js: jetstream.JetStream, name: str, kind: str) -> AsyncIterator[str]:
+    """A stream (as :func:`group_stream`) with a ``kind`` ("static" or "elastic") group ``g``
+    whose one member ``m1`` owns every partition (an elastic one partitions by the key)."""
+    async with group_stream(js, name, partitions=1 if kind == "static" else 0) as stream:
+        if kind == "static":
+            await pcgroups.create_static(js, stream, "g", max_members=1, members=["m1"])
+        else:
+            by_key = pcgroups.PartitioningFilter(f"{stream}.*", (1,))
+            await pcgroups.create_elastic(js, stream, "g", max_members=1, filters=[by_key])
+            await pcgroups.add_members(js, stream, "g", ["m1"])
+        yield stream

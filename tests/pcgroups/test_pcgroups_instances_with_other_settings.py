@@ -26,7 +26,7 @@ import jetstream
 import pcgroups
 from pcgroups import PartitioningFilter
 from tests.pcgroups.group_journal import Journals, Line, Member, wait_for
-from tests.pcgroups.group_streams import group_stream
+from tests.pcgroups.group_streams import group_stream, one_member_group
 from tests.pcgroups.test_pcgroups_processes import (
     publish,
     published,
@@ -52,17 +52,8 @@ async def group(
     request: pytest.FixtureRequest, js: jetstream.JetStream, unique_name: Callable[[str], str]
 ) -> AsyncIterator[tuple[str, str]]:
     """(kind, stream) of a group ``g`` with one member ``m1`` owning every partition."""
-    kind = request.param
-    partitions = 1 if kind == "static" else 0
-    async with group_stream(js, unique_name("pio"), partitions=partitions) as stream:
-        if kind == "static":
-            await pcgroups.create_static(js, stream, "g", max_members=1, members=["m1"])
-        else:
-            await pcgroups.create_elastic(
-                js, stream, "g", max_members=1, filters=[PartitioningFilter(f"{stream}.*", (1,))]
-            )
-            await pcgroups.add_members(js, stream, "g", ["m1"])
-        yield kind, stream
+    async with one_member_group(js, unique_name("pio"), request.param) as stream:
+        yield request.param, stream
 
 
 async def test_an_instance_with_other_settings_waits_until_the_other_is_gone(

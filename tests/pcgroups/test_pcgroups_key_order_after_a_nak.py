@@ -12,8 +12,7 @@ import pytest
 
 import jetstream
 import pcgroups
-from pcgroups import PartitioningFilter
-from tests.pcgroups.group_streams import group_stream
+from tests.pcgroups.group_streams import one_member_group
 
 pytestmark = pytest.mark.integration
 MESSAGES = 6  # of one key; message 1 is given back once
@@ -25,16 +24,8 @@ DEADLINE = 30.0
 async def test_a_message_given_back_is_processed_again_before_newer_ones_of_its_key(
     js: jetstream.JetStream, unique_name: Callable[[str], str], kind: str, give_back: str
 ) -> None:
-    partitions = 1 if kind == "static" else 0
-    async with group_stream(js, unique_name("pko"), partitions=partitions) as stream:
-        if kind == "static":
-            await pcgroups.create_static(js, stream, "g", max_members=1, members=["m1"])
-            consume = pcgroups.consume_static
-        else:
-            by_key = PartitioningFilter(f"{stream}.*", (1,))
-            await pcgroups.create_elastic(js, stream, "g", max_members=1, filters=[by_key])
-            await pcgroups.add_members(js, stream, "g", ["m1"])
-            consume = pcgroups.consume_elastic
+    consume = pcgroups.consume_static if kind == "static" else pcgroups.consume_elastic
+    async with one_member_group(js, unique_name("pko"), kind) as stream:
         for n in range(MESSAGES):
             await js.publish(f"{stream}.k0", str(n).encode())
         processed: list[int] = []
