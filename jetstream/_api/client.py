@@ -97,7 +97,9 @@ class ApiClient(Session):
                 StreamNotFoundError), or a reply that does not decode.
             NoRespondersError, UnavailableError, RequestTimeoutError: still so when the retry
                 deadline passed (the error says what each attempt got).
-            PermissionDeniedError, ConnectionClosedError, WrongEventLoopError: as :meth:`send`.
+            PermissionDeniedError, ConnectionClosedError, WrongEventLoopError, WrongTypeError,
+                ClientValidationError: as :meth:`send` (a bad subject or payload: nothing is
+                sent).
         """
         return await failover(
             self,

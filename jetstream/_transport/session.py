@@ -14,7 +14,12 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 
 from .. import headers as hdr
-from .._errors import ConnectionClosedError, PermissionDeniedError, WrongEventLoopError
+from .._errors import (
+    ConnectionClosedError,
+    PermissionDeniedError,
+    WrongEventLoopError,
+    check_bytes_like,
+)
 from .._protocol.limits import check_subject_length
 from .._resource import AsyncResource
 from .connection import close_client, reader_gone
@@ -167,6 +172,7 @@ class Session(AsyncResource):
         Raises:
             PermissionDeniedError, NoRespondersError, RequestTimeoutError.
             InvalidHeaderError: a header name or value that cannot be sent (nothing is sent).
+            WrongTypeError: a payload that is not bytes-like (nothing is sent).
             ClientValidationError: a subject longer than the server's control line leaves
                 (nothing is sent: the server would close the connection for good).
             ConnectionClosedError: the context is closed, or closed while the call waited for
@@ -178,6 +184,7 @@ class Session(AsyncResource):
         refused = self._reply_inbox_refused()
         if refused is not None:  # no reply can come: the server refused the reply inbox
             raise refused
+        check_bytes_like(payload, "payload")
         if headers:
             hdr.validate_headers(headers)  # nats-py would send an empty or broken name as is
         # Subjects may hold names from other clients' records (a link's target, a nuid).

@@ -230,3 +230,15 @@ async def test_the_server_counts_the_messages_on_a_subject(
     with pytest.raises(jetstream.NoRespondersError):  # no direct get: nobody counts
         await js.count_messages(name, f"{name}.>")
     await js.delete_stream(name)
+
+
+async def test_a_request_with_a_bad_subject_or_payload_is_refused_before_sending(
+    js: JetStream,
+) -> None:
+    """``JetStream.request`` is public: what it cannot send is a typed error, not nats-py's."""
+    with pytest.raises(jetstream.WrongTypeError, match="payload"):
+        await js.request("$JS.API.INFO", "text", jetstream.AccountInfo)  # type: ignore[arg-type]
+    with pytest.raises(jetstream.ClientValidationError, match="subject"):
+        await js.request("a b", b"", jetstream.AccountInfo)
+    info = await js.request("$JS.API.INFO", b"", jetstream.AccountInfo)
+    assert info.api.total > 0
