@@ -99,7 +99,7 @@ async def open_client(
         )
         # Bounded as a whole: after a refused TLS handshake nats-py waits forever for the
         # socket to close, inside connect().
-        await asyncio.wait_for(connecting, budget)
+        await _within(connecting, budget, nc)
     except (nats.errors.Error, OSError, TimeoutError) as exc:
         await _close_quietly(nc, _CLOSE_GRACE)  # nats-py leaves a failed client's socket open
         reported = failures if isinstance(exc, TimeoutError) and failures else [*failures, exc]
@@ -116,6 +116,39 @@ async def open_client(
         raise failed
     nc.options["max_reconnect_attempts"] = reconnect_attempts  # reconnects: nats-py's settings
     return nc
+
+
+async def _within(connecting: Awaitable[None], budget: float, nc: Client) -> None:
+    """Await nats-py's ``connect()`` for at most ``budget`` seconds; a cancel of the caller
+    (Ctrl-C) ends it at once.
+
+    Not ``asyncio.wait_for``: on Python 3.11 a cancel that lands as nats-py's own
+    ``wait_for`` around the TCP connect completes is swallowed there, and connect() then
+    waited ``connect_timeout`` for a silent server's INFO (Ctrl-C ignored for a minute). The
+    attempt is cancelled until it has ended, and its socket closed.
+
+    Raises:
+        TimeoutError: ``budget`` passed.
+    """
+    task = asyncio.ensure_future(connecting)
+    try:
+        done, _ = await asyncio.wait([task], timeout=budget)
+    except asyncio.CancelledError:
+        await _stop_connecting(task, nc)
+        raise
+    if not done:
+        await _stop_connecting(task, nc)
+        raise TimeoutError
+    task.result()
+
+
+async def _stop_connecting(task: asyncio.Future[None], nc: Client) -> None:
+    while not task.done():
+        _close_failed_attempt(nc)
+        task.cancel()
+        await asyncio.wait([task], timeout=0.05)  # a swallowed cancel is repeated
+    if not task.cancelled():
+        task.exception()  # retrieved: the attempt's own error is not the caller's
 
 
 def reader_gone(nc: Client) -> bool:

@@ -167,3 +167,32 @@ async def test_a_dead_server_in_the_list_is_skipped_and_kept_for_reconnects(
         await js.account_info()
         pool = {f"{s.uri.hostname}:{s.uri.port}" for s in js.nc._server_pool}
         assert dead.removeprefix("nats://") in pool, "the dead server stays in the pool"
+
+
+async def test_a_cancel_as_the_tcp_connect_completes_ends_the_connect_at_once() -> None:
+    """Ctrl-C (a cancel) that lands in the same loop turn as the TCP connect's completion:
+    on Python 3.11 nats-py's ``wait_for`` around the TCP connect swallowed it, and the connect
+    went on to wait ``connect_timeout`` (here 60 s) for a silent server's INFO."""
+    loop = asyncio.get_running_loop()
+    connecting: list[asyncio.Task[jetstream.JetStream]] = []
+    writers: list[asyncio.StreamWriter] = []
+
+    def accepted(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writers.append(writer)  # silent: never sends INFO
+        connecting[-1].cancel()  # the client's connect completes in this same loop turn
+
+    server = await asyncio.start_server(accepted, "127.0.0.1", 0)
+    url = f"nats://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    try:
+        for _ in range(20):
+            connecting.append(loop.create_task(jetstream.connect(url, connect_timeout=60)))
+            done, _pending = await asyncio.wait(connecting[-1:], timeout=10)
+            assert done, "the cancelled connect went on waiting for the server's INFO"
+            assert connecting[-1].cancelled()
+    finally:
+        for task in connecting:
+            task.cancel()
+        for writer in writers:
+            writer.close()
+        server.close()
+        await server.wait_closed()
