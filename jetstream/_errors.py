@@ -77,6 +77,7 @@
     ├── PermissionDeniedError              the server refused a publish or subscription (ACL)
     ├── RequestTimeoutError (TimeoutError) no reply within the deadline
     ├── ServerNotFoundError                EmbeddedServer: the nats-server binary is missing
+    ├── UsedAfterForkError (RuntimeError)  a blocking handle used in a fork of its process
     └── WrongEventLoopError (RuntimeError) a context used from another event loop than its own
 
 Each error is defined in the layer it belongs to: the KV and object store classes marked above
@@ -150,6 +151,7 @@ __all__ = [
     "UndecodableMessageError",
     "UnknownKeyIdError",
     "UnsupportedServerFeatureError",
+    "UsedAfterForkError",
     "ValueTooLargeError",
     "WrongEventLoopError",
     "WrongLastSequenceError",
@@ -639,6 +641,12 @@ class WrongEventLoopError(JetStreamError, RuntimeError):
     own loop (a watch's consumer) is left to that loop: leave its ``async with`` there, or
     close the context. Connect inside the loop that uses the context (with
     ``asyncio.run``, inside the coroutine it runs)."""
+
+
+class UsedAfterForkError(JetStreamError, RuntimeError):
+    """A blocking handle (``jetstream.sync``) opened before ``os.fork()`` was used in the
+    child: its connection and its loop's thread stayed in the parent, so the call could only
+    hang. Connect again in the child (a Spark task, a multiprocessing worker)."""
 
 
 def _build_registry() -> dict[int, type[JetStreamError]]:

@@ -1,0 +1,274 @@
+"""The blocking client's engine: an event loop on a thread of its own, and the two ways
+synchronous code crosses into it (a call that returns, an iterator that yields).
+
+Every blocking handle (``jetstream.sync.JetStream`` and the buckets, stores and groups made
+from it) keeps its async twin in this loop and only ever touches it there, so one handle can
+be shared by any number of threads, and used from inside another running event loop (a
+notebook cell) without "loop already running" and without a deadlock: the caller's thread
+only waits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import os
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable
+from types import TracebackType
+from typing import Any, Final, Generic, TypeVar
+
+from .._errors import ConnectionClosedError, UsedAfterForkError, WrongEventLoopError
+
+__all__ = ["BlockingIterator", "Portal"]
+
+T = TypeVar("T")
+
+_CANCEL_GRACE: Final = 5.0
+"""Seconds a call interrupted by Ctrl-C waits for its operation to end on the loop (a cancel
+lands at the operation's next ``await``) before ``KeyboardInterrupt`` is raised anyway."""
+
+_CLOSE_GRACE: Final = 10.0
+"""Seconds :meth:`Portal.close` waits for the loop's thread to end."""
+
+
+class Portal:
+    """An event loop running on a daemon thread of its own, for synchronous callers.
+
+    ``call(awaitable)`` runs the awaitable on the loop and blocks the calling thread until it
+    ends, with its result or its exception. Any thread may call, several at once. Ctrl-C
+    (``KeyboardInterrupt``) in a waiting thread cancels the operation on the loop, waits
+    briefly for it to end, and is raised. After ``os.fork()`` the child's copy refuses every
+    call (the thread was not copied): :class:`UsedAfterForkError`.
+    """
+
+    def __init__(self, name: str = "jetstream-sync") -> None:
+        self._loop = asyncio.new_event_loop()
+        self._pid = os.getpid()
+        self._closed = False
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The event loop the handles live in (for ``asyncio.run_coroutine_threadsafe``)."""
+        return self._loop
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._closed
+
+    def call(self, awaitable: Awaitable[T]) -> T:
+        """Run ``awaitable`` on the loop and return its result.
+
+        Raises:
+            ConnectionClosedError: the portal is closed (also to calls still waiting when it
+                closes).
+            UsedAfterForkError: this process is a fork of the one that opened the portal.
+            WrongEventLoopError: called from the portal's own thread (from a callback running
+                on its loop), where waiting would deadlock: await the async API there.
+            KeyboardInterrupt: Ctrl-C while waiting; the operation was cancelled.
+            Whatever the awaitable raises, unchanged.
+        """
+        self.check_usable()
+        if threading.get_ident() == self._thread.ident:
+            _close_unawaited(awaitable)
+            raise WrongEventLoopError(
+                "a blocking call from the blocking client's own event loop would wait for "
+                "itself: inside a callback, await the async API (handle.aio) instead"
+            )
+        result: concurrent.futures.Future[T] = concurrent.futures.Future()
+        started: list[asyncio.Task[T]] = []
+
+        def start() -> None:
+            task = self._loop.create_task(_awaited(awaitable))
+            started.append(task)
+            task.add_done_callback(lambda done: _settle(result, done))
+
+        try:
+            self._loop.call_soon_threadsafe(start)
+        except RuntimeError:  # the loop closed between the check and here
+            _close_unawaited(awaitable)
+            raise _closed_error() from None
+        return self._wait(result, started)
+
+    def _wait(self, result: concurrent.futures.Future[T], started: list[asyncio.Task[T]]) -> T:
+        try:
+            return result.result()
+        except KeyboardInterrupt:
+            # ``start`` was scheduled first: the loop runs callbacks in order, so the task
+            # exists by the time this cancel runs.
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                self._loop.call_soon_threadsafe(lambda: started[0].cancel())
+            concurrent.futures.wait([result], timeout=_CANCEL_GRACE)
+            raise
+
+    def submit(self, awaitable: Awaitable[Any]) -> None:
+        """Start ``awaitable`` on the loop without waiting for it (a clean-up from a
+        finalizer, which may run on any thread, this portal's own included). Does nothing
+        once the portal is closed or in a forked child."""
+        if self._closed or os.getpid() != self._pid:
+            _close_unawaited(awaitable)
+            return
+        try:
+            self._loop.call_soon_threadsafe(lambda: self._loop.create_task(_awaited(awaitable)))
+        except RuntimeError:
+            _close_unawaited(awaitable)
+
+    def check_usable(self) -> None:
+        """Raise unless calls can run.
+
+        Raises:
+            UsedAfterForkError: this process is a fork of the one that opened the portal.
+            ConnectionClosedError: the portal is closed.
+        """
+        if os.getpid() != self._pid:
+            raise UsedAfterForkError(
+                f"this blocking handle was opened in process {self._pid}, before a fork: its "
+                "connection and thread stayed there. Connect again in this process "
+                "(jetstream.sync.connect), e.g. inside the Spark task or pool worker"
+            )
+        if self._closed:
+            raise _closed_error()
+
+    def close(self) -> None:
+        """Stop the loop (operations still running are cancelled: their callers get
+        :class:`ConnectionClosedError`) and end its thread. Idempotent; never raises."""
+        if self._closed or os.getpid() != self._pid:
+            self._closed = True
+            return
+        self._closed = True
+        with contextlib.suppress(RuntimeError):
+            self._loop.call_soon_threadsafe(self._loop.stop)
+        if threading.get_ident() != self._thread.ident:
+            self._thread.join(_CLOSE_GRACE)
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        try:
+            self._loop.run_forever()
+        finally:
+            self._finish()
+
+    def _finish(self) -> None:
+        pending = asyncio.all_tasks(self._loop)
+        for task in pending:
+            task.cancel()
+        with contextlib.suppress(BaseException):
+            self._loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            self._loop.run_until_complete(self._loop.shutdown_asyncgens())
+        self._loop.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "running"
+        return f"<Portal {self._thread.name} {state}>"
+
+
+class BlockingIterator(Generic[T]):
+    """A plain iterator over an async iterator that lives in a :class:`Portal`'s loop
+    (``convert`` turns each item into its blocking twin, a message into one whose ``ack()``
+    blocks).
+
+    Each ``next()`` is one blocking call. Leaving early ends the async iterator (its watch,
+    listing or consume stops): ``close()``, the ``with`` block's end, or the iterator being
+    garbage collected. Ctrl-C during ``next()`` ends it too.
+    """
+
+    def __init__(
+        self,
+        portal: Portal,
+        source: AsyncIterator[Any],
+        *,
+        stop: Callable[[], Awaitable[None]] | None = None,
+        convert: Callable[[Any], T] | None = None,
+    ) -> None:
+        self._portal = portal
+        self._source = source
+        self._stop = stop if stop is not None else _closer(source)
+        self._convert = convert
+        self._done = False
+
+    def __iter__(self) -> BlockingIterator[T]:
+        return self
+
+    def __next__(self) -> T:
+        """The next item.
+
+        Raises:
+            StopIteration: the async iterator ended (or this one was closed).
+            KeyboardInterrupt: Ctrl-C while waiting; the iterator is closed.
+            Whatever the async iterator raises, unchanged (the iterator is then closed).
+        """
+        if self._done:
+            raise StopIteration
+        try:
+            item = self._portal.call(_next(self._source))
+        except StopAsyncIteration:
+            self._done = True
+            raise StopIteration from None
+        except BaseException:
+            self.close()
+            raise
+        return item if self._convert is None else self._convert(item)
+
+    def close(self) -> None:
+        """End the async iterator (and what it holds open on the server). Idempotent."""
+        if self._done:
+            return
+        self._done = True
+        if self._stop is not None and not self._portal.closed:
+            with contextlib.suppress(Exception):
+                self._portal.call(self._stop())
+
+    def __enter__(self) -> BlockingIterator[T]:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        if not self._done and self._stop is not None:
+            self._done = True
+            self._portal.submit(self._stop())
+
+
+def _closer(source: AsyncIterator[Any]) -> Callable[[], Awaitable[None]] | None:
+    aclose = getattr(source, "aclose", None)
+    return aclose if callable(aclose) else None
+
+
+async def _next(source: AsyncIterator[T]) -> T:
+    return await anext(source)
+
+
+async def _awaited(awaitable: Awaitable[T]) -> T:
+    return await awaitable
+
+
+def _settle(result: concurrent.futures.Future[T], task: asyncio.Task[T]) -> None:
+    if result.done():
+        return
+    if task.cancelled():  # by close(), or by the caller's Ctrl-C (which raises its own)
+        result.set_exception(_closed_error())
+    elif (error := task.exception()) is not None:
+        result.set_exception(error)
+    else:
+        result.set_result(task.result())
+
+
+def _closed_error() -> ConnectionClosedError:
+    return ConnectionClosedError("the blocking client is closed")
+
+
+def _close_unawaited(awaitable: Awaitable[Any]) -> None:
+    """Close a coroutine that will never run (no "was never awaited" warning)."""
+    close = getattr(awaitable, "close", None)
+    if callable(close):
+        close()
