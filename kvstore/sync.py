@@ -1,0 +1,537 @@
+"""Blocking twins of kvstore: the same names, arguments, results and errors, without ``async``.
+
+::
+
+    import jetstream.sync, kvstore.sync
+
+    with jetstream.sync.connect(url) as js:
+        bucket = kvstore.sync.create_bucket(js, "profiles", history=5)
+        rev = bucket.put("alice.name", b"Alice", ttl="1h")
+        with bucket.batch() as batch:                  # commits on exit, abandons on error
+            batch.put("alice.city", b"Paris")
+        for key in bucket.keys("alice.>"): ...
+        with bucket.watch("alice.>") as watcher:
+            for entry in watcher: ...
+
+Each handle drives its async twin (``.aio``) on the connection's loop thread (see
+:mod:`jetstream.sync`): share it between threads freely. Iterators (``keys``, ``history``,
+``list_buckets``, a watch) stop what they hold open on the server when left early.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from datetime import datetime, timedelta
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from jetstream import Keyring, RekeyReport, TTLValue
+from jetstream._blocking.portal import BlockingIterator, Portal
+from jetstream._publish.atomic import DEFAULT_COMMIT_DEADLINE, DEFAULT_MAX_BATCH
+from jetstream.sync import JetStream
+
+from . import _batch, _bucket, _manage, _typed, _watch
+from ._codecs import KeyCodec
+from ._core import BytesLike
+from ._models import BucketConfig, BucketStatus, Entry
+from ._snapshot import Snapshot
+from ._typed import TypedEntry, TypedSnapshot, ValueFormat
+
+if TYPE_CHECKING:
+    from typing import Unpack
+
+    from ._manage import BucketOptions
+
+__all__ = [
+    "Bucket",
+    "KeyBatch",
+    "KeyWatcher",
+    "TypedBucket",
+    "TypedWatcher",
+    "create_bucket",
+    "delete_bucket",
+    "list_buckets",
+    "open_bucket",
+    "update_bucket",
+]
+
+T = TypeVar("T")
+E = TypeVar("E")
+
+
+def create_bucket(
+    js: JetStream,
+    bucket: str,
+    config: BucketConfig | None = None,
+    *,
+    key_codec: KeyCodec | None = None,
+    encryption: Keyring | None = None,
+    allow_plaintext: bool = False,
+    **options: Unpack[BucketOptions],
+) -> Bucket:
+    """Blocking :func:`kvstore.create_bucket` (same options and errors)."""
+    made = _manage.create_bucket(
+        js.aio,
+        bucket,
+        config,
+        key_codec=key_codec,
+        encryption=encryption,
+        allow_plaintext=allow_plaintext,
+        **options,
+    )
+    return Bucket(js.portal.call(made), js)
+
+
+def open_bucket(
+    js: JetStream,
+    bucket: str,
+    *,
+    key_codec: KeyCodec | None = None,
+    encryption: Keyring | None = None,
+    allow_plaintext: bool = False,
+) -> Bucket:
+    """Blocking :func:`kvstore.open_bucket` (same errors)."""
+    opened = _manage.open_bucket(
+        js.aio, bucket, key_codec=key_codec, encryption=encryption, allow_plaintext=allow_plaintext
+    )
+    return Bucket(js.portal.call(opened), js)
+
+
+def update_bucket(
+    js: JetStream,
+    bucket: str,
+    config: BucketConfig | None = None,
+    **options: Unpack[BucketOptions],
+) -> Bucket:
+    """Blocking :func:`kvstore.update_bucket` (same options and errors)."""
+    return Bucket(js.portal.call(_manage.update_bucket(js.aio, bucket, config, **options)), js)
+
+
+def delete_bucket(js: JetStream, bucket: str) -> None:
+    """Blocking :func:`kvstore.delete_bucket` (same errors)."""
+    js.portal.call(_manage.delete_bucket(js.aio, bucket))
+
+
+def list_buckets(js: JetStream) -> Iterator[str]:
+    """Blocking :func:`kvstore.list_buckets`: the bucket names, as a plain iterator."""
+    return BlockingIterator(js.portal, _manage.list_buckets(js.aio))
+
+
+class Bucket:
+    """A KV bucket whose calls block (:class:`kvstore.Bucket`; ``aio`` is that twin)."""
+
+    def __init__(self, bucket: _bucket.Bucket, js: JetStream) -> None:
+        self.aio = bucket
+        self.portal: Portal = js.portal
+        self._js = js
+
+    @property
+    def js(self) -> JetStream:
+        """The blocking context this bucket was opened with."""
+        return self._js
+
+    @property
+    def name(self) -> str:
+        """The bucket's name."""
+        return self.aio.name
+
+    @property
+    def stream(self) -> str:
+        """The bucket's stream (``KV_<name>``)."""
+        return self.aio.stream
+
+    @property
+    def config(self) -> BucketConfig:
+        """As :attr:`kvstore.Bucket.config`."""
+        return self.aio.config
+
+    @property
+    def encryption(self) -> Keyring | None:
+        """As :attr:`kvstore.Bucket.encryption`."""
+        return self.aio.encryption
+
+    @property
+    def key_codec(self) -> KeyCodec | None:
+        """As :attr:`kvstore.Bucket.key_codec`."""
+        return self.aio.key_codec
+
+    @property
+    def max_key_length(self) -> int:
+        """As :attr:`kvstore.Bucket.max_key_length`."""
+        return self.aio.max_key_length
+
+    def put(self, key: str, value: BytesLike, *, ttl: TTLValue | None = None) -> int:
+        """Blocking :meth:`kvstore.Bucket.put` (same errors)."""
+        return self.portal.call(self.aio.put(key, value, ttl=ttl))
+
+    def create(self, key: str, value: BytesLike, *, ttl: TTLValue | None = None) -> int:
+        """Blocking :meth:`kvstore.Bucket.create` (same errors)."""
+        return self.portal.call(self.aio.create(key, value, ttl=ttl))
+
+    def update(
+        self, key: str, value: BytesLike, revision: int, *, ttl: TTLValue | None = None
+    ) -> int:
+        """Blocking :meth:`kvstore.Bucket.update` (same errors)."""
+        return self.portal.call(self.aio.update(key, value, revision, ttl=ttl))
+
+    def get(self, key: str, *, revision: int | None = None) -> Entry:
+        """Blocking :meth:`kvstore.Bucket.get` (same errors)."""
+        return self.portal.call(self.aio.get(key, revision=revision))
+
+    def delete(self, key: str, *, revision: int | None = None) -> int:
+        """Blocking :meth:`kvstore.Bucket.delete` (same errors)."""
+        return self.portal.call(self.aio.delete(key, revision=revision))
+
+    def purge(self, key: str, *, ttl: TTLValue | None = None, revision: int | None = None) -> int:
+        """Blocking :meth:`kvstore.Bucket.purge` (same errors)."""
+        return self.portal.call(self.aio.purge(key, ttl=ttl, revision=revision))
+
+    def put_many(
+        self,
+        items: Mapping[str, BytesLike] | Iterable[tuple[str, BytesLike]],
+        *,
+        expect: Mapping[str, int] | None = None,
+        ttl: TTLValue | Mapping[str, TTLValue] | None = None,
+        max_keys: int = DEFAULT_MAX_BATCH,
+        deadline: float = DEFAULT_COMMIT_DEADLINE,
+    ) -> dict[str, int]:
+        """Blocking :meth:`kvstore.Bucket.put_many`: all stored or none (same errors)."""
+        stored = self.aio.put_many(
+            items, expect=expect, ttl=ttl, max_keys=max_keys, deadline=deadline
+        )
+        return self.portal.call(stored)
+
+    def prepare_many(
+        self,
+        items: Mapping[str, BytesLike] | Iterable[tuple[str, BytesLike]],
+        *,
+        expect: Mapping[str, int] | None = None,
+        ttl: TTLValue | Mapping[str, TTLValue] | None = None,
+        max_keys: int = DEFAULT_MAX_BATCH,
+        deadline: float = DEFAULT_COMMIT_DEADLINE,
+    ) -> KeyBatch:
+        """As :meth:`kvstore.Bucket.prepare_many`: a batch to commit (same errors)."""
+        batch = self.aio.prepare_many(
+            items, expect=expect, ttl=ttl, max_keys=max_keys, deadline=deadline
+        )
+        return KeyBatch(batch, self.portal)
+
+    def get_many(self, keys: Iterable[str]) -> Snapshot:
+        """Blocking :meth:`kvstore.Bucket.get_many` (same errors)."""
+        return self.portal.call(self.aio.get_many(keys))
+
+    def batch(
+        self,
+        *,
+        max_keys: int = DEFAULT_MAX_BATCH,
+        timeout: float | None = None,
+        deadline: float = DEFAULT_COMMIT_DEADLINE,
+    ) -> KeyBatch:
+        """As :meth:`kvstore.Bucket.batch`: ``with bucket.batch() as b:`` commits on exit
+        and abandons on an exception (same errors)."""
+        return KeyBatch(
+            self.aio.batch(max_keys=max_keys, timeout=timeout, deadline=deadline), self.portal
+        )
+
+    def keys(self, filters: str | list[str] = ">") -> Iterator[str]:
+        """Blocking :meth:`kvstore.Bucket.keys`, a plain iterator (same errors)."""
+        return BlockingIterator(self.portal, self.aio.keys(filters))
+
+    def history(self, key: str) -> Iterator[Entry]:
+        """Blocking :meth:`kvstore.Bucket.history`, a plain iterator (same errors)."""
+        return BlockingIterator(self.portal, self.aio.history(key))
+
+    def watch(
+        self,
+        keys: str | list[str] = ">",
+        *,
+        include_history: bool = False,
+        updates_only: bool = False,
+        ignore_deletes: bool = False,
+        meta_only: bool = False,
+        resume_from: int | None = None,
+    ) -> KeyWatcher:
+        """As :meth:`kvstore.Bucket.watch`: ``with bucket.watch(...) as w: for entry in w``
+        (same errors)."""
+        watcher = self.aio.watch(
+            keys,
+            include_history=include_history,
+            updates_only=updates_only,
+            ignore_deletes=ignore_deletes,
+            meta_only=meta_only,
+            resume_from=resume_from,
+        )
+        return KeyWatcher(watcher, self.portal)
+
+    def status(self) -> BucketStatus:
+        """Blocking :meth:`kvstore.Bucket.status` (same errors)."""
+        return self.portal.call(self.aio.status())
+
+    def purge_deletes(self, *, older_than: timedelta | None = timedelta(minutes=30)) -> int:
+        """Blocking :meth:`kvstore.Bucket.purge_deletes` (same errors)."""
+        return self.portal.call(self.aio.purge_deletes(older_than=older_than))
+
+    def rekey(self) -> RekeyReport:
+        """Blocking :meth:`kvstore.Bucket.rekey` (same errors)."""
+        return self.portal.call(self.aio.rekey())
+
+    def typed(self, value_type: type[T], *, format: ValueFormat = "json") -> TypedBucket[T]:
+        """As :meth:`kvstore.Bucket.typed`: a view whose values are ``value_type``."""
+        return TypedBucket(self.aio.typed(value_type, format=format), self)
+
+    def decode_entry(
+        self,
+        subject: str,
+        value: bytes,
+        *,
+        revision: int,
+        created: datetime,
+        headers: dict[str, str] | None,
+    ) -> Entry:
+        """As :meth:`kvstore.Bucket.decode_entry` (CPU only: runs in the calling thread)."""
+        return self.aio.decode_entry(
+            subject, value, revision=revision, created=created, headers=headers
+        )
+
+    def __repr__(self) -> str:
+        return f"<blocking {self.aio!r}>"
+
+
+class TypedBucket(Generic[T]):
+    """A typed view whose calls block (:class:`kvstore.TypedBucket`; ``aio`` is that twin)."""
+
+    def __init__(self, view: _typed.TypedBucket[T], bucket: Bucket) -> None:
+        self.aio = view
+        self.portal = bucket.portal
+        self._bucket = bucket
+
+    @property
+    def bucket(self) -> Bucket:
+        """The blocking bucket this view reads and writes."""
+        return self._bucket
+
+    @property
+    def value_type(self) -> type[T]:
+        """The type values decode to."""
+        return self.aio.value_type
+
+    @property
+    def format(self) -> ValueFormat:
+        """The values' encoding."""
+        return self.aio.format
+
+    def put(self, key: str, value: T, *, ttl: TTLValue | None = None) -> int:
+        """Blocking :meth:`kvstore.TypedBucket.put` (same errors)."""
+        return self.portal.call(self.aio.put(key, value, ttl=ttl))
+
+    def create(self, key: str, value: T, *, ttl: TTLValue | None = None) -> int:
+        """Blocking :meth:`kvstore.TypedBucket.create` (same errors)."""
+        return self.portal.call(self.aio.create(key, value, ttl=ttl))
+
+    def update(self, key: str, value: T, revision: int, *, ttl: TTLValue | None = None) -> int:
+        """Blocking :meth:`kvstore.TypedBucket.update` (same errors)."""
+        return self.portal.call(self.aio.update(key, value, revision, ttl=ttl))
+
+    def get(self, key: str, *, revision: int | None = None) -> TypedEntry[T]:
+        """Blocking :meth:`kvstore.TypedBucket.get` (same errors)."""
+        return self.portal.call(self.aio.get(key, revision=revision))
+
+    def delete(self, key: str, *, revision: int | None = None) -> int:
+        """Blocking :meth:`kvstore.TypedBucket.delete` (same errors)."""
+        return self.portal.call(self.aio.delete(key, revision=revision))
+
+    def purge(self, key: str, *, ttl: TTLValue | None = None, revision: int | None = None) -> int:
+        """Blocking :meth:`kvstore.TypedBucket.purge` (same errors)."""
+        return self.portal.call(self.aio.purge(key, ttl=ttl, revision=revision))
+
+    def put_many(
+        self,
+        items: Mapping[str, T] | Iterable[tuple[str, T]],
+        *,
+        expect: Mapping[str, int] | None = None,
+        ttl: TTLValue | Mapping[str, TTLValue] | None = None,
+        max_keys: int = DEFAULT_MAX_BATCH,
+        deadline: float = DEFAULT_COMMIT_DEADLINE,
+    ) -> dict[str, int]:
+        """Blocking :meth:`kvstore.TypedBucket.put_many` (same errors)."""
+        stored = self.aio.put_many(
+            items, expect=expect, ttl=ttl, max_keys=max_keys, deadline=deadline
+        )
+        return self.portal.call(stored)
+
+    def prepare_many(
+        self,
+        items: Mapping[str, T] | Iterable[tuple[str, T]],
+        *,
+        expect: Mapping[str, int] | None = None,
+        ttl: TTLValue | Mapping[str, TTLValue] | None = None,
+        max_keys: int = DEFAULT_MAX_BATCH,
+        deadline: float = DEFAULT_COMMIT_DEADLINE,
+    ) -> KeyBatch:
+        """As :meth:`kvstore.TypedBucket.prepare_many` (same errors)."""
+        batch = self.aio.prepare_many(
+            items, expect=expect, ttl=ttl, max_keys=max_keys, deadline=deadline
+        )
+        return KeyBatch(batch, self.portal)
+
+    def get_many(self, keys: Iterable[str]) -> TypedSnapshot[T]:
+        """Blocking :meth:`kvstore.TypedBucket.get_many` (same errors)."""
+        return self.portal.call(self.aio.get_many(keys))
+
+    def keys(self, filters: str | list[str] = ">") -> Iterator[str]:
+        """Blocking :meth:`kvstore.TypedBucket.keys`, a plain iterator (same errors)."""
+        return BlockingIterator(self.portal, self.aio.keys(filters))
+
+    def history(self, key: str) -> Iterator[TypedEntry[T]]:
+        """Blocking :meth:`kvstore.TypedBucket.history`, a plain iterator (same errors)."""
+        return BlockingIterator(self.portal, self.aio.history(key))
+
+    def watch(
+        self,
+        keys: str | list[str] = ">",
+        *,
+        include_history: bool = False,
+        updates_only: bool = False,
+        ignore_deletes: bool = False,
+        meta_only: bool = False,
+        resume_from: int | None = None,
+    ) -> TypedWatcher[T]:
+        """As :meth:`kvstore.TypedBucket.watch` (same errors)."""
+        watcher = self.aio.watch(
+            keys,
+            include_history=include_history,
+            updates_only=updates_only,
+            ignore_deletes=ignore_deletes,
+            meta_only=meta_only,
+            resume_from=resume_from,
+        )
+        return TypedWatcher(watcher, self.portal)
+
+    def __repr__(self) -> str:
+        return f"<blocking {self.aio!r}>"
+
+
+class _Watch(Generic[E]):
+    """A running watch as a context manager and a plain iterator of its entries."""
+
+    def __init__(self, watcher: Any, portal: Portal) -> None:
+        self.aio = watcher
+        self.portal = portal
+        self._entries: BlockingIterator[E] = BlockingIterator(portal, watcher, stop=watcher.stop)
+
+    @property
+    def initial_done(self) -> bool:
+        """Whether the snapshot part (current values, or history) has been delivered."""
+        return bool(self.aio.initial_done.is_set())
+
+    @property
+    def resets(self) -> int:
+        """How many times the watch re-created its consumer (see the async twin)."""
+        return int(self.aio.resets)
+
+    @property
+    def skipped(self) -> int:
+        """Messages skipped because their subject is not UTF-8 (see the async twin)."""
+        return int(self.aio.skipped)
+
+    def initial(self) -> Iterator[E]:
+        """The entries of the snapshot part, ending once it has been delivered (see the
+        async twin's ``initial``); iterate the watch itself afterwards for the changes."""
+        return BlockingIterator(self.portal, self.aio.initial())
+
+    def __iter__(self) -> Iterator[E]:
+        return self._entries
+
+    def stop(self) -> None:
+        """Stop watching and delete the consumer."""
+        self._entries.close()
+
+    def __enter__(self) -> _Watch[E]:
+        self.portal.call(self.aio.__aenter__())
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._entries.close()
+        self.portal.call(self.aio.__aexit__(exc_type, exc, tb))
+
+
+class KeyWatcher(_Watch[Entry]):
+    """A watch (:class:`kvstore.KeyWatcher`) iterated without ``async``::
+
+    with bucket.watch("alice.>") as watcher:
+        for entry in watcher: ...
+    """
+
+    def __init__(self, watcher: _watch.KeyWatcher, portal: Portal) -> None:
+        super().__init__(watcher, portal)
+
+    def __enter__(self) -> KeyWatcher:
+        super().__enter__()
+        return self
+
+
+class TypedWatcher(_Watch[TypedEntry[T]], Generic[T]):
+    """A typed watch (:class:`kvstore.TypedWatcher`) iterated without ``async``."""
+
+    def __init__(self, watcher: _typed.TypedWatcher[T], portal: Portal) -> None:
+        super().__init__(watcher, portal)
+
+    def __enter__(self) -> TypedWatcher[T]:
+        super().__enter__()
+        return self
+
+
+class KeyBatch:
+    """Writes queued for one atomic commit (:class:`kvstore.KeyBatch`): queuing runs in the
+    calling thread; ``commit()`` and the ``with`` block's end block until stored."""
+
+    def __init__(self, batch: _batch.KeyBatch, portal: Portal) -> None:
+        self.aio = batch
+        self.portal = portal
+
+    def put(self, key: str, value: BytesLike, *, ttl: TTLValue | None = None) -> None:
+        """As :meth:`kvstore.KeyBatch.put` (same errors)."""
+        self.aio.put(key, value, ttl=ttl)
+
+    def create(self, key: str, value: BytesLike, *, ttl: TTLValue | None = None) -> None:
+        """As :meth:`kvstore.KeyBatch.create` (same errors)."""
+        self.aio.create(key, value, ttl=ttl)
+
+    def update(
+        self, key: str, value: BytesLike, revision: int, *, ttl: TTLValue | None = None
+    ) -> None:
+        """As :meth:`kvstore.KeyBatch.update` (same errors)."""
+        self.aio.update(key, value, revision, ttl=ttl)
+
+    def delete(self, key: str, *, revision: int | None = None) -> None:
+        """As :meth:`kvstore.KeyBatch.delete` (same errors)."""
+        self.aio.delete(key, revision=revision)
+
+    def purge(self, key: str, *, ttl: TTLValue | None = None, revision: int | None = None) -> None:
+        """As :meth:`kvstore.KeyBatch.purge` (same errors)."""
+        self.aio.purge(key, ttl=ttl, revision=revision)
+
+    def abandon(self) -> None:
+        """Drop every queued write; nothing is sent."""
+        self.aio.abandon()
+
+    def commit(self) -> dict[str, int]:
+        """Blocking :meth:`kvstore.KeyBatch.commit` (same errors)."""
+        return self.portal.call(self.aio.commit())
+
+    def __enter__(self) -> KeyBatch:
+        self.portal.call(self.aio.__aenter__())
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.portal.call(self.aio.__aexit__(exc_type, exc, tb))
