@@ -220,6 +220,7 @@ class JetStream:
         """Blocking :meth:`jetstream.JetStream.get_next_message` (same errors)."""
         return self.portal.call(self.aio.get_next_message(stream, subject, seq, direct=direct))
 
+    @property
     def is_closed(self) -> bool:
         """As :attr:`jetstream.JetStream.is_closed`."""
         return self.aio.is_closed

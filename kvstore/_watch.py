@@ -4,6 +4,7 @@ survives reconnects and server restarts, with expiry markers as their own ``Op.E
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Self
@@ -191,8 +192,10 @@ async def iter_keys(bucket: BucketCore, subjects: list[str]) -> AsyncIterator[st
     """Keys with a live value on ``subjects`` (:meth:`BucketCore.filter_subjects`), filtered
     by the server."""
     scan = scan_stream(bucket.js, bucket.stream, subjects, headers_only=True)
-    async with bucket.missing:
-        async for message in scan:
+    # aclosing: a caller leaving early closes this generator, and the scan's consumer is
+    # deleted then, not whenever the garbage collector finds the scan.
+    async with bucket.missing, contextlib.aclosing(scan) as messages:
+        async for message in messages:
             if op_from_headers(message.headers) is Op.PUT:
                 try:
                     yield bucket.decode_key(message.subject[len(bucket.prefix) :])

@@ -470,6 +470,10 @@ class KeyWatcher(_Watch[Entry]):
     def __init__(self, watcher: _watch.KeyWatcher, portal: Portal) -> None:
         super().__init__(watcher, portal)
 
+    def initial(self) -> Iterator[Entry]:
+        """The entries of the snapshot part (see :meth:`kvstore.KeyWatcher.initial`)."""
+        return super().initial()
+
     def __enter__(self) -> KeyWatcher:
         super().__enter__()
         return self
@@ -480,6 +484,10 @@ class TypedWatcher(_Watch[TypedEntry[T]], Generic[T]):
 
     def __init__(self, watcher: _typed.TypedWatcher[T], portal: Portal) -> None:
         super().__init__(watcher, portal)
+
+    def initial(self) -> Iterator[TypedEntry[T]]:
+        """The entries of the snapshot part (see :meth:`kvstore.TypedWatcher.initial`)."""
+        return super().initial()
 
     def __enter__(self) -> TypedWatcher[T]:
         super().__enter__()

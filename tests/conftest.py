@@ -15,6 +15,7 @@ import pytest
 from nats.js import JetStreamContext
 
 import jetstream
+import jetstream.sync
 import kvstore
 import objstore
 from tests.spark.spark_session import spark
@@ -44,6 +45,13 @@ def nats_server() -> Iterator[jetstream.EmbeddedServer]:
 async def js(nats_server: jetstream.EmbeddedServer) -> AsyncIterator[jetstream.JetStream]:
     async with await jetstream.connect(nats_server.url) as context:
         yield context
+
+
+@pytest.fixture
+def sync_js(nats_server: jetstream.EmbeddedServer) -> Iterator[jetstream.sync.JetStream]:
+    """A blocking client (``jetstream.sync``) on the shared server, closed after the test."""
+    with jetstream.sync.connect(nats_server.url) as js:
+        yield js
 
 
 @pytest.fixture

@@ -72,7 +72,11 @@ class Portal:
             KeyboardInterrupt: Ctrl-C while waiting; the operation was cancelled.
             Whatever the awaitable raises, unchanged.
         """
-        self.check_usable()
+        try:
+            self.check_usable()
+        except BaseException:
+            _close_unawaited(awaitable)
+            raise
         if threading.get_ident() == self._thread.ident:
             _close_unawaited(awaitable)
             raise WrongEventLoopError(
