@@ -102,3 +102,32 @@ def test_the_spark_page_runs(
                         await removal
 
         asyncio.run(remove())
+
+
+@pytest.mark.spark
+@pytest.mark.timeout(300)
+def test_the_sync_pages_spark_task_writes_with_the_blocking_client(
+    spark: object,  # noqa: F811
+    nats_server: jetstream.EmbeddedServer,
+) -> None:
+    (block,) = [b for b in BLOCKS["SYNC.md"] if b.needs_spark]
+    namespace: dict[str, object] = {"spark": spark, "url": nats_server.url}
+
+    async def bucket(step: str) -> dict[str, bytes]:
+        async with await jetstream.connect(nats_server.url) as js:
+            if step == "make":
+                await kvstore.create_bucket(js, "profiles")
+                return {}
+            if step == "read":
+                made = await kvstore.open_bucket(js, "profiles")
+                return {key: (await made.get(key)).value async for key in made.keys()}
+            with contextlib.suppress(jetstream.JetStreamError):
+                await kvstore.delete_bucket(js, "profiles")
+            return {}
+
+    asyncio.run(bucket("make"))
+    try:
+        asyncio.run(run_fragment(block, namespace))
+        assert asyncio.run(bucket("read")) == {"user.1": b"Ada", "user.2": b"Grace"}
+    finally:
+        asyncio.run(bucket("remove"))
