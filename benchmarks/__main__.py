@@ -5,6 +5,8 @@ python -m benchmarks --rounds 3 --sizes 10 100
 python -m benchmarks --write /tmp/run.md   # a report of the run (RESULTS.md is curated)
 python -m benchmarks --sizes --get-size 0 --watch-rounds 0 --object-sizes --rss-mib 0   # CAS only
 python -m benchmarks.consumer_groups     # consumer groups only (also part of the full run)
+python -m benchmarks --sizes --get-size 0 --cas-writes 0 --watch-rounds 0 --object-sizes \
+    --pcg-messages 0 --rss-mib 0         # the blocking client vs the async API only
 python -m benchmarks --curves benchmarks/curves.json   # also the cost curves to 1M keys (minutes)
 python -m benchmarks --spark-read-keys 500000   # also natskv partition reads (spark extra)
 python -m benchmarks.frames              # the protocol reader alone vs nats-py's parser (no server)
@@ -20,7 +22,7 @@ from pathlib import Path
 
 import jetstream
 
-from . import consumer_groups, curves, kv_atomic, kv_watch, objects, rss
+from . import consumer_groups, curves, kv_atomic, kv_watch, objects, rss, sync_client
 from ._harness import Scenario, machine, table
 
 
@@ -48,6 +50,10 @@ async def measure(args: argparse.Namespace, url: str) -> list[Scenario]:
             scenarios += [putting, getting]
     if args.pcg_messages:
         scenarios += await consumer_groups.measure(url, args.pcg_messages, args.pcg_rounds)
+    if args.sync_ops:
+        scenarios += await sync_client.measure(
+            url, args.sync_ops, args.sync_watch_keys, args.sync_rounds
+        )
     return scenarios
 
 
@@ -81,6 +87,11 @@ def main() -> None:
         "--pcg-messages", type=int, default=2000, help="consumer groups; 0 skips them"
     )
     parser.add_argument("--pcg-rounds", type=int, default=3)
+    parser.add_argument(
+        "--sync-ops", type=int, default=500, help="blocking client vs async; 0 skips it"
+    )
+    parser.add_argument("--sync-watch-keys", type=int, default=20_000)
+    parser.add_argument("--sync-rounds", type=int, default=7)
     parser.add_argument("--rss-mib", type=int, default=1024, help="0 skips the RSS run")
     parser.add_argument(
         "--curves",
@@ -102,7 +113,8 @@ def main() -> None:
     report = (
         f"Command: `{command.strip()}`  \nMachine: {machine()}  \n"
         f"Medians of {args.rounds} interleaved rounds ({args.watch_rounds} for the watch, "
-        f"{args.object_rounds} for objects, {args.pcg_rounds} for consumer groups) after one "
+        f"{args.object_rounds} for objects, {args.pcg_rounds} for consumer groups, "
+        f"{args.sync_rounds} for the blocking client) after one "
         "warm-up; KV values of 100 bytes.\n\n"
         f"{table(scenarios)}\n"
     )

@@ -31,7 +31,7 @@ from nats.aio.msg import Msg
 
 from ._api.client import DEFAULT_RETRY_DEADLINE, Feature
 from ._blocking.consume import Consumer, MessageStream, PullMessage
-from ._blocking.portal import BlockingIterator, Portal
+from ._blocking.portal import BlockingIterator, Portal, ReadAheadIterator
 from ._connect import DEFAULT_CONNECT_TIMEOUT
 from ._connect import connect as aio_connect
 from ._consume.consumer import Consumer as AioConsumer
@@ -55,6 +55,7 @@ __all__ = [
     "MessageStream",
     "Portal",
     "PullMessage",
+    "ReadAheadIterator",
     "connect",
 ]
 
@@ -162,7 +163,7 @@ class JetStream:
 
     def consumer_names(self, stream: str) -> Iterator[str]:
         """Blocking :meth:`jetstream.JetStream.consumer_names` (same errors)."""
-        return BlockingIterator(self.portal, self.aio.consumer_names(stream))
+        return ReadAheadIterator(self.portal, self.aio.consumer_names(stream))
 
     def count_messages(self, stream: str, subject: str, *, from_seq: int = 1) -> int:
         """Blocking :meth:`jetstream.JetStream.count_messages` (same errors)."""
@@ -286,7 +287,7 @@ class JetStream:
 
     def stream_names(self, *, subject: str | None = None) -> Iterator[str]:
         """Blocking :meth:`jetstream.JetStream.stream_names` (same errors)."""
-        return BlockingIterator(self.portal, self.aio.stream_names(subject=subject))
+        return ReadAheadIterator(self.portal, self.aio.stream_names(subject=subject))
 
     def supports(self, feature: Feature) -> bool:
         """Blocking :meth:`jetstream.JetStream.supports` (same errors)."""

@@ -26,7 +26,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from jetstream import Keyring, RekeyReport, TTLValue
-from jetstream._blocking.portal import BlockingIterator, Portal
+from jetstream._blocking.portal import Portal, ReadAheadIterator
 from jetstream._publish.atomic import DEFAULT_COMMIT_DEADLINE, DEFAULT_MAX_BATCH
 from jetstream.sync import JetStream
 
@@ -114,7 +114,7 @@ def delete_bucket(js: JetStream, bucket: str) -> None:
 
 def list_buckets(js: JetStream) -> Iterator[str]:
     """Blocking :func:`kvstore.list_buckets`: the bucket names, as a plain iterator."""
-    return BlockingIterator(js.portal, _manage.list_buckets(js.aio))
+    return ReadAheadIterator(js.portal, _manage.list_buckets(js.aio))
 
 
 class Bucket:
@@ -235,11 +235,11 @@ class Bucket:
 
     def keys(self, filters: str | list[str] = ">") -> Iterator[str]:
         """Blocking :meth:`kvstore.Bucket.keys`, a plain iterator (same errors)."""
-        return BlockingIterator(self.portal, self.aio.keys(filters))
+        return ReadAheadIterator(self.portal, self.aio.keys(filters))
 
     def history(self, key: str) -> Iterator[Entry]:
         """Blocking :meth:`kvstore.Bucket.history`, a plain iterator (same errors)."""
-        return BlockingIterator(self.portal, self.aio.history(key))
+        return ReadAheadIterator(self.portal, self.aio.history(key))
 
     def watch(
         self,
@@ -380,11 +380,11 @@ class TypedBucket(Generic[T]):
 
     def keys(self, filters: str | list[str] = ">") -> Iterator[str]:
         """Blocking :meth:`kvstore.TypedBucket.keys`, a plain iterator (same errors)."""
-        return BlockingIterator(self.portal, self.aio.keys(filters))
+        return ReadAheadIterator(self.portal, self.aio.keys(filters))
 
     def history(self, key: str) -> Iterator[TypedEntry[T]]:
         """Blocking :meth:`kvstore.TypedBucket.history`, a plain iterator (same errors)."""
-        return BlockingIterator(self.portal, self.aio.history(key))
+        return ReadAheadIterator(self.portal, self.aio.history(key))
 
     def watch(
         self,
@@ -417,7 +417,7 @@ class _Watch(Generic[E]):
     def __init__(self, watcher: Any, portal: Portal) -> None:
         self.aio = watcher
         self.portal = portal
-        self._entries: BlockingIterator[E] = BlockingIterator(portal, watcher, stop=watcher.stop)
+        self._entries: ReadAheadIterator[E] = ReadAheadIterator(portal, watcher, stop=watcher.stop)
 
     @property
     def initial_done(self) -> bool:
@@ -437,7 +437,7 @@ class _Watch(Generic[E]):
     def initial(self) -> Iterator[E]:
         """The entries of the snapshot part, ending once it has been delivered (see the
         async twin's ``initial``); iterate the watch itself afterwards for the changes."""
-        return BlockingIterator(self.portal, self.aio.initial())
+        return ReadAheadIterator(self.portal, self.aio.initial())
 
     def __iter__(self) -> Iterator[E]:
         return self._entries

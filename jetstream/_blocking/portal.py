@@ -11,6 +11,7 @@ only waits.
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import contextlib
 import os
@@ -21,7 +22,7 @@ from typing import Any, Final, Generic, TypeVar
 
 from .._errors import ConnectionClosedError, UsedAfterForkError, WrongEventLoopError
 
-__all__ = ["BlockingIterator", "Portal"]
+__all__ = ["BlockingIterator", "Portal", "ReadAheadIterator"]
 
 T = TypeVar("T")
 
@@ -276,3 +277,146 @@ def _close_unawaited(awaitable: Awaitable[Any]) -> None:
     close = getattr(awaitable, "close", None)
     if callable(close):
         close()
+
+
+class _Buffer:
+    """Items the loop read ahead, shared by the loop's reading task and the caller's thread
+    (not the iterator itself: a task referring to the iterator would keep it alive, and an
+    iterator dropped early would never be collected and stopped)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.items: collections.deque[Any] = collections.deque()
+        self.ready = threading.Condition(threading.Lock())
+        self.ended: BaseException | None = None  # StopAsyncIteration, or the source's error
+        self.room = asyncio.Event()
+        self.waiting_for_room = False
+
+    async def fill(self, source: AsyncIterator[Any]) -> None:
+        ended: BaseException = StopAsyncIteration()
+        try:
+            async for item in source:
+                with self.ready:
+                    self.items.append(item)
+                    self.ready.notify()
+                    full = len(self.items) >= self.size
+                    if full:
+                        self.room.clear()
+                        self.waiting_for_room = True
+                if full:
+                    await self.room.wait()
+        except asyncio.CancelledError:
+            ended = _closed_error()
+            raise
+        except Exception as exc:
+            ended = exc
+        finally:
+            with self.ready:
+                self.ended = ended
+                self.ready.notify()
+
+    def take(self, loop: asyncio.AbstractEventLoop) -> tuple[bool, Any]:
+        """(True, the next item), or (False, None) once the source ended; waits for one."""
+        with self.ready:
+            while not self.items and self.ended is None:
+                self.ready.wait()
+            if not self.items:
+                return False, None
+            item = self.items.popleft()
+            if self.waiting_for_room and len(self.items) <= self.size // 2:
+                self.waiting_for_room = False  # wake the reader once half was taken
+                with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                    loop.call_soon_threadsafe(self.room.set)
+            return True, item
+
+
+class ReadAheadIterator(Generic[T]):
+    """A plain iterator over an async iterator that the loop reads ahead of the caller, up to
+    ``read_ahead`` items, so that each ``next()`` is a hand-over through a thread-safe buffer
+    rather than a round trip to the loop: watches, listings and scans deliver as many items
+    per second as the async API. Only for sources whose items do not age while buffered (a
+    consumer's messages, whose ack timers run, use :class:`BlockingIterator`). Leaving
+    early, Ctrl-C and errors behave as there; an error of the source is raised after the
+    items read before it.
+    """
+
+    def __init__(
+        self,
+        portal: Portal,
+        source: AsyncIterator[Any],
+        *,
+        stop: Callable[[], Awaitable[None]] | None = None,
+        read_ahead: int = 256,
+    ) -> None:
+        self._portal = portal
+        self._source = source
+        self._stop = stop if stop is not None else _closer(source)
+        self._buffer = _Buffer(read_ahead)
+        self._reading: asyncio.Task[None] | None = None
+        self._done = False
+
+    def __iter__(self) -> ReadAheadIterator[T]:
+        return self
+
+    def __next__(self) -> T:
+        """The next item.
+
+        Raises:
+            StopIteration: the async iterator ended (or this one was closed).
+            KeyboardInterrupt: Ctrl-C while waiting; the iterator is closed.
+            Whatever the async iterator raised, after the items read before it.
+        """
+        if self._done:
+            raise StopIteration
+        try:
+            if self._reading is None:
+                self._reading = self._portal.call(self._start())
+            found, item = self._buffer.take(self._portal.loop)
+        except BaseException:
+            self.close()
+            raise
+        if found:
+            return item  # type: ignore[no-any-return]
+        self.close()
+        ended = self._buffer.ended
+        if isinstance(ended, StopAsyncIteration) or ended is None:
+            raise StopIteration
+        raise ended
+
+    async def _start(self) -> asyncio.Task[None]:
+        return asyncio.get_running_loop().create_task(self._buffer.fill(self._source))
+
+    def close(self) -> None:
+        """End the async iterator (and what it holds open on the server). Idempotent."""
+        if self._done:
+            return
+        self._done = True
+        if not self._portal.closed:
+            with contextlib.suppress(Exception):
+                self._portal.call(_shut(self._reading, self._stop))
+
+    def __enter__(self) -> ReadAheadIterator[T]:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        if not self._done:
+            self._done = True
+            self._portal.submit(_shut(self._reading, self._stop))
+
+
+async def _shut(
+    reading: asyncio.Task[None] | None, stop: Callable[[], Awaitable[None]] | None
+) -> None:
+    if reading is not None and not reading.done():
+        reading.cancel()
+        await asyncio.wait([reading])
+    if stop is not None:
+        await stop()

@@ -29,7 +29,8 @@ def test_benchmark_runner_prints_a_table(tmp_path: Path) -> None:
         "benchmarks", "--rounds", "1", "--sizes", "10", "--get-size", "10", "--cas-writes", "5",
         "--watch-keys", "200", "--watch-updates", "100", "--watch-rounds", "1",
         "--object-sizes", "1", "--object-rounds", "1", "--rss-mib", "4",
-        "--pcg-messages", "100", "--pcg-rounds", "1", "--write", str(report),
+        "--pcg-messages", "100", "--pcg-rounds", "1", "--sync-ops", "10",
+        "--sync-watch-keys", "100", "--sync-rounds", "1", "--write", str(report),
         timeout=120,
     )  # fmt: skip
     text = report.read_text()
@@ -39,6 +40,7 @@ def test_benchmark_runner_prints_a_table(tmp_path: Path) -> None:
         "kvstore update refused", "kvstore create refused", "objstore put", "nats-py obs.get",
         "acked fallback",
         "4-member elastic group, 4 processes", "4-member elastic group, 1 process", "1 consumer",
+        "kvstore.sync (blocking)", "blocking client: 10 single puts", "watch a 100-key snapshot",
     ):  # fmt: skip
         assert variant in text
     assert "Machine:" in text and "nats-server" in text

@@ -46,10 +46,12 @@ def _until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
 
 
 def _blocked_in_a_call(thread_id: int) -> bool:
-    """Whether the thread waits inside the portal for an operation's result."""
+    """Whether the thread waits inside the portal for an operation's result (or for the next
+    item an iterator's reader hands over)."""
     frame = sys._current_frames().get(thread_id)
     while frame is not None:
-        if frame.f_code.co_name == "_wait" and frame.f_code.co_filename.endswith("portal.py"):
+        code = frame.f_code
+        if code.co_name in ("_wait", "take") and code.co_filename.endswith("portal.py"):
             return True
         frame = frame.f_back
     return False
@@ -183,3 +185,28 @@ def test_a_handle_used_after_fork_is_refused_with_the_fix(
     os.waitpid(pid, 0)
     assert "before a fork" in message and "jetstream.sync.connect" in message, message
     assert sync_bucket.put("k", b"the parent goes on") > 0
+
+
+def test_ctrl_c_in_a_waiting_request_cancels_it(
+    sync_js: jetstream.sync.JetStream, unique_name: Callable[[str], str]
+) -> None:
+    """``next()`` on an empty consumer waits for its timeout (60 s here); Ctrl-C ends it."""
+    stream = unique_name("S")
+    sync_js.add_stream(jetstream.StreamConfig(name=stream, subjects=[f"{stream}.>"]))
+    try:
+        consumer = sync_js.create_consumer(
+            stream, jetstream.ConsumerConfig(durable_name="w", ack_policy="explicit")
+        )
+        main = threading.get_ident()
+
+        def interrupt() -> None:
+            _until(lambda: _blocked_in_a_call(main))
+            signal.pthread_kill(main, signal.SIGINT)
+
+        threading.Thread(target=interrupt).start()
+        with pytest.raises(KeyboardInterrupt):
+            consumer.next(timeout=60)
+        sync_js.publish(f"{stream}.a", b"after")
+        assert consumer.next(timeout=10).data == b"after"  # the handle works on
+    finally:
+        sync_js.delete_stream(stream)
