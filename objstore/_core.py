@@ -5,6 +5,7 @@ facade."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import AsyncIterator
 from datetime import timedelta
@@ -100,10 +101,14 @@ class StoreCore:
             return None
 
     async def infos(self, *, include_deleted: bool) -> AsyncIterator[ObjectInfo]:
-        async for message in scan_stream(self.js, self.stream, [f"$O.{self.name}.M.>"]):
-            info = self.readable(message.subject, message.data, message.headers)
-            if info is not None and (include_deleted or not info.deleted):
-                yield info
+        # Closed with this generator (a listing left early), not when collected: the
+        # scan's consumer is deleted by the time the caller's ``aclose()`` returns.
+        scan = scan_stream(self.js, self.stream, [f"$O.{self.name}.M.>"])
+        async with contextlib.aclosing(scan) as messages:
+            async for message in messages:
+                info = self.readable(message.subject, message.data, message.headers)
+                if info is not None and (include_deleted or not info.deleted):
+                    yield info
 
 
 async def store_info(js: JetStream, name: str) -> StreamInfo:
