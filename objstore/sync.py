@@ -31,7 +31,7 @@ from datetime import timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from jetstream import Keyring, RekeyReport, TTLValue
+from jetstream import ClientValidationError, Keyring, RekeyReport, TTLValue
 from jetstream._blocking.portal import BlockingIterator, Portal
 from jetstream.sync import JetStream
 
@@ -168,9 +168,10 @@ class ObjectStore:
         connection is read on the loop directly; of another connection, it is iterated
         in a worker thread like any iterable (its ``read()`` takes no size: it is no file)."""
         if isinstance(source, ObjectReader):
+            chunks = iter(source)  # refused once its read has ended
             if source.portal is self.portal:
                 return _chunks(source.aio)
-            return pulled_in_threads(iter(source), chunk_size)
+            return pulled_in_threads(chunks, chunk_size)
         return pulled_in_threads(source, chunk_size)
 
     def delete(self, name: str) -> None:
@@ -269,6 +270,7 @@ class ObjectReader:
         self.aio = reader
         self.portal = portal
         self._chunks: BlockingIterator[bytes] = BlockingIterator(portal, reader)
+        self._ended = False
 
     @property
     def info(self) -> ObjectInfo:
@@ -276,11 +278,26 @@ class ObjectReader:
         return self.aio.info
 
     def read(self) -> bytes:
-        """Blocking :meth:`objstore.ObjectReader.read`: the whole object (same errors)."""
+        """Blocking :meth:`objstore.ObjectReader.read`: the whole object (same errors; a
+        ClientValidationError once the ``with`` block has ended, as iterating)."""
+        self._check_open()
         return self.portal.call(self.aio.read())
 
     def __iter__(self) -> Iterator[bytes]:
+        """The chunks.
+
+        Raises:
+            ClientValidationError: the ``with`` block of the read has ended (its consumer is
+                gone: nothing more would come, and e.g. a copy would store an empty object).
+        """
+        self._check_open()
         return self._chunks
+
+    def _check_open(self) -> None:
+        if self._ended:
+            raise ClientValidationError(
+                f"object {self.info.name!r}: its read ended with its `with` block; open it again"
+            )
 
     def __enter__(self) -> ObjectReader:
         self.portal.call(self.aio.__aenter__())
@@ -292,6 +309,7 @@ class ObjectReader:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        self._ended = True
         self._chunks.close()
         if not self.portal.closed:
             self.portal.call(self.aio.__aexit__(exc_type, exc, tb))

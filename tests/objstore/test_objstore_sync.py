@@ -200,6 +200,11 @@ def test_an_iterable_source_is_read_off_the_loop_so_it_may_use_the_blocking_api(
         source = objstore.sync.open_store(elsewhere, store.name)
         with source.open("big") as reader:
             assert store.put("copy2", reader).digest == store.info("big").digest
+    with pytest.raises(ClientValidationError):  # its read is over: not an empty object
+        store.put("copy3", reader)
+    with pytest.raises(ClientValidationError):
+        reader.read()
+    assert "copy3" not in {i.name for i in store.list()}
 
 
 def test_one_store_handle_serves_many_threads(make_store: StoreMaker) -> None:
