@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 
 from jetstream._errors import check_bytes_like
@@ -37,13 +38,17 @@ def pulled_in_threads(source: Source, batch_bytes: int) -> Source:
 
 async def _pulled(pieces: Iterator[bytes], batch_bytes: int) -> AsyncIterator[bytes]:
     loop = asyncio.get_running_loop()
-    while batch := await loop.run_in_executor(None, _take, pieces, batch_bytes):
-        yield batch
+    ended = threading.Event()
+    try:
+        while batch := await loop.run_in_executor(None, _take, pieces, batch_bytes, ended):
+            yield batch
+    finally:  # cancelled (Ctrl-C) or closed: a batch being taken stops after its piece
+        ended.set()
 
 
-def _take(pieces: Iterator[bytes], batch_bytes: int) -> bytes:
+def _take(pieces: Iterator[bytes], batch_bytes: int, ended: threading.Event) -> bytes:
     """The next pieces joined, at least ``batch_bytes`` of them unless the iterable ends
-    first (empty: it has ended). Runs in a worker thread.
+    first (empty: it has ended) or the upload does. Runs in a worker thread.
 
     Raises:
         WrongTypeError: a piece is not bytes-like (as the async upload says it).
@@ -51,6 +56,6 @@ def _take(pieces: Iterator[bytes], batch_bytes: int) -> bytes:
     batch = bytearray()
     for piece in pieces:
         batch += check_bytes_like(piece, "a piece an iterable source yields")
-        if len(batch) >= batch_bytes:
+        if len(batch) >= batch_bytes or ended.is_set():
             break
     return bytes(batch)
