@@ -5,6 +5,7 @@ off the loop (it may block, or read another object with the blocking API)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import io
 import threading
@@ -20,6 +21,7 @@ import objstore
 import objstore.sync
 from jetstream import ClientValidationError, Keyring, UnknownKeyIdError, WrongTypeError
 from objstore._models import chunk_subject
+from objstore._pulled_source import pulled_in_threads
 
 DATA = bytes(range(256)) * 40  # 10 KiB: 10 chunks of 1 KiB with chunk_size=1024
 
@@ -237,3 +239,26 @@ def test_a_progress_callback_runs_on_the_loop_and_may_not_block(
 
     with pytest.raises(jetstream.WrongEventLoopError):
         store.get_file("a", tmp_path / "unused.bin", progress=calls_back)
+
+
+async def test_a_cancelled_upload_takes_no_more_pieces_of_an_iterable() -> None:
+    taken: list[int] = []
+    first, go_on = threading.Event(), threading.Event()
+
+    def pieces() -> Iterator[bytes]:
+        for i in range(1000):
+            taken.append(i)
+            if i == 0:
+                first.set()
+                go_on.wait()
+            yield b"x"
+
+    source = pulled_in_threads(pieces(), 1 << 20)  # one batch would take them all
+    pull = asyncio.create_task(anext(source))  # type: ignore[arg-type]
+    await asyncio.to_thread(first.wait)
+    pull.cancel()  # what Ctrl-C does to a blocking put
+    with pytest.raises(asyncio.CancelledError):
+        await pull
+    go_on.set()
+    await asyncio.get_running_loop().shutdown_default_executor()  # the worker has returned
+    assert taken == [0]
