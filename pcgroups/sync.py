@@ -397,6 +397,9 @@ class _RunningMember(Generic[M]):
         if not self.portal.closed:
             self.portal.call(self.aio.stop())
 
+    def __repr__(self) -> str:
+        return f"<blocking {self.aio!r}>"
+
 
 class GroupMember(_RunningMember["GroupMessage"]):
     """A running member of a group (:class:`pcgroups.GroupMember`, iterator mode)::
