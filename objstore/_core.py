@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from datetime import timedelta
 
 from jetstream import JetStream, Keyring, MessageNotFoundError, StreamInfo, TTLValue
@@ -100,9 +100,11 @@ class StoreCore:
             )
             return None
 
-    async def infos(self, *, include_deleted: bool) -> AsyncIterator[ObjectInfo]:
+    async def infos(self, *, include_deleted: bool) -> AsyncGenerator[ObjectInfo, None]:
+        # Closed with this generator (a listing left early), not when collected: the
+        # scan's consumer is deleted by the time the caller's ``aclose()`` returns.
         scan = scan_stream(self.js, self.stream, [f"$O.{self.name}.M.>"])
-        async with contextlib.aclosing(scan) as messages:  # left early: its consumer goes now
+        async with contextlib.aclosing(scan) as messages:
             async for message in messages:
                 info = self.readable(message.subject, message.data, message.headers)
                 if info is not None and (include_deleted or not info.deleted):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 from collections.abc import AsyncIterator
@@ -460,8 +461,9 @@ class ObjectStore:
             JetStreamError: the store could not be scanned.
             StoreNotFoundError: the store was deleted, also while it was listed.
         """
-        async with self._core.missing:
-            async for info in self._core.infos(include_deleted=include_deleted):
+        infos = self._core.infos(include_deleted=include_deleted)
+        async with self._core.missing, contextlib.aclosing(infos):  # left early: closed now
+            async for info in infos:
                 yield info
 
     async def status(self) -> StoreStatus:

@@ -83,9 +83,10 @@ async def run_fragments(blocks: list[Block], namespace: dict[str, Any]) -> None:
 @contextlib.asynccontextmanager
 async def snippet_world(js: jetstream.JetStream, directory: Path) -> AsyncIterator[dict[str, Any]]:
     """What the fragments assume, in ``directory`` (the caller makes it the working
-    directory): a connection ``js``, a bucket ``bucket`` ("profiles", history 5), an ORDERS
-    stream with four orders, a file path/to/model.bin to upload, a key file ``path`` and its
-    keyring ``ring``. Every bucket, store and stream a fragment names is removed afterwards."""
+    directory): a connection ``js`` and its server's ``url``, a bucket ``bucket`` ("profiles",
+    history 5), an ORDERS stream with four orders, a file path/to/model.bin to upload, a key
+    file ``path`` and its keyring ``ring``. Every bucket, store and stream a fragment names is
+    removed afterwards."""
     (directory / "path" / "to").mkdir(parents=True)
     (directory / "path" / "to" / "model.bin").write_bytes(os.urandom(300_000))
     key_file = directory / "jetstore-keys.json"  # the format of docs/CODECS.md, "Key file format"
@@ -103,6 +104,7 @@ async def snippet_world(js: jetstream.JetStream, directory: Path) -> AsyncIterat
             "kvstore": kvstore,
             "objstore": objstore,
             "js": js,
+            "url": js.nc.connected_url.geturl(),  # for the blocking client's connect(url)
             "bucket": bucket,
             "path": str(key_file),
             "ring": jetstream.Keyring.from_file(key_file),

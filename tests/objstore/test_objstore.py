@@ -157,6 +157,17 @@ async def test_delete_list_meta_and_links(
     assert "a" not in names and {"c", "latest", "far", "whole"} <= names
 
 
+async def test_a_listing_closed_early_has_deleted_its_consumer(
+    js: jetstream.JetStream, store: ObjectStore
+) -> None:
+    for name in ("a", "b"):
+        await store.put(name, b"x")
+    listing = store.list()
+    assert (await anext(listing)).name == "a"
+    await listing.aclose()  # type: ignore[attr-defined]
+    assert [name async for name in js.consumer_names(store.stream)] == []
+
+
 async def test_watch_sees_puts_deletes_and_expiry(make_store: Callable[..., object]) -> None:
     store: ObjectStore = await make_store(marker_ttl=timedelta(seconds=1))  # type: ignore[misc]
     await store.put("before", b"1")
