@@ -32,7 +32,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from jetstream import ClientValidationError, Keyring, RekeyReport, TTLValue
-from jetstream._blocking.portal import BlockingIterator, Portal
+from jetstream._blocking.portal import BlockingIterator, Portal, ReadAheadIterator
 from jetstream.sync import JetStream
 
 from . import _manage, _store
@@ -104,7 +104,7 @@ def delete_store(js: JetStream, name: str) -> None:
 
 def list_stores(js: JetStream) -> Iterator[str]:
     """Blocking :func:`objstore.list_stores`: the store names, as a plain iterator."""
-    return BlockingIterator(js.portal, _manage.list_stores(js.aio))
+    return ReadAheadIterator(js.portal, _manage.list_stores(js.aio))
 
 
 class ObjectStore:
@@ -251,11 +251,11 @@ class ObjectStore:
         """Blocking :meth:`objstore.ObjectStore.watch`, a plain iterator; close it (or leave
         it to the collector) to stop watching (same errors, from the first ``next()``)."""
         watch = self.aio.watch(include_history=include_history, updates_only=updates_only)
-        return BlockingIterator(self.portal, watch)
+        return ReadAheadIterator(self.portal, watch)
 
     def list(self, *, include_deleted: bool = False) -> Iterator[ObjectInfo]:
         """Blocking :meth:`objstore.ObjectStore.list`, a plain iterator (same errors)."""
-        return BlockingIterator(self.portal, self.aio.list(include_deleted=include_deleted))
+        return ReadAheadIterator(self.portal, self.aio.list(include_deleted=include_deleted))
 
     def __repr__(self) -> str:
         return f"<blocking {self.aio!r}>"

@@ -39,7 +39,7 @@ from typing import Any, Generic, Self, TypeVar
 import kvstore
 from jetstream import ClientValidationError, ConsumerConfig, DurationValue
 from jetstream._blocking.consume import PullMessage
-from jetstream._blocking.portal import BlockingIterator, Portal
+from jetstream._blocking.portal import BlockingIterator, Portal, ReadAheadIterator
 from jetstream.sync import JetStream
 from kvstore import Entry, Op
 from kvstore.sync import Bucket
@@ -126,7 +126,7 @@ def static_config(js: JetStream, stream: str, group: str) -> StaticConfig:
 
 def list_static(js: JetStream, stream: str) -> Iterator[str]:
     """Blocking :func:`pcgroups.list_static`: the group names, as a plain iterator."""
-    return BlockingIterator(js.portal, _static.list_static(js.aio, stream))
+    return ReadAheadIterator(js.portal, _static.list_static(js.aio, stream))
 
 
 def delete_static(js: JetStream, stream: str, group: str) -> None:
@@ -182,7 +182,7 @@ def elastic_config(js: JetStream, stream: str, group: str) -> ElasticConfig:
 
 def list_elastic(js: JetStream, stream: str) -> Iterator[str]:
     """Blocking :func:`pcgroups.list_elastic`: the group names, as a plain iterator."""
-    return BlockingIterator(js.portal, _elastic.list_elastic(js.aio, stream))
+    return ReadAheadIterator(js.portal, _elastic.list_elastic(js.aio, stream))
 
 
 def delete_elastic(js: JetStream, stream: str, group: str) -> None:

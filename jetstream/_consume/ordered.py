@@ -515,16 +515,26 @@ class OrderedConsumer(AsyncResource):
             await self._reset("initial create failed")
 
     async def close(self) -> None:
-        """Stop pulling and delete the consumer (best effort)."""
+        """Stop pulling and delete the consumer (best effort). A cancel of the caller
+        meanwhile (a task cancelled just as a scan ended, which closes it) still deletes the
+        consumer first, within the request timeout, then propagates."""
         if self._closed:
             return
         self._closed = True
+        closing = asyncio.ensure_future(self._shut_down())
+        try:
+            await asyncio.shield(closing)
+        except asyncio.CancelledError:
+            await asyncio.wait([closing], timeout=self._js.timeout)
+            raise
+        for task in list(self._forgetting):
+            await asyncio.shield(task)  # never raises; a cancelled close() leaves it running
+
+    async def _shut_down(self) -> None:
         if self._puller is not None:
             await self._puller.stop()
         if self._name:
             await self._forget(self._name)
-        for task in list(self._forgetting):
-            await asyncio.shield(task)  # never raises; a cancelled close() leaves it running
 
     async def _enter(self) -> None:
         try:

@@ -46,3 +46,14 @@ def test_consumer_groups_example_survives_the_kill(nats_server: jetstream.Embedd
     assert f"using the NATS server at {nats_server.url}" in out
     assert "killed worker-2" in out and "started a new worker-2" in out
     assert "all 360 orders processed" in out and "every customer's orders in order" in out
+
+
+def test_sync_quickstart_uses_no_async_and_shares_one_handle(
+    nats_server: jetstream.EmbeddedServer,
+) -> None:
+    script = EXAMPLES[0].with_name("sync_quickstart.py")
+    out = _run(script, {**os.environ, "NATS_URL": nats_server.url})
+    assert "stale update refused" in out
+    assert "100 puts from 8 threads: 100 distinct revisions" in out
+    assert "watched: alice.city = Lyon (PUT)" in out and "from a running loop: Lyon" in out
+    assert "stored report.txt: 6000 bytes; read back 6000" in out

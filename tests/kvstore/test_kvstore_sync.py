@@ -4,6 +4,7 @@ thread, typed views, encrypted buckets, and a bucket another client (the async A
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Iterator
 
@@ -36,10 +37,8 @@ def names(
 
     yield make
     for name in made:
-        try:
+        with contextlib.suppress(kvstore.BucketNotFoundError):
             kvstore.sync.delete_bucket(sync_js, name)
-        except kvstore.BucketNotFoundError:
-            pass
 
 
 def test_bucket_calls_round_trip(
