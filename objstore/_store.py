@@ -6,7 +6,7 @@ import asyncio
 import logging
 import os
 from collections.abc import AsyncIterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from jetstream import (
     ClientValidationError,
@@ -39,7 +39,6 @@ from ._models import (
     ObjectInfo,
     ObjectLink,
     StoreStatus,
-    now_rfc3339,
     store_config_from_stream,
 )
 from ._rekey import rekey_store
@@ -267,7 +266,7 @@ class ObjectStore:
                 bucket=self.name,
                 nuid=info.nuid,
                 size=info.size,
-                mtime=now_rfc3339(),
+                mtime=datetime.now(UTC),
                 chunks=info.chunks,
                 digest=info.digest,
                 description=info.description if description is None else description,
