@@ -76,6 +76,7 @@ from ._errors import (
     WrongLastSequenceError,
     WrongTypeError,
 )
+from ._listing import AsyncListing
 from ._protocol.duration import Duration, DurationValue
 from ._protocol.message import AckReply, StoredMessage
 from ._protocol.models import (
@@ -98,6 +99,7 @@ __all__ = [
     "AccountInfo",
     "AckReply",
     "AckedPublisher",
+    "AsyncListing",
     "AtomicBatch",
     "AuthenticationError",
     "BatchAbandonedError",

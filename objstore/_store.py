@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
 from jetstream import (
+    AsyncListing,
     ClientValidationError,
     JetStream,
     Keyring,
@@ -451,14 +452,18 @@ class ObjectStore:
             await save_to_file(reader, target, progress)
         return reader.info
 
-    async def list(self, *, include_deleted: bool = False) -> AsyncIterator[ObjectInfo]:
-        """Every object's meta record (deleted ones only with ``include_deleted``); unreadable
-        records are skipped with a warning on the ``objstore`` logger.
+    def list(self, *, include_deleted: bool = False) -> AsyncListing[ObjectInfo]:
+        """Every object's meta record (deleted ones only with ``include_deleted``): ``async
+        for`` or ``await`` (a list); unreadable records are skipped with a warning on the
+        ``objstore`` logger.
 
         Raises:
             JetStreamError: the store could not be scanned.
             StoreNotFoundError: the store was deleted, also while it was listed.
         """
+        return AsyncListing(self._infos(include_deleted))
+
+    async def _infos(self, include_deleted: bool) -> AsyncIterator[ObjectInfo]:
         async with self._core.missing:
             async for info in self._core.infos(include_deleted=include_deleted):
                 yield info
