@@ -14,6 +14,7 @@ from jetstream import Duration, StreamConfig, StreamInfo
 from jetstream._protocol.bucket_config import check_stream_limits
 from jetstream._protocol.message import parse_timestamp
 from jetstream._protocol.text import decode_json
+from jetstream._summary import mapping_text, size_text, stream_rows, summary, text, time_text
 
 from ._errors import InvalidObjectMetaError
 
@@ -83,6 +84,29 @@ class ObjectInfo(msgspec.Struct, omit_defaults=True, kw_only=True):
     @property
     def link(self) -> ObjectLink | None:
         return self.options.link if self.options is not None else None
+
+    def __str__(self) -> str:
+        """A short summary, as ``nats obj info`` prints one (``repr()`` has every field)."""
+        where = f"{text(self.name)} in store {text(self.bucket)}"
+        link = self.link
+        if link is not None:
+            target = f"{text(link.bucket)}/{text(link.name)}" if link.name else text(link.bucket)
+            return summary(
+                f"Link {where}", [("target", target), ("modified", time_text(self.mtime))]
+            )
+        status = "expired" if self.expired else "deleted" if self.deleted else None
+        chunks = f"{self.chunks} chunk{'' if self.chunks == 1 else 's'}"
+        return summary(
+            f"Object {where}",
+            [
+                ("status", status),
+                ("size", f"{size_text(self.size)} in {chunks}"),
+                ("modified", time_text(self.mtime)),
+                ("digest", text(self.digest) if self.digest else None),
+                ("description", text(self.description) if self.description else None),
+                ("metadata", mapping_text(self.metadata)),
+            ],
+        )
 
 
 class _WireLink(msgspec.Struct):
@@ -244,6 +268,17 @@ class StoreStatus:
     sealed: bool
     config: StoreConfig
     stream_info: StreamInfo
+
+    def __str__(self) -> str:
+        """A short summary, as ``nats obj status`` prints one (``repr()`` has every field)."""
+        return summary(
+            f"Object store {text(self.store)}",
+            [
+                ("size", size_text(self.size)),
+                ("sealed", "yes" if self.sealed else "no"),
+                *stream_rows(self.config, self.stream_info),
+            ],
+        )
 
 
 def _plain(value: timedelta | None) -> timedelta | None:
