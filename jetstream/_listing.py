@@ -4,6 +4,7 @@ whole with ``await``, which is what nats-py's listings are."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Awaitable, Generator
 from typing import Any, TypeVar
 
@@ -22,9 +23,10 @@ class AsyncListing(AsyncIterator[T]):
 
     Nothing is sent before the first item is asked for. Awaiting collects what is left (all
     of it, unless some items were already taken); an error while reading raises from the
-    ``await`` as it would from the loop. A listing is read once: iterated or awaited again,
-    it is empty. ``aclose()`` stops it (as an async generator's: ``contextlib.aclosing``
-    works); one left early without it stops once it is garbage collected.
+    ``await`` as it would from the loop, and stops the listing. A listing is read once:
+    ended, it stays empty. ``aclose()`` stops it (as an async generator's:
+    ``contextlib.aclosing`` works); one left early without it stops once it is garbage
+    collected.
     """
 
     __slots__ = ("_items",)
@@ -42,7 +44,14 @@ class AsyncListing(AsyncIterator[T]):
         return self._all().__await__()
 
     async def _all(self) -> list[T]:
-        return [item async for item in self._items]
+        try:
+            return [item async for item in self._items]
+        except BaseException:
+            # An iterator that can go on after an error (a KV history past a revision that
+            # does not open) would hold its consumer until collected: awaited, it is done.
+            with contextlib.suppress(Exception):  # the error to raise is the first one
+                await self.aclose()
+            raise
 
     async def aclose(self) -> None:
         """Stop the listing (a consumer it reads from is deleted)."""
