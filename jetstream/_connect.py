@@ -52,11 +52,10 @@ async def connect(
     attempt, for instance) are logged as one warning line on the ``jetstream`` logger instead of
     nats-py's tracebacks; a failed first connect logs nothing (the error it raises says why).
     ``servers``: a URL, a list, or URLs in one string separated by commas (as ``$NATS_URL``
-    holds them). URLs may carry
-    ``user:password@`` or ``token@`` (as written: nats-py does not %-decode them), which
-    errors and log lines never show; the user info runs to the URL's last ``@``, so a
-    password may hold ``,`` ``:`` ``@`` ``%`` (in a list, give each URL its scheme), and one
-    holding ``/``, ``?`` or ``#`` goes in the ``password`` option.
+    holds them). URLs may carry ``user:password@`` or ``token@`` (as written: nats-py does not
+    %-decode them), which errors and log lines never show; the user info runs to the URL's
+    last ``@``, so a password may hold ``,`` ``:`` ``@`` ``%`` (in a list, give each URL its
+    scheme), and one holding ``/``, ``?`` or ``#`` goes in the ``password`` option.
     ``disconnected_cb``, ``reconnected_cb`` and ``closed_cb`` are called after the context's
     own consumers have been told of the change. ``flush_timeout`` (how long a publish waits
     for nats-py's full outgoing buffer to drain) defaults to ``timeout``, not nats-py's

@@ -92,7 +92,7 @@ class JetStream(ApiClient):
         ``await`` (a list).
 
         Raises:
-            JetStreamError: (reading) a page could not be fetched.
+            JetStreamError: (iterating) a page could not be fetched.
         """
         return AsyncListing(streams.stream_names(self, subject=subject))
 
@@ -216,7 +216,7 @@ class JetStream(ApiClient):
         """The names of a stream's consumers: ``async for`` or ``await`` (a list).
 
         Raises:
-            StreamNotFoundError: (reading) no such stream.
+            StreamNotFoundError: (iterating) no such stream.
         """
         return AsyncListing(consumers.consumer_names(self, stream))
 

@@ -220,7 +220,7 @@ def list_buckets(js: JetStream) -> AsyncListing[str]:
     with a warning in the log.
 
     Raises:
-        JetStreamError: (reading) the listing failed.
+        JetStreamError: (iterating) the listing failed.
     """
     names = js.stream_names(subject="$KV.*.>")
     return AsyncListing(valid_bucket_names(names, "KV_", _log))

@@ -149,7 +149,7 @@ def list_stores(js: JetStream) -> AsyncListing[str]:
     skipped with a warning in the log.
 
     Raises:
-        JetStreamError: (reading) the listing failed.
+        JetStreamError: (iterating) the listing failed.
     """
     names = js.stream_names(subject="$O.*.M.>")
     return AsyncListing(valid_bucket_names(names, "OBJ_", _log))

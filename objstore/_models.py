@@ -157,13 +157,13 @@ def encode_info(info: ObjectInfo) -> bytes:
     return _encode_info(record)
 
 
-def _time_of(text: str | None) -> datetime | None:
+def _time_of(written: str | None) -> datetime | None:
     """A record's ``mtime`` text as aware UTC, or None for no time or one that does not read
     (a listing never fails on a peer's clock)."""
-    if not text:
+    if not written:
         return None
     try:
-        parsed = parse_timestamp(text)
+        parsed = parse_timestamp(written)
     except (ValueError, OverflowError):  # OverflowError: before year 1 or after 9999 in UTC
         return None
     return None if parsed == _ZERO_TIME else parsed

@@ -305,8 +305,8 @@ def list_elastic(js: JetStream, stream: str) -> AsyncListing[str]:
     list); a config key whose group name no call accepts is skipped, warned.
 
     Raises:
-        InvalidGroupNameError: (reading) bad stream name; nothing is sent.
-        JetStreamError: (reading) the listing failed.
+        InvalidGroupNameError: (iterating) bad stream name; nothing is sent.
+        JetStreamError: (iterating) the listing failed.
     """
     return AsyncListing(group_names(js, ELASTIC_BUCKET, stream))
 

@@ -161,8 +161,8 @@ def list_static(js: JetStream, stream: str) -> AsyncListing[str]:
     accepts is skipped, warned.
 
     Raises:
-        InvalidGroupNameError: (reading) bad stream name; nothing is sent.
-        JetStreamError: (reading) the listing failed.
+        InvalidGroupNameError: (iterating) bad stream name; nothing is sent.
+        JetStreamError: (iterating) the listing failed.
     """
     return AsyncListing(group_names(js, STATIC_BUCKET, stream))
 

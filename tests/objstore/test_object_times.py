@@ -35,6 +35,7 @@ def _read(mtime: object) -> datetime | None:
         (None, None),  # null
         (_MISSING, None),  # nats.js link()
         ("yesterday", None),  # unreadable: the object still reads
+        ("2016-12-31T23:59:60Z", None),  # a leap second: no datetime holds it
         ("0001-01-01T00:00:00+01:00", None),  # before year 1 in UTC
         ("9999-12-31T23:59:59-01:00", None),  # after year 9999 in UTC
     ],
