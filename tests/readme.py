@@ -93,8 +93,12 @@ def python_blocks(document: Path = README) -> list[Block]:
 
 
 def whole_named(document: Path, heading: str) -> Block:
-    (whole,) = [b for b in python_blocks(document) if b.heading == heading and b.is_whole]
-    return whole
+    wholes = [b for b in python_blocks(document) if b.heading == heading and b.is_whole]
+    assert len(wholes) == 1, (
+        f"{document.name} has no program under {heading!r} with a "
+        "'...  # ... snippets ... run here' line for the fragments that name it"
+    )
+    return wholes[0]
 
 
 def assemble(whole: Block, fragments: list[Block]) -> tuple[str, list[str]]:

@@ -12,26 +12,24 @@ import pytest
 
 import jetstream
 import kvstore
-from tests.readme import README, programs, python_blocks, run_fragment, run_whole
+from tests.readme import README, Block, programs, python_blocks, run_fragment, run_whole
 
 BLOCKS = python_blocks()
+RUNS = programs([README])
 
 
-def test_every_block_is_a_program_or_says_which_one_it_belongs_to() -> None:
-    for block in BLOCKS:
-        if block.needs_spark:
-            continue  # the Spark section's block: test_the_spark_block_runs
-        assert block.is_program or block.whole == (README, "A bucket"), (
-            f"{block.where}: neither a program nor marked '# inside main() of \"A bucket\"'"
-        )
-    assert sum(b.whole is not None for b in BLOCKS) >= 3
+def test_the_tour_is_a_program_and_fragments_that_name_it() -> None:
+    (tour,) = [fragments for whole, fragments in RUNS if whole.heading == "A bucket"]
+    assert len(tour) >= 3
+    assert all(b.is_program or b.needs_spark or b in tour for b in BLOCKS)
 
 
-def test_the_tour_runs_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(("program", "fragments"), RUNS, ids=lambda b: getattr(b, "heading", ""))
+def test_the_programs_run_as_written(
+    program: Block, fragments: list[Block], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
-    (run,) = programs([README])
-    run_whole(*run)
-    assert (tmp_path / "out.bin").is_file()
+    run_whole(program, fragments)
 
 
 @pytest.mark.spark
