@@ -88,7 +88,7 @@ def object_fields(info: objstore.ObjectInfo) -> dict[str, Any]:
         "size": info.size,
         "chunks": info.chunks,
         "digest": info.digest,
-        "modified": timestamp(info.modified),
+        "modified": timestamp(info.mtime),
         "deleted": info.deleted,
         "expired": info.expired,
         "description": info.description,

@@ -108,7 +108,7 @@ def ls(settings: Settings, store: str | None, include_deleted: bool) -> None:
         for i in infos:
             link = f"\t-> {shown(i.link.bucket)}/{shown(i.link.name)}" if i.link else ""
             fields = object_fields(i)
-            columns = (shown(i.name), i.size, fields["modified"], shown(i.digest))
+            columns = (shown(i.name), i.size, fields["modified"] or "-", shown(i.digest))
             click.echo("\t".join(str(column) for column in columns) + link)
 
     run(settings, work)
@@ -308,7 +308,7 @@ def _change_line(change: objstore.ObjectInfo, colour: bool) -> str:
         else "PUT"
     )
     op_text = click.style(f"{op:<7}", fg=_COLOURS[op]) if colour else f"{op:<7}"
-    when = change.modified.astimezone().strftime("%Y-%m-%d %H:%M:%S") if change.modified else "-"
+    when = change.mtime.astimezone().strftime("%Y-%m-%d %H:%M:%S") if change.mtime else "-"
     size = f" {change.size} bytes" if op == "PUT" else ""
     return f"[{when}] {op_text} {shown(change.name)}{size}"
 

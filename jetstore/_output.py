@@ -136,15 +136,6 @@ def note(line: str, *, json: bool, quiet: bool) -> None:
         click.echo(line)
 
 
-class _QuietFirstConnect(logging.Filter):
-    """Drop the library's log line for a failed first connect: the verb reports the same
-    error as its one line on stderr."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        args = record.args if isinstance(record.args, tuple) else ()
-        return not (args and isinstance(args[0], jetstream.ConnectionFailedError))
-
-
 class _QuietTlsEof(logging.Filter):
     """Drop asyncio's "returning true from eof_received() has no effect when using ssl",
     logged when a TLS connection ends: nats-py upgrades a plain stream to TLS, so the stream
@@ -194,8 +185,6 @@ def setup_logging(*, debug: bool) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_LogLine("jetstore: %(levelname)s: %(message)s", debug=debug))
     handler.addFilter(_QuietTlsEof())
-    if not debug:
-        handler.addFilter(_QuietFirstConnect())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.DEBUG if debug else logging.WARNING)

@@ -77,6 +77,7 @@ from ._errors import (
     WrongLastSequenceError,
     WrongTypeError,
 )
+from ._listing import AsyncListing
 from ._protocol.duration import Duration, DurationValue
 from ._protocol.message import AckReply, StoredMessage
 from ._protocol.models import (
@@ -99,6 +100,7 @@ __all__ = [
     "AccountInfo",
     "AckReply",
     "AckedPublisher",
+    "AsyncListing",
     "AtomicBatch",
     "AuthenticationError",
     "BatchAbandonedError",

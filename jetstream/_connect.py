@@ -1,5 +1,6 @@
 """connect(): a nats-py connection opened for a :class:`JetStream` context that owns it, its
-callbacks chained to the context's listeners and its errors logged once, without secrets."""
+callbacks chained to the context's listeners, and its connection errors after the first connect
+logged as one line each, without secrets (a failed first connect raises, and logs nothing)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ import nats.errors
 
 from ._api.client import DEFAULT_RETRY_DEADLINE
 from ._context import JetStream
-from ._errors import ConnectionFailedError
 from ._protocol.subjects import DEFAULT_API_PREFIX
 from ._redact import redact_text
 from ._transport.connection import open_client
@@ -50,12 +50,12 @@ async def connect(
     nkeys_seed, user_credentials, inbox_prefix, reconnect settings, callbacks, ...). Unless an
     ``error_cb`` is given, connection errors after the first connect (each failed reconnect
     attempt, for instance) are logged as one warning line on the ``jetstream`` logger instead of
-    nats-py's tracebacks; a failed first connect is logged once. ``servers``: a URL, a list,
-    or URLs in one string separated by commas (as ``$NATS_URL`` holds them). URLs may carry
-    ``user:password@`` or ``token@`` (as written: nats-py does not %-decode them), which
-    errors and log lines never show; the user info runs to the URL's last ``@``, so a
-    password may hold ``,`` ``:`` ``@`` ``%`` (in a list, give each URL its scheme), and one
-    holding ``/``, ``?`` or ``#`` goes in the ``password`` option.
+    nats-py's tracebacks; a failed first connect logs nothing (the error it raises says why).
+    ``servers``: a URL, a list, or URLs in one string separated by commas (as ``$NATS_URL``
+    holds them). URLs may carry ``user:password@`` or ``token@`` (as written: nats-py does not
+    %-decode them), which errors and log lines never show; the user info runs to the URL's
+    last ``@``, so a password may hold ``,`` ``:`` ``@`` ``%`` (in a list, give each URL its
+    scheme), and one holding ``/``, ``?`` or ``#`` goes in the ``password`` option.
     ``disconnected_cb``, ``reconnected_cb`` and ``closed_cb`` are called after the context's
     own consumers have been told of the change. ``flush_timeout`` (how long a publish waits
     for nats-py's full outgoing buffer to drain) defaults to ``timeout``, not nats-py's
@@ -79,7 +79,7 @@ async def connect(
             context.note_error(error)
         if user_error_cb is not None:
             await user_error_cb(error)
-        elif contexts:  # the first connect's failures are logged once, below
+        elif contexts:  # the first connect's failures end in the error it raises
             await _log_connection_error(error)
 
     chain_callbacks(nats_options, lambda: [c.connection_events for c in contexts])
@@ -88,17 +88,13 @@ async def connect(
     # nobody to end it (the flusher stops, the reconnect never succeeds) and an upload hung
     # for minutes. Bounded, the publish returns and the caller's own timeouts take over.
     nats_options.setdefault("flush_timeout", timeout)
-    try:
-        nc = await open_client(
-            urls,
-            connect_timeout=connect_timeout,
-            connect_attempts=connect_attempts,
-            error_cb=on_error,
-            nats_options=nats_options,
-        )
-    except ConnectionFailedError as exc:
-        _log.warning("nats connection: %s", exc)
-        raise
+    nc = await open_client(
+        urls,
+        connect_timeout=connect_timeout,
+        connect_attempts=connect_attempts,
+        error_cb=on_error,
+        nats_options=nats_options,
+    )
     context = JetStream(
         nc,
         api_prefix=api_prefix,

@@ -11,13 +11,13 @@ consumers (:mod:`jetstream._consume`). :func:`jetstream.connect` opens one.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Literal
 
 from ._api import consumers, direct_get, streams
 from ._api.client import DEFAULT_RETRY_DEADLINE, ApiClient, Feature
 from ._consume.consumer import Consumer
+from ._listing import AsyncListing
 from ._protocol.message import StoredMessage
 from ._protocol.models import ConsumerConfig, ConsumerInfo, PubAck, StreamConfig, StreamInfo
 from ._publish.publish import publish
@@ -87,14 +87,14 @@ class JetStream(ApiClient):
         """
         return await streams.purge_stream(self, name, subject=subject, keep=keep)
 
-    async def stream_names(self, *, subject: str | None = None) -> AsyncIterator[str]:
-        """Iterate over the names of all streams (or those listening on ``subject``).
+    def stream_names(self, *, subject: str | None = None) -> AsyncListing[str]:
+        """The names of all streams (or those listening on ``subject``): ``async for`` or
+        ``await`` (a list).
 
         Raises:
-            JetStreamError: a page could not be fetched.
+            JetStreamError: (iterating) a page could not be fetched.
         """
-        async for name in streams.stream_names(self, subject=subject):
-            yield name
+        return AsyncListing(streams.stream_names(self, subject=subject))
 
     async def delete_message(self, stream: str, seq: int, *, erase: bool = False) -> None:
         """Delete one message by stream sequence (``erase`` overwrites it on disk).
@@ -212,14 +212,13 @@ class JetStream(ApiClient):
         """
         return await consumers.pause_consumer(self, stream, consumer, until)
 
-    async def consumer_names(self, stream: str) -> AsyncIterator[str]:
-        """Iterate over the names of a stream's consumers.
+    def consumer_names(self, stream: str) -> AsyncListing[str]:
+        """The names of a stream's consumers: ``async for`` or ``await`` (a list).
 
         Raises:
-            StreamNotFoundError: no such stream.
+            StreamNotFoundError: (iterating) no such stream.
         """
-        async for name in consumers.consumer_names(self, stream):
-            yield name
+        return AsyncListing(consumers.consumer_names(self, stream))
 
     # -- publish ------------------------------------------------------------------------
 

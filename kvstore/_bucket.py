@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from jetstream import (
+    AsyncListing,
     ClientValidationError,
     JetStream,
     Keyring,
@@ -483,18 +484,20 @@ class Bucket:
             resume_from=resume_from,
         )
 
-    def keys(self, filters: str | list[str] = ">") -> AsyncIterator[str]:
-        """Keys that have a live value, optionally matching filters (filtered by the server).
+    def keys(self, filters: str | list[str] = ">") -> AsyncListing[str]:
+        """Keys that have a live value, optionally matching filters (filtered by the server):
+        ``async for`` or ``await`` (a list).
 
         Raises:
             InvalidKeyError: a bad filter (as a codec stores it).
             FilterNotSupportedError: a wildcard the key codec cannot encode.
             BucketNotFoundError: (iterating) the bucket was deleted, also while it ran.
         """
-        return iter_keys(self._core, self._core.filter_subjects(filters))
+        return AsyncListing(iter_keys(self._core, self._core.filter_subjects(filters)))
 
-    def history(self, key: str) -> AsyncIterator[Entry]:
-        """Every stored revision of ``key``, oldest first (tombstones and markers included).
+    def history(self, key: str) -> AsyncListing[Entry]:
+        """Every stored revision of ``key``, oldest first (tombstones and markers included):
+        ``async for`` or ``await`` (a list).
 
         Raises:
             InvalidKeyError: a bad key.
@@ -503,7 +506,7 @@ class Bucket:
                 on with the next one.
             BucketNotFoundError: (iterating) the bucket was deleted, also while it ran.
         """
-        return History(self._core, key, self._core.subject(key))
+        return AsyncListing(History(self._core, key, self._core.subject(key)))
 
     # -- reads --------------------------------------------------------------------------------
 

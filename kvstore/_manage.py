@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import AsyncIterator
 from typing import Literal, TypedDict, Unpack
 
 import msgspec
 
 from jetstream import (
+    AsyncListing,
     ClientValidationError,
     DurationValue,
     Feature,
@@ -214,15 +214,16 @@ async def delete_bucket(js: JetStream, bucket: str) -> None:
         await js.delete_stream(stream_name(bucket))
 
 
-async def list_buckets(js: JetStream) -> AsyncIterator[str]:
-    """Iterate over the names of all KV buckets of the account. A stream ``KV_<name>`` whose
-    name is no valid bucket name (anyone may create one) is skipped with a warning in the log.
+def list_buckets(js: JetStream) -> AsyncListing[str]:
+    """The names of all KV buckets of the account: ``async for`` or ``await`` (a list). A
+    stream ``KV_<name>`` whose name is no valid bucket name (anyone may create one) is skipped
+    with a warning in the log.
 
     Raises:
-        JetStreamError: the listing failed.
+        JetStreamError: (iterating) the listing failed.
     """
-    async for name in valid_bucket_names(js.stream_names(subject="$KV.*.>"), "KV_", _log):
-        yield name
+    names = js.stream_names(subject="$KV.*.>")
+    return AsyncListing(valid_bucket_names(names, "KV_", _log))
 
 
 async def bucket_info(js: JetStream, bucket: str) -> StreamInfo:

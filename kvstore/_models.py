@@ -15,6 +15,7 @@ from jetstream import Duration, InvalidBucketConfigError, StreamConfig, StreamIn
 from jetstream import headers as hdr
 from jetstream._crypto.hidden_payload import PayloadHidden
 from jetstream._protocol.bucket_config import check_size, check_stream_limits, validate_bucket_name
+from jetstream._summary import limit_text, size_text, stream_rows, summary, text
 
 from ._name_codec import NEW_NAME_FORMAT
 
@@ -166,6 +167,20 @@ class BucketStatus:
     @property
     def marker_ttl(self) -> timedelta | None:
         return self.config.marker_ttl
+
+    def __str__(self) -> str:
+        """A short summary, as ``nats kv status`` prints one (``repr()`` has every field)."""
+        config = self.config
+        return summary(
+            f"KV bucket {text(self.bucket)}",
+            [
+                ("values", self.values),
+                ("size", size_text(self.bytes)),
+                ("history", config.history),
+                ("max value", limit_text(config.max_value_size)),
+                *stream_rows(config, self.stream_info),
+            ],
+        )
 
 
 def stream_name(bucket: str) -> str:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, Self, TypeVar
 
 import msgspec
 
-from jetstream import ClientValidationError, TTLValue
+from jetstream import AsyncListing, ClientValidationError, TTLValue
 from jetstream._publish.atomic import DEFAULT_COMMIT_DEADLINE, DEFAULT_MAX_BATCH
 from jetstream._resource import AsyncResource, aclose_iterator
 
@@ -287,23 +287,23 @@ class TypedBucket(Generic[T]):
         entries = {key: self._checked(self._typed(entry)) for key, entry in snapshot.items()}
         return TypedSnapshot(entries, snapshot)
 
-    def keys(self, filters: str | list[str] = ">") -> AsyncIterator[str]:
-        """Keys with a live value (see :meth:`Bucket.keys`).
+    def keys(self, filters: str | list[str] = ">") -> AsyncListing[str]:
+        """Keys with a live value (see :meth:`Bucket.keys`): ``async for`` or ``await``.
 
         Raises:
             InvalidKeyError, FilterNotSupportedError: a bad filter.
         """
         return self._bucket.keys(filters)
 
-    def history(self, key: str) -> AsyncIterator[TypedEntry[T]]:
-        """Every stored revision of ``key``, oldest first (see :meth:`Bucket.history`); a value
-        that does not decode is delivered with ``error`` set.
+    def history(self, key: str) -> AsyncListing[TypedEntry[T]]:
+        """Every stored revision of ``key``, oldest first (see :meth:`Bucket.history`): ``async
+        for`` or ``await``; a value that does not decode is delivered with ``error`` set.
 
         Raises:
             InvalidKeyError: a bad key.
             KeyNotFoundError: the key has no stored revision (raised at the end).
         """
-        return _TypedHistory(self, self._bucket.history(key))  # the key is checked now
+        return AsyncListing(_TypedHistory(self, self._bucket.history(key)))  # key checked now
 
     def watch(
         self,
@@ -405,12 +405,15 @@ class TypedWatcher(AsyncResource, Generic[T]):
         """See :attr:`kvstore.KeyWatcher.skipped`."""
         return self._watcher.skipped
 
-    async def initial(self) -> AsyncIterator[TypedEntry[T]]:
+    def initial(self) -> AsyncListing[TypedEntry[T]]:
         """The snapshot part, as :meth:`kvstore.KeyWatcher.initial` (entries typed).
 
         Raises:
             JetStreamError: as iteration does.
         """
+        return AsyncListing(self._initial())
+
+    async def _initial(self) -> AsyncIterator[TypedEntry[T]]:
         async for entry in self._watcher.initial():
             yield self._view._typed(entry, decode=self._decode)
 

@@ -9,7 +9,7 @@ import logging
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Self
 
-from jetstream import AckReply, ClientValidationError, OrderedConsumer, PullMessage
+from jetstream import AckReply, AsyncListing, ClientValidationError, OrderedConsumer, PullMessage
 from jetstream._consume.scan import scan_stream
 from jetstream._resource import AsyncResource
 
@@ -128,12 +128,13 @@ class KeyWatcher(AsyncResource):
         assert entry is not None
         return entry
 
-    async def initial(self) -> AsyncIterator[Entry]:
+    def initial(self) -> AsyncListing[Entry]:
         """The entries of the snapshot part (the current values, or the history with
-        ``include_history``; none with ``updates_only``), ending once it has been delivered,
-        also when its last messages are left out (tombstones with ``ignore_deletes``, a key
-        the key codec cannot decode, a subject that is not UTF-8), where a loop over the watch
-        checking :attr:`initial_done` after each entry would wait for the next change.
+        ``include_history``; none with ``updates_only``): ``async for`` or ``await`` (a list),
+        ending once it has been delivered, also when its last messages are left out
+        (tombstones with ``ignore_deletes``, a key the key codec cannot decode, a subject that
+        is not UTF-8), where a loop over the watch checking :attr:`initial_done` after each
+        entry would wait for the next change.
         Iterate the watch itself afterwards for the changes::
 
             async with bucket.watch("alice.>") as watcher:
@@ -143,6 +144,9 @@ class KeyWatcher(AsyncResource):
         Raises:
             JetStreamError: as iteration does.
         """
+        return AsyncListing(self._initial())
+
+    async def _initial(self) -> AsyncIterator[Entry]:
         while (entry := await self._next_entry(until_initial_done=True)) is not None:
             yield entry
 

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import AsyncIterator
 from typing import Literal, TypedDict, Unpack
 
 import msgspec
 
-from jetstream import DurationValue, Feature, JetStream, Keyring, StreamExistsError
+from jetstream import AsyncListing, DurationValue, Feature, JetStream, Keyring, StreamExistsError
 from jetstream._protocol.bucket_config import valid_bucket_names, validate_bucket_name
 
 from ._core import store_info
@@ -144,15 +143,16 @@ async def delete_store(js: JetStream, name: str) -> None:
         await js.delete_stream(stream_name(name))
 
 
-async def list_stores(js: JetStream) -> AsyncIterator[str]:
-    """Names of every object store of the account. A stream ``OBJ_<name>`` whose name is no
-    valid store name (anyone may create one) is skipped with a warning in the log.
+def list_stores(js: JetStream) -> AsyncListing[str]:
+    """The names of every object store of the account: ``async for`` or ``await`` (a list).
+    A stream ``OBJ_<name>`` whose name is no valid store name (anyone may create one) is
+    skipped with a warning in the log.
 
     Raises:
-        JetStreamError: the listing failed.
+        JetStreamError: (iterating) the listing failed.
     """
-    async for name in valid_bucket_names(js.stream_names(subject="$O.*.M.>"), "OBJ_", _log):
-        yield name
+    names = js.stream_names(subject="$O.*.M.>")
+    return AsyncListing(valid_bucket_names(names, "OBJ_", _log))
 
 
 def _merge(config: StoreConfig, options: StoreOptions) -> StoreConfig:

@@ -198,7 +198,7 @@ def check_record_fits(store: StoreCore, draft: ObjectInfo, ttl_headers: dict[str
 
 _LONGEST = 2**63 - 1  # a stream sequence, object size or chunk count
 _LONGEST_DIGEST = "SHA-256=" + "A" * 43 + "="
-_LONGEST_MTIME = "2006-01-02T15:04:05.999999999Z"
+_LONGEST_MTIME = datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
 
 
 async def replace_record(

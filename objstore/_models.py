@@ -14,6 +14,7 @@ from jetstream import Duration, StreamConfig, StreamInfo
 from jetstream._protocol.bucket_config import check_stream_limits
 from jetstream._protocol.message import parse_timestamp
 from jetstream._protocol.text import decode_json
+from jetstream._summary import mapping_text, size_text, stream_rows, summary, text, time_text
 
 from ._errors import InvalidObjectMetaError
 
@@ -53,16 +54,20 @@ class ObjectMetaOptions(msgspec.Struct, omit_defaults=True):
 class ObjectInfo(msgspec.Struct, omit_defaults=True, kw_only=True):
     """An object's meta record, as nats.go's ``ObjectInfo`` JSON.
 
-    ``digest`` is ``SHA-256=<base64url>``; ``mtime`` the writer's clock (UTC). ``expired`` is
-    ours and never stored: :meth:`ObjectStore.watch` sets it for objects whose TTL ran out.
+    ``digest`` is ``SHA-256=<base64url>``. ``expired`` is ours and never stored:
+    :meth:`ObjectStore.watch` sets it for objects whose TTL ran out.
     """
 
     name: str
     bucket: str
     nuid: str
     size: int
-    mtime: str
-    """RFC 3339 text, as on the wire (nats-py writes ``""`` on deleted objects)."""
+    mtime: datetime | None
+    """When the writer stored the record, by its clock: an aware UTC datetime (to the
+    microsecond; nats.go writes nanoseconds), or None when the record holds no time it can
+    read (nats-py's deleted objects ``""``, nats.js links none, nats.go's zero time
+    ``0001-01-01T00:00:00Z``, text that is no RFC 3339 time). On the wire it stays RFC 3339
+    text; we write it in UTC (``Z``), and None as nats.go's zero time."""
     chunks: int
     digest: str = ""
     deleted: bool = False
@@ -73,20 +78,35 @@ class ObjectInfo(msgspec.Struct, omit_defaults=True, kw_only=True):
     expired: bool = False
 
     @property
-    def modified(self) -> datetime | None:
-        """``mtime`` as an aware datetime (None when empty or unreadable)."""
-        try:
-            return parse_timestamp(self.mtime) if self.mtime else None
-        except ValueError:
-            return None
-
-    @property
     def is_link(self) -> bool:
         return self.options is not None and self.options.link is not None
 
     @property
     def link(self) -> ObjectLink | None:
         return self.options.link if self.options is not None else None
+
+    def __str__(self) -> str:
+        """A short summary, as ``nats obj info`` prints one (``repr()`` has every field)."""
+        where = f"{text(self.name)} in store {text(self.bucket)}"
+        link = self.link
+        if link is not None:
+            target = f"{text(link.bucket)}/{text(link.name)}" if link.name else text(link.bucket)
+            return summary(
+                f"Link {where}", [("target", target), ("modified", time_text(self.mtime))]
+            )
+        status = "expired" if self.expired else "deleted" if self.deleted else None
+        chunks = f"{self.chunks} chunk{'' if self.chunks == 1 else 's'}"
+        return summary(
+            f"Object {where}",
+            [
+                ("status", status),
+                ("size", f"{size_text(self.size)} in {chunks}"),
+                ("modified", time_text(self.mtime)),
+                ("digest", text(self.digest) if self.digest else None),
+                ("description", text(self.description) if self.description else None),
+                ("metadata", mapping_text(self.metadata)),
+            ],
+        )
 
 
 class _WireLink(msgspec.Struct):
@@ -121,13 +141,32 @@ _encode_info = msgspec.json.Encoder().encode
 _decode_wire = msgspec.json.Decoder(_WireInfo).decode
 
 
-def now_rfc3339() -> str:
-    """The current UTC time as nats.go writes ``mtime``."""
-    return datetime.now(UTC).isoformat().replace("+00:00", "Z")
+_NO_TIME = "0001-01-01T00:00:00Z"
+"""Go's zero ``time.Time``: what nats.go writes for a record without a time."""
+_ZERO_TIME = datetime(1, 1, 1, tzinfo=UTC)
 
 
 def encode_info(info: ObjectInfo) -> bytes:
-    return _encode_info(info)
+    """The meta record's JSON, ``mtime`` as RFC 3339 UTC text (``Z``; None as Go's zero time,
+    which every ADR-20 reader parses)."""
+    record = msgspec.to_builtins(info)
+    mtime = info.mtime
+    record["mtime"] = (
+        _NO_TIME if mtime is None else mtime.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    )
+    return _encode_info(record)
+
+
+def _time_of(written: str | None) -> datetime | None:
+    """A record's ``mtime`` text as aware UTC, or None for no time or one that does not read
+    (a listing never fails on a peer's clock)."""
+    if not written:
+        return None
+    try:
+        parsed = parse_timestamp(written)
+    except (ValueError, OverflowError):  # OverflowError: before year 1 or after 9999 in UTC
+        return None
+    return None if parsed == _ZERO_TIME else parsed
 
 
 def decode_info(data: bytes, *, name: str = "", bucket: str = "") -> ObjectInfo:
@@ -148,7 +187,7 @@ def decode_info(data: bytes, *, name: str = "", bucket: str = "") -> ObjectInfo:
         bucket=wire.bucket or bucket,
         nuid=wire.nuid or "",
         size=wire.size or 0,
-        mtime=wire.mtime or "",
+        mtime=_time_of(wire.mtime),
         chunks=wire.chunks or 0,
         digest=wire.digest or "",
         deleted=bool(wire.deleted),
@@ -229,6 +268,17 @@ class StoreStatus:
     sealed: bool
     config: StoreConfig
     stream_info: StreamInfo
+
+    def __str__(self) -> str:
+        """A short summary, as ``nats obj status`` prints one (``repr()`` has every field)."""
+        return summary(
+            f"Object store {text(self.store)}",
+            [
+                ("size", size_text(self.size)),
+                ("sealed", "yes" if self.sealed else "no"),
+                *stream_rows(self.config, self.stream_info),
+            ],
+        )
 
 
 def _plain(value: timedelta | None) -> timedelta | None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from datetime import UTC, datetime
 
 from nats.nuid import NUID
 
@@ -16,7 +17,7 @@ from ._core import StoreCore
 from ._errors import ObjectExistsError, ObjectNotFoundError
 from ._finish import CallerGone, stop_if_gone
 from ._meta import MetaRecord, attempts, read_record, write_record
-from ._models import ObjectInfo, ObjectLink, ObjectMetaOptions, chunk_subject, now_rfc3339
+from ._models import ObjectInfo, ObjectLink, ObjectMetaOptions, chunk_subject
 
 __all__ = ["delete_object", "rename", "update_in_place", "write_link"]
 
@@ -59,7 +60,7 @@ async def tombstone(core: StoreCore, record: MetaRecord) -> int:
         bucket=core.name,
         nuid=info.nuid,
         size=0,
-        mtime=now_rfc3339(),
+        mtime=datetime.now(UTC),
         chunks=0,
         deleted=True,
     )
@@ -147,7 +148,7 @@ async def write_link(core: StoreCore, name: str, link: ObjectLink) -> ObjectInfo
             bucket=core.name,
             nuid=_msg_id(),
             size=0,
-            mtime=now_rfc3339(),
+            mtime=datetime.now(UTC),
             chunks=0,
             options=ObjectMetaOptions(link=link),
         )

@@ -7,9 +7,10 @@ import contextlib
 import logging
 import os
 from collections.abc import AsyncIterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from jetstream import (
+    AsyncListing,
     ClientValidationError,
     JetStream,
     Keyring,
@@ -40,7 +41,6 @@ from ._models import (
     ObjectInfo,
     ObjectLink,
     StoreStatus,
-    now_rfc3339,
     store_config_from_stream,
 )
 from ._rekey import rekey_store
@@ -268,7 +268,7 @@ class ObjectStore:
                 bucket=self.name,
                 nuid=info.nuid,
                 size=info.size,
-                mtime=now_rfc3339(),
+                mtime=datetime.now(UTC),
                 chunks=info.chunks,
                 digest=info.digest,
                 description=info.description if description is None else description,
@@ -453,14 +453,18 @@ class ObjectStore:
             await save_to_file(reader, target, progress)
         return reader.info
 
-    async def list(self, *, include_deleted: bool = False) -> AsyncIterator[ObjectInfo]:
-        """Every object's meta record (deleted ones only with ``include_deleted``); unreadable
-        records are skipped with a warning on the ``objstore`` logger.
+    def list(self, *, include_deleted: bool = False) -> AsyncListing[ObjectInfo]:
+        """Every object's meta record (deleted ones only with ``include_deleted``): ``async
+        for`` or ``await`` (a list); unreadable records are skipped with a warning on the
+        ``objstore`` logger.
 
         Raises:
             JetStreamError: the store could not be scanned.
             StoreNotFoundError: the store was deleted, also while it was listed.
         """
+        return AsyncListing(self._infos(include_deleted))
+
+    async def _infos(self, include_deleted: bool) -> AsyncIterator[ObjectInfo]:
         infos = self._core.infos(include_deleted=include_deleted)
         async with self._core.missing, contextlib.aclosing(infos):  # left early: closed now
             async for info in infos:

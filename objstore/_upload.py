@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import hashlib
 from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime
 from typing import NoReturn, TypeAlias
 
 import msgspec
@@ -48,7 +49,7 @@ from ._errors import UploadFailedError
 from ._finish import CallerGone, run_attempts_to_end, run_to_end
 from ._io import Source, chunks_of, digest_text
 from ._meta import MetaRecord, check_record_fits, read_record, replace_record, write_record
-from ._models import ObjectInfo, ObjectMetaOptions, chunk_subject, now_rfc3339
+from ._models import ObjectInfo, ObjectMetaOptions, chunk_subject
 
 __all__ = ["Progress", "upload"]
 
@@ -83,7 +84,7 @@ async def upload(
         bucket=store.name,
         nuid=nuid,
         size=0,
-        mtime="",
+        mtime=None,
         chunks=0,
         description=description,
         headers={**(headers or {}), **cipher.meta_headers()} if cipher is not None else headers,
@@ -112,7 +113,7 @@ async def upload(
     except BaseException as exc:
         await _abandon(store, subject, name, exc, publisher)
     info = msgspec.structs.replace(
-        draft, size=size, mtime=now_rfc3339(), chunks=count, digest=digest
+        draft, size=size, mtime=datetime.now(UTC), chunks=count, digest=digest
     )
     # From here the meta record may be stored at any moment, and once it is, the chunks of the
     # record it replaced must go: the commit runs to its end even if the upload is cancelled

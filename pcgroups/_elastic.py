@@ -12,12 +12,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import Callable, Iterable
 from typing import Final
 
 import msgspec
 
 from jetstream import (
+    AsyncListing,
     ClientValidationError,
     JetStream,
     StreamConfig,
@@ -35,7 +36,6 @@ from ._assign import (
     is_group_work_queue,
     validate_elastic_config,
     validate_group_names,
-    validate_key_token,
     validate_member_name,
 )
 from ._errors import (
@@ -300,17 +300,15 @@ async def elastic_config(js: JetStream, stream: str, group: str) -> ElasticConfi
     return config
 
 
-async def list_elastic(js: JetStream, stream: str) -> AsyncIterator[str]:
-    """Iterate over the names of the elastic groups on ``stream``, sorted; a config key whose
-    group name no call accepts is skipped, warned.
+def list_elastic(js: JetStream, stream: str) -> AsyncListing[str]:
+    """The names of the elastic groups on ``stream``, sorted: ``async for`` or ``await`` (a
+    list); a config key whose group name no call accepts is skipped, warned.
 
     Raises:
         InvalidGroupNameError: (iterating) bad stream name; nothing is sent.
-        JetStreamError: the listing failed.
+        JetStreamError: (iterating) the listing failed.
     """
-    validate_key_token(stream, "stream")
-    for name in await group_names(js, ELASTIC_BUCKET, stream):
-        yield name
+    return AsyncListing(group_names(js, ELASTIC_BUCKET, stream))
 
 
 async def delete_elastic(js: JetStream, stream: str, group: str) -> None:

@@ -20,6 +20,7 @@ import msgspec
 from msgspec.structs import force_setattr
 
 from jetstream._protocol.text import decode_json, encode_json
+from jetstream._summary import size_text, summary, text
 
 from ._errors import CorruptGroupConfigError
 
@@ -82,6 +83,14 @@ class PartitioningFilter(msgspec.Struct, frozen=True):
     def __post_init__(self) -> None:
         force_setattr(self, "partitioning_wildcards", _optional_tuple(self.partitioning_wildcards))
 
+    def __str__(self) -> str:
+        """``orders.* (by wildcard 1)``; ``orders.> (by the whole subject)``."""
+        wildcards = self.partitioning_wildcards
+        if not wildcards:
+            return f"{text(self.filter)} (by the whole subject)"
+        numbers = ", ".join(str(n) for n in wildcards)
+        return f"{text(self.filter)} (by wildcard{'s' if len(wildcards) > 1 else ''} {numbers})"
+
 
 class StaticConfig(msgspec.Struct, frozen=True, kw_only=True):
     """A static group (orbit ``StaticConsumerGroupConfig``): the stream's subjects already
@@ -98,6 +107,16 @@ class StaticConfig(msgspec.Struct, frozen=True, kw_only=True):
     def __post_init__(self) -> None:
         for name in ("filters", "members", "member_mappings"):
             force_setattr(self, name, _tuple(getattr(self, name)))
+
+    def __str__(self) -> str:
+        """A short summary: partitions, filters, members (``repr()`` has every field)."""
+        return summary(
+            f"Static group config: {self.max_members} partitions",
+            [
+                ("filters", "; ".join(text(f) for f in self.filters) or None),
+                *_membership_rows(self.members, self.member_mappings),
+            ],
+        )
 
 
 class ElasticConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -119,6 +138,33 @@ class ElasticConfig(msgspec.Struct, frozen=True, kw_only=True):
         force_setattr(self, "partitioning_filters", _optional_tuple(self.partitioning_filters))
         for name in ("members", "member_mappings"):
             force_setattr(self, name, _tuple(getattr(self, name)))
+
+    def __str__(self) -> str:
+        """A short summary: partitions, how subjects are partitioned, the work queue's limits,
+        members (``repr()`` has every field)."""
+        filters = "; ".join(str(f) for f in self.partitioning_filters or ())
+        limits = [
+            f"{self.max_buffered_msgs} messages" if self.max_buffered_msgs else "",
+            size_text(self.max_buffered_bytes) if self.max_buffered_bytes else "",
+        ]
+        return summary(
+            f"Elastic group config: {self.max_members} partitions",
+            [
+                ("filters", filters or "every subject (by the whole subject)"),
+                ("max buffered", ", ".join(limit for limit in limits if limit) or None),
+                *_membership_rows(self.members, self.member_mappings),
+            ],
+        )
+
+
+def _membership_rows(
+    members: tuple[str, ...], mappings: tuple[MemberMapping, ...]
+) -> list[tuple[str, object]]:
+    """``members: a, b`` or ``mappings: a: 0, 2; b: 1`` (names as orbit stored them, escaped)."""
+    mapped = "; ".join(
+        f"{text(m.member)}: {', '.join(str(p) for p in m.partitions)}" for m in mappings
+    )
+    return [("members", ", ".join(text(m) for m in members) or None), ("mappings", mapped or None)]
 
 
 # What Go accepts when decoding: every field optional (zero value), null for any slice.

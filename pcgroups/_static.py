@@ -7,9 +7,10 @@ each member consumes with its own durable ``<group>-<member>`` on that stream.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import Iterable
 
 from jetstream import (
+    AsyncListing,
     ClientValidationError,
     ConsumerNotFoundError,
     JetStream,
@@ -22,7 +23,6 @@ from ._assign import (
     config_key,
     static_consumer_name,
     validate_group_names,
-    validate_key_token,
     validate_member_name,
     validate_static_config,
 )
@@ -155,17 +155,16 @@ async def static_config(js: JetStream, stream: str, group: str) -> StaticConfig:
     return _decoded(data, stream, group)
 
 
-async def list_static(js: JetStream, stream: str) -> AsyncIterator[str]:
-    """Iterate over the names of the static groups on ``stream``, sorted (none when no static
-    group was ever created); a config key whose group name no call accepts is skipped, warned.
+def list_static(js: JetStream, stream: str) -> AsyncListing[str]:
+    """The names of the static groups on ``stream``, sorted (none when no static group was
+    ever created): ``async for`` or ``await`` (a list); a config key whose group name no call
+    accepts is skipped, warned.
 
     Raises:
         InvalidGroupNameError: (iterating) bad stream name; nothing is sent.
-        JetStreamError: the listing failed.
+        JetStreamError: (iterating) the listing failed.
     """
-    validate_key_token(stream, "stream")
-    for name in await group_names(js, STATIC_BUCKET, stream):
-        yield name
+    return AsyncListing(group_names(js, STATIC_BUCKET, stream))
 
 
 async def delete_static(js: JetStream, stream: str, group: str) -> None:

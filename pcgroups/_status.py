@@ -33,6 +33,7 @@ from jetstream import (
     StreamConfig,
     StreamNotFoundError,
 )
+from jetstream._summary import summary, text
 
 from ._assign import (
     balanced_assignment,
@@ -100,11 +101,32 @@ class GroupStatus(msgspec.Struct, frozen=True):
     """Members of the config whose names cannot name a consumer (orbit stores any name):
     they never run, so their partitions are never processed."""
 
+    def __str__(self) -> str:
+        """One line per partition (owner, consuming, waiting), then what no member processes
+        (``repr()`` has every field)."""
+        return summary(
+            f"{self.kind.capitalize()} group {text(self.group)} on stream {text(self.stream)}",
+            [
+                *((f"partition {p.partition}", _partition_text(p)) for p in self.partitions),
+                ("unselected", None if self.unselected is None else f"{self.unselected} messages"),
+                ("mismatch", None if self.mismatch is None else text(self.mismatch)),
+                ("unjoinable", ", ".join(text(m) for m in self.unjoinable) or None),
+            ],
+        )
+
     @property
     def stranded(self) -> tuple[PartitionStatus, ...]:
         """The partitions holding messages (or not counted) that no member is consuming
         now: no owner, an owner that cannot join, or one that is not running."""
         return tuple(p for p in self.partitions if not p.consuming and p.waiting != 0)
+
+
+def _partition_text(partition: PartitionStatus) -> str:
+    waiting = "not counted" if partition.waiting is None else f"{partition.waiting} waiting"
+    if partition.member is None:
+        return f"no member, {waiting}"
+    consuming = "consuming" if partition.consuming else "not consuming"
+    return f"{text(partition.member)}, {consuming}, {waiting}"
 
 
 def partition_count(transform_destination: str) -> int | None:

@@ -4,6 +4,7 @@ and read with typed errors."""
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator
 
 from jetstream import JetStream
 from kvstore import (
@@ -15,7 +16,7 @@ from kvstore import (
     open_bucket,
 )
 
-from ._assign import validate_group_names
+from ._assign import validate_group_names, validate_key_token
 from ._errors import GroupNotFoundError, InvalidGroupNameError
 
 __all__ = ["ensure_bucket", "existing_bucket", "group_names", "read_config"]
@@ -60,14 +61,18 @@ async def read_config(
     return entry.value, entry.revision
 
 
-async def group_names(js: JetStream, bucket_name: str, stream: str) -> list[str]:
+async def group_names(js: JetStream, bucket_name: str, stream: str) -> AsyncIterator[str]:
     """The names of the groups on ``stream`` in the config bucket ``bucket_name``, sorted
-    (none when the bucket does not exist yet). ``stream`` must be validated by the caller.
-    A key whose group name no call accepts (another client may write any key) is skipped
-    with a warning in the log."""
+    (none when the bucket does not exist yet). A key whose group name no call accepts
+    (another client may write any key) is skipped with a warning in the log.
+
+    Raises:
+        InvalidGroupNameError: bad stream name; nothing is sent.
+    """
+    validate_key_token(stream, "stream")
     bucket = await existing_bucket(js, bucket_name)
     if bucket is None:
-        return []
+        return
     names = []
     async for key in bucket.keys(f"{stream}.*"):
         group = key.split(".", 1)[1]
@@ -77,4 +82,5 @@ async def group_names(js: JetStream, bucket_name: str, stream: str) -> list[str]
             _log.warning("bucket %r: skipped key %r: not a valid group name", bucket_name, key)
         else:
             names.append(group)
-    return sorted(names)
+    for name in sorted(names):
+        yield name

@@ -36,6 +36,7 @@ from .._errors import (
     PullRequestError,
     RequestTimeoutError,
 )
+from .._listing import AsyncListing
 from .._protocol import status as st
 from .._protocol.duration import DurationValue, seconds_of
 from .._protocol.models import ConsumerInfo
@@ -180,7 +181,7 @@ class Consumer:
         )
         return StartingStream(MessageStream(puller, callback, error_callback))
 
-    async def fetch(
+    def fetch(
         self,
         max_messages: int | None = None,
         *,
@@ -188,11 +189,13 @@ class Consumer:
         expires: DurationValue = DEFAULT_EXPIRES,
         heartbeat: DurationValue | None = None,
         group: str | None = None,
-    ) -> AsyncIterator[PullMessage]:
-        """One pull: yield up to ``max_messages`` (default 1) or ``max_bytes`` worth of
-        messages, ending when the pull is complete, expires, or no more messages will come.
-        ``heartbeat`` asks the server for idle heartbeats (0.5..30 s, at most ``expires / 2``;
-        on by default, 5 s, for ``expires`` above 30 s): two missed end the fetch.
+    ) -> AsyncListing[PullMessage]:
+        """One pull: up to ``max_messages`` (default 1) or ``max_bytes`` worth of messages,
+        ending when the pull is complete, expires, or no more messages will come; ``async
+        for`` them or ``await`` a list (the pull is sent when the first is asked for, and
+        errors raise from the reading). ``heartbeat`` asks the server for idle heartbeats
+        (0.5..30 s, at most ``expires / 2``; on by default, 5 s, for ``expires`` above 30 s):
+        two missed end the fetch.
         ``group``: the priority group to pull in, as in :meth:`consume`; a ``423`` (another
         client is pinned) ends the fetch without an error and forgets the pin.
 
@@ -204,6 +207,19 @@ class Consumer:
             HeartbeatMissedError: the pull went silent for two heartbeats.
             ConnectionClosedError, DisconnectedError: the connection is closed or down.
         """
+        return AsyncListing(
+            self._pull(max_messages, max_bytes, expires=expires, heartbeat=heartbeat, group=group)
+        )
+
+    async def _pull(
+        self,
+        max_messages: int | None,
+        max_bytes: int | None,
+        *,
+        expires: DurationValue,
+        heartbeat: DurationValue | None,
+        group: str | None,
+    ) -> AsyncIterator[PullMessage]:
         options = fetch_options(
             max_messages=max_messages, max_bytes=max_bytes, expires=expires, heartbeat=heartbeat
         )

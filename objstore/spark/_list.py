@@ -62,6 +62,9 @@ class ObjectsDataSource(DataSource):
         return reader
 
 
+_ATTRIBUTES = {"modified": "mtime"}
+"""ObjectInfo's attribute for a column of another name."""
+
 _LIST_TYPES = {
     name: ({"int": "integer"}.get(kind, kind),)  # DDL names as Spark's typeName() spells them
     for name, kind in (column.split() for column in LIST_SCHEMA.split(","))
@@ -94,7 +97,7 @@ class _ListReader(DataSourceReader):
         async with self.connection.session() as js:
             store = await open_store(js, self.store)
             async for i in store.list(include_deleted=self.include_deleted):
-                rows.append(tuple(getattr(i, column) for column in self.columns))
+                rows.append(tuple(getattr(i, _ATTRIBUTES.get(c, c)) for c in self.columns))
                 if len(rows) == self.limit:
                     break
         return rows

@@ -17,6 +17,7 @@ import pytest
 import jetstream
 import kvstore
 import objstore
+from objstore._models import meta_subject
 from tests.pcgroups.group_streams import group_stream
 
 from .cli_helpers import ROOT, Run, cli_command, cli_env, jetstore, jetstore_all
@@ -126,6 +127,9 @@ async def test_obj_verbs_show_stored_text_escaped(
     await store.put(evil, b"x", description=HOSTILE, meta={"m": HOSTILE})
     await store.put("good.txt", b"y")
     await store.add_link("link" + HOSTILE, evil)
+    # nats.js link(): a record without a time, listed with "-" for it
+    js_link = {"name": "js-link", "bucket": "files", "options": {"link": {"bucket": "files"}}}
+    await js.publish(meta_subject("files", "js-link"), json.dumps(js_link).encode())
     url = ("-s", server.url)
     ls, ls_json, store_info, object_info, watch = jetstore_all(
         ("obj", "ls", "files", *url),
@@ -141,11 +145,12 @@ async def test_obj_verbs_show_stored_text_escaped(
         _safe(run)
     rows = ls.text.splitlines()
     forged_escaped = "\\nforged\\t0\\t2026-01-01T00:00:00Z\\tSHA-256=x"
-    assert len(rows) == 3 and sorted(row.count("\t") for row in rows) == [3, 3, 4], rows
+    assert len(rows) == 4 and sorted(row.count("\t") for row in rows) == [3, 3, 4, 4], rows
+    assert "js-link\t0\t-\t\t-> files/" in rows, rows
     assert any(row.startswith(f"evil{ESCAPED}{forged_escaped}\t") for row in rows), rows
     assert any(row.endswith(f"-> files/evil{ESCAPED}{forged_escaped}") for row in rows), rows
     assert sorted(o["name"] for o in _json_safe(ls_json)) == sorted(  # type: ignore[attr-defined]
-        [evil, "good.txt", "link" + HOSTILE]
+        [evil, "good.txt", "js-link", "link" + HOSTILE]
     )
     assert f"description: {ESCAPED}\n" in store_info.text
     assert f"description: {ESCAPED}\n" in object_info.text

@@ -1,14 +1,12 @@
-"""Every ```python block of docs/*.md runs as written: each document's fragments in order in
-one namespace against the fixtures' server (tests/readme.py makes what they assume), the Spark
-page's block in the test session. A block that needs a world of its own is run by the test
-file named in RUN_ELSEWHERE; no block is left out (whole programs have no runner here yet: the
-README's test shows how, should a page get one)."""
+"""Every ```python block of docs/*.md runs as written. A page's fragments say on their first
+line which program they run in ("Running the snippets" of docs/README.md); each page's
+fragments run in it, in order, as one program. A block that needs a world of its own says on
+its first line which test runs it. No block is left out."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -16,64 +14,41 @@ import pytest
 import jetstream
 import kvstore
 import objstore
-from tests.readme import DOCS, Block, python_blocks, run_fragment, run_fragments, snippet_world
+from tests.readme import DOCS, ROOT, Block, programs, python_blocks, run_fragment, run_whole
 from tests.spark.spark_session import spark  # noqa: F401  (the shared session)
 
-BLOCKS = {doc.name: python_blocks(doc) for doc in DOCS}
-
-# (document, heading) -> the test file that runs that block, in the world it needs.
-RUN_ELSEWHERE = {("CODECS.md", "Key-name formats and older buckets"): "test_key_name_migration.py"}
+BLOCKS = [b for document in DOCS for b in python_blocks(document)]
+RUNS = programs(DOCS)
 
 
-def _fragments(document: str) -> list[Block]:
+def test_every_block_of_the_docs_is_run_and_says_by_what() -> None:
+    assembled = {b for whole, fragments in RUNS for b in (whole, *fragments)}
+    for block in BLOCKS:
+        if block.run_by is not None:
+            test = (ROOT / block.run_by).read_text()
+            assert block.document.name in test, f"{block.where}: {block.run_by} does not run it"
+        else:
+            assert block in assembled, (
+                f"{block.where}: neither a program nor marked "
+                "'# inside main() of \"Running the snippets\" in docs/README.md'"
+            )
+    pages = {b.document.name for b in BLOCKS}
+    assert {"KV.md", "OBJECTS.md", "GROUPS.md", "CONSUMERS.md", "SPARK.md"} <= pages
+
+
+def _runs() -> list[object]:
     return [
-        b
-        for b in BLOCKS[document]
-        if not b.is_program and not b.needs_spark and (document, b.heading) not in RUN_ELSEWHERE
+        pytest.param(whole, fragments, id=fragments[0].document.name if fragments else whole.where)
+        for whole, fragments in RUNS
     ]
 
 
-def test_every_block_of_the_docs_is_run_by_a_test() -> None:
-    run_here = {
-        (doc, b.line)
-        for doc, blocks in BLOCKS.items()
-        for b in blocks
-        if b.needs_spark or b in _fragments(doc)
-    }
-    elsewhere = {
-        (doc, b.line) for doc, blocks in BLOCKS.items() for b in blocks
-        if (doc, b.heading) in RUN_ELSEWHERE
-    }  # fmt: skip
-    every = {(doc, b.line) for doc, blocks in BLOCKS.items() for b in blocks}
-    assert every == run_here | elsewhere
-    assert len(elsewhere) == len(RUN_ELSEWHERE)  # each named block still exists
-    tests = Path(__file__).parents[1]
-    for test in RUN_ELSEWHERE.values():
-        assert list(tests.rglob(test)), test
-    assert {"KV.md", "OBJECTS.md", "GROUPS.md", "CONSUMERS.md", "SPARK.md"} <= {
-        doc for doc, blocks in BLOCKS.items() if blocks
-    }
-
-
-async def _codecs_world(js: jetstream.JetStream) -> None:
-    """docs/CODECS.md opens buckets and a store as made elsewhere."""
-    await kvstore.create_bucket(js, "files")
-    await kvstore.create_bucket(js, "secrets")
-    await objstore.create_store(js, "models")
-
-
-BEFORE: dict[str, Callable[[jetstream.JetStream], Awaitable[None]]] = {"CODECS.md": _codecs_world}
-
-
-@pytest.mark.parametrize("document", [d for d in BLOCKS if _fragments(d)])
-async def test_the_fragments_of_a_document_run_in_order(
-    document: str, js: jetstream.JetStream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(("whole", "fragments"), _runs())
+def test_each_pages_snippets_run_as_one_program(
+    whole: Block, fragments: list[Block], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    async with snippet_world(js, tmp_path) as world:
-        if document in BEFORE:
-            await BEFORE[document](js)
-        await run_fragments(_fragments(document), world)
+    run_whole(whole, fragments)
 
 
 @pytest.mark.spark
@@ -82,7 +57,7 @@ def test_the_spark_page_runs(
     spark: object,  # noqa: F811
     nats_server: jetstream.EmbeddedServer,
 ) -> None:
-    (block,) = [b for b in BLOCKS["SPARK.md"] if b.needs_spark]
+    (block,) = [b for b in BLOCKS if b.document.name == "SPARK.md"]
     namespace: dict[str, object] = {"spark": spark, "url": nats_server.url}
     try:
         asyncio.run(run_fragment(block, namespace))

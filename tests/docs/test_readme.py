@@ -1,55 +1,35 @@
-"""Every ```python block of the README runs as written: whole programs in a subprocess,
-fragments in order against the fixtures' server, the Spark block in the test session.
+"""Every ```python block of the README runs as written: "A bucket" is a whole program and the
+tour's other blocks are fragments of it, each saying so on its first line; they run in its
+place for them, in order. The Spark block runs in the test session.
 (docs/*.md: tests/docs/test_doc_snippets.py.)"""
 
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 import jetstream
 import kvstore
-from tests.readme import python_blocks, run_fragment, run_fragments, snippet_world
+from tests.readme import README, Block, programs, python_blocks, run_fragment, run_whole
 
 BLOCKS = python_blocks()
+RUNS = programs([README])
 
 
-def test_the_readme_has_the_blocks_these_tests_run() -> None:
-    assert sum(b.is_program for b in BLOCKS) == 1
-    assert sum(b.needs_spark for b in BLOCKS) == 1
-    assert len(BLOCKS) >= 5
+def test_the_tour_is_a_program_and_fragments_that_name_it() -> None:
+    (tour,) = [fragments for whole, fragments in RUNS if whole.heading == "A bucket"]
+    assert len(tour) >= 3
+    assert all(b.is_program or b.needs_spark or b in tour for b in BLOCKS)
 
 
-@pytest.mark.parametrize("block", [b for b in BLOCKS if b.is_program], ids=lambda b: b.heading)
-def test_whole_programs_run(block: object) -> None:
-    result = subprocess.run(
-        [sys.executable, "-c", block.code],  # type: ignore[attr-defined]
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stderr
-
-
-@pytest.fixture
-async def readme_world(
-    js: jetstream.JetStream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> AsyncIterator[dict[str, object]]:
-    """What the fragments assume (tests/readme.py), in a working directory of its own."""
+@pytest.mark.parametrize(("program", "fragments"), RUNS, ids=lambda b: getattr(b, "heading", ""))
+def test_the_programs_run_as_written(
+    program: Block, fragments: list[Block], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
-    async with snippet_world(js, tmp_path) as world:
-        yield world
-
-
-async def test_fragments_run_in_order(readme_world: dict[str, object]) -> None:
-    fragments = [b for b in BLOCKS if not b.is_program and not b.needs_spark]
-    await run_fragments(fragments, readme_world)
-    assert (Path.cwd() / "out.bin").read_bytes() == (Path.cwd() / "path/to/model.bin").read_bytes()
+    run_whole(program, fragments)
 
 
 @pytest.mark.spark

@@ -286,7 +286,7 @@ async def test_long_fetches_ask_for_heartbeats_by_default(
     await _publish(js, stream, [b"a", b"b"])
     consumer = await js.create_consumer(stream, ConsumerConfig(durable_name="hbf", **EXPLICIT))
     pulls, sub = await Pulls.watch(admin, stream, "hbf")
-    assert len([m async for m in consumer.fetch(1, expires=40)]) == 1
+    assert len(await consumer.fetch(1, expires=40)) == 1
     assert len([m async for m in consumer.fetch(1, expires=10)]) == 1
     # flush() returns once the PONG arrived, maybe before the subscription's task ran the
     # callback for the last request (bodies[1] was missing once under load)

@@ -37,19 +37,18 @@ def _closed_port() -> int:
         return int(sock.getsockname()[1])  # nobody listens once the socket is closed
 
 
-async def test_a_closed_port_fails_at_once_names_the_cause_and_logs_once(
+async def test_a_closed_port_fails_at_once_and_names_the_cause_without_logging_it(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     url = f"nats://127.0.0.1:{_closed_port()}"
-    caplog.set_level(logging.WARNING, logger="jetstream")
+    caplog.set_level(logging.DEBUG, logger="jetstream")
     started = time.monotonic()
     with pytest.raises(jetstream.ConnectionFailedError) as failed:  # took 120 s before
         await asyncio.wait_for(jetstream.connect(url), 30)
     assert time.monotonic() - started <= 5.0
     assert "refused" in str(failed.value) and url in str(failed.value)
-    lines = [r for r in caplog.records if r.name == "jetstream"]
-    assert len(lines) == 1, [r.getMessage() for r in lines]  # was ~60 warning lines
-    assert "refused" in lines[0].getMessage()
+    # The error says it all; a log line repeating it is noise (it was ~60 lines, then one).
+    assert not [r.getMessage() for r in caplog.records if r.name.startswith("jetstream")]
 
 
 async def test_connect_attempts_retry_the_first_connect(

@@ -126,7 +126,7 @@ async def test_bucket_lifecycle(js: jetstream.JetStream, unique_name: Callable[[
 
     opened = await kvstore.open_bucket(js, name)
     assert opened.config == bucket.config
-    assert name in [b async for b in kvstore.list_buckets(js)]
+    assert name in await kvstore.list_buckets(js)  # or async for
 
     updated = await kvstore.update_bucket(js, name, history=10, marker_ttl=timedelta(seconds=5))
     assert updated.config.history == 10 and updated.config.marker_ttl == timedelta(seconds=5)

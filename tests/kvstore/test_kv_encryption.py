@@ -307,6 +307,10 @@ async def test_history_goes_on_after_a_revision_that_does_not_open(
     assert await outcomes(bucket.history("k")) == [b'"one"', errors, b'"three"']
     assert await outcomes(bucket.typed(str).history("k")) == ["one", errors, "three"]
     assert last == errors + 1
+    for listing in (bucket.history("k"), bucket.typed(str).history("k")):
+        with pytest.raises(PlaintextValueError):
+            await listing  # all of it or the error, and the listing stopped at once
+        assert await js.consumer_names(bucket.stream) == []
 
 
 async def test_bad_encryption_options_are_refused_before_anything_is_created(

@@ -48,7 +48,7 @@ async def test_round_trip_and_cas(make_bucket: BucketFactory, fmt: kvstore.Value
     expected = msgspec.json.encode if fmt == "json" else msgspec.msgpack.encode
     assert raw == expected(Profile("Alice", 31))  # plain JSON/MessagePack: peers can read it
     await profiles.delete("alice")
-    history = [e async for e in profiles.history("alice")]
+    history = await profiles.history("alice")
     assert [(e.op, e.value) for e in history] == [
         (Op.PUT, Profile("Alice", 30)),
         (Op.PUT, Profile("Alice", 31)),

@@ -83,7 +83,7 @@ async def test_initial_ends_with_the_snapshot_also_when_its_last_messages_are_le
     await bucket.delete("gone")
     await plain.put("not=base64", b"foreign")
     async with asyncio.timeout(30), bucket.watch(ignore_deletes=True) as watcher:
-        assert [entry.key async for entry in watcher.initial()] == ["kept"]
+        assert [entry.key for entry in await watcher.initial()] == ["kept"]
         assert watcher.initial_done.is_set()
         assert [entry.key async for entry in watcher.initial()] == []  # done stays done
         await bucket.put("later", b"3")

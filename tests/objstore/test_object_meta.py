@@ -47,11 +47,11 @@ def test_omitted_and_null_fields_take_their_defaults() -> None:
         bucket="b",
     )
     assert (info.name, info.nuid, info.size, info.chunks, info.mtime, info.digest) == (
-        "l", "", 0, 0, "", ""
+        "l", "", 0, 0, None, ""
     )  # fmt: skip
     assert info.link == objstore.ObjectLink(bucket="b", name="t")
     nulls = decode_info(b'{"nuid":"n","size":3,"chunks":1,"mtime":null,"options":null}', name="x")
-    assert (nulls.name, nulls.size, nulls.mtime, nulls.options) == ("x", 3, "", None)
+    assert (nulls.name, nulls.size, nulls.mtime, nulls.options) == ("x", 3, None, None)
     store_link = decode_info(b'{"name":"s","options":{"link":{"bucket":"o"}}}')
     assert store_link.link == objstore.ObjectLink(bucket="o")
     unknown = decode_info(b'{"name":"u","revision":7,"future":{"x":1}}')

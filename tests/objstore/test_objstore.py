@@ -129,7 +129,7 @@ async def test_delete_list_meta_and_links(
 ) -> None:
     await store.put("a", b"A")
     await store.put("b", b"B", meta={"k": "v"})
-    assert sorted([i.name async for i in store.list()]) == ["a", "b"]
+    assert sorted(i.name for i in await store.list()) == ["a", "b"]
     updated = await store.update_meta("b", new_name="c", description="moved", meta={"k": "w"})
     assert updated.name == "c" and await store.get_bytes("c") == b"B"
     with pytest.raises(objstore.ObjectNotFoundError):
@@ -220,7 +220,7 @@ async def test_store_management(js: jetstream.JetStream, unique_name: Callable[[
     ).name == name
     with pytest.raises(objstore.StoreExistsError):
         await objstore.create_store(js, name, description="other")
-    assert name in [s async for s in objstore.list_stores(js)]
+    assert name in await objstore.list_stores(js)
     status = await (await objstore.open_store(js, name)).status()
     assert status.config.max_age == timedelta(hours=1) and not status.sealed
     await store.put("x", b"1")

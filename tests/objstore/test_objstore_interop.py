@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from datetime import UTC, datetime
 
 import nats
 import pytest
@@ -21,13 +22,15 @@ async def test_nats_py_reads_what_we_store(
     name = unique_name("ours")
     store = await objstore.create_store(js, name)
     data = os.urandom(3 * CHUNK + 11)
-    await store.put("model.bin", data, description="a model", meta={"v": "1"})
+    put = await store.put("model.bin", data, description="a model", meta={"v": "1"})
     await store.put("empty", b"")
     await store.add_link("latest", "model.bin")
     obs = await peer.object_store(name)
     result = await obs.get("model.bin")
     assert result.data == data, "nats-py verified our digest and chunks"
     assert result.info.size == len(data) and result.info.description == "a model"
+    assert datetime.fromisoformat(result.info.mtime) == put.mtime  # RFC 3339, UTC
+    assert (await store.info("model.bin")).mtime == put.mtime
     assert (await obs.get("empty")).data == b""
     assert (await obs.get("latest")).data == data, "nats-py follows our links"
     assert sorted(i.name for i in await obs.list()) == ["empty", "latest", "model.bin"]
@@ -44,10 +47,13 @@ async def test_we_read_what_nats_py_stores(
     obs = await peer.create_object_store(name)
     data = os.urandom(2 * CHUNK + 5)
     await obs.put("from-nats-py", data)
-    await obs.put("small", b"hello")
+    before = datetime.now(UTC)
+    await obs.put("small", b"hello")  # mtime: isoformat() with "+00:00"
     store = await objstore.open_store(js, name)  # no allow_direct, no fast ingest
     assert await store.get_bytes("from-nats-py") == data
-    assert (await store.info("small")).size == 5
+    small = await store.info("small")
+    assert small.size == 5
+    assert small.mtime is not None and before <= small.mtime <= datetime.now(UTC)
     assert sorted([i.name async for i in store.list()]) == ["from-nats-py", "small"]
     await store.add_link("alias", "small")  # a plain meta write works on their store
     assert await store.get_bytes("alias") == b"hello"

@@ -67,7 +67,7 @@ async def test_orbit_written_configs_are_read(js: jetstream.JetStream, stream: s
     mapped = await pcgroups.static_config(js, stream, "mapped")
     assert mapped.member_mappings == (MemberMapping("a", (0, 2)), MemberMapping("b", (1,)))
     assert pcgroups.wire.static_member_filters(mapped, "a") == ("0.>", "2.>")
-    assert [g async for g in pcgroups.list_static(js, stream)] == ["balanced", "mapped", "seed"]
+    assert await pcgroups.list_static(js, stream) == ["balanced", "mapped", "seed"]
 
 
 async def test_list_is_per_stream(js: jetstream.JetStream, stream: str) -> None:

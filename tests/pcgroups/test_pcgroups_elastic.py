@@ -87,7 +87,7 @@ async def test_configs_are_byte_identical_to_orbits(js: jetstream.JetStream, sou
     assert (await stored(js, source, "m") or (b"",))[0] == fixture(
         "elastic_mapped.json", "events", source
     )
-    assert [g async for g in pcgroups.list_elastic(js, source)] == ["g", "m", "n"]
+    assert await pcgroups.list_elastic(js, source) == ["g", "m", "n"]
     config = await pcgroups.elastic_config(js, source, "m")
     assert config.member_mappings == (MemberMapping("x", (2,)), MemberMapping("y", (0, 1)))
     assert await pcgroups.elastic_partition_filters(js, source, "m", "y") == ("0.>", "1.>")

