@@ -85,7 +85,7 @@ def test_the_sync_pages_spark_task_writes_with_the_blocking_client(
     spark: object,  # noqa: F811
     nats_server: jetstream.EmbeddedServer,
 ) -> None:
-    (block,) = [b for b in BLOCKS["SYNC.md"] if b.needs_spark]
+    (block,) = [b for b in BLOCKS if b.document.name == "SYNC.md" and b.run_by is not None]
     namespace: dict[str, object] = {"spark": spark, "url": nats_server.url}
 
     async def bucket(step: str) -> dict[str, bytes]:

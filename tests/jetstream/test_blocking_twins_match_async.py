@@ -65,7 +65,12 @@ LEFT_OUT_PARAMETERS: dict[str, set[str]] = {
     "watch_group": {"handler"},
 }
 
-RESULT_TWINS = {"AsyncIterator": "Iterator", "StartingStream": "MessageStream", "Self": ""}
+RESULT_TWINS = {
+    "AsyncIterator": "Iterator",
+    "AsyncListing": "Iterator",
+    "StartingStream": "MessageStream",
+    "Self": "",
+}
 
 
 def _public_callables(cls: type) -> dict[str, Any]:
@@ -159,5 +164,5 @@ def _is_async(function: Callable[..., Any]) -> bool:
     return (
         inspect.iscoroutinefunction(function)
         or inspect.isasyncgenfunction(function)
-        or returns.startswith("AsyncIterator")
+        or returns.startswith(("AsyncIterator", "AsyncListing"))
     )
