@@ -27,13 +27,21 @@ __all__ = ["VerbGroup", "explained", "positionals", "unlisted_arguments"]
 _GLOBAL_FLAGS = {
     "--context": "natscli's contexts are not read: give --server (or $NATS_URL), --creds, "
     "--user/--password, --token or --tls* on the line",
-    "--jwt": "give the JWT and its seed as one --creds FILE (as nsc writes it)",
-    "--seed": "give the JWT and its seed as one --creds FILE (as nsc writes it)",
+    "--no-context": "natscli's contexts are never read: give --server (or $NATS_URL)",
+    **dict.fromkeys(("--jwt", "--seed"), "give the JWT and its seed as one --creds FILE"),
     "--trace": "--debug shows the library's log, with tracebacks",
-    "--tlsfirst": "a TLS handshake before the server's greeting is not supported",
-    "--tls-first": "a TLS handshake before the server's greeting is not supported",
-    "--js-domain": "JetStream domains are not supported",
-    "--domain": "JetStream domains are not supported",
+    **dict.fromkeys(
+        ("--tlsfirst", "--tls-first"),
+        "a TLS handshake before the server's greeting is not supported",
+    ),
+    **dict.fromkeys(
+        ("--js-domain", "--domain", "--js-api-prefix", "--js-event-prefix"),
+        "JetStream domains and API prefixes are not supported",
+    ),
+    **dict.fromkeys(
+        ("--connection-name", "--inbox-prefix", "--socks-proxy", "--colors"),
+        "jetstore does not support this natscli option",
+    ),
 }
 
 _KEY_DETAILS = (
@@ -42,24 +50,36 @@ _KEY_DETAILS = (
 )
 _BARS = "bars are drawn only when stderr is a terminal; --quiet leaves them out"
 _SLEEP = "orbit's simulated processing time: `jetstore cg KIND consume` has none"
+_PLACEMENT = "placement, republishing, mirrors and sources are not supported by jetstore"
+_NATSCLI_CONFIG = (
+    "--tags", "--cluster", "--republish-source", "--republish-destination",
+    "--republish-headers", "--mirror", "--mirror-domain", "--source",
+)  # fmt: skip
 
 # (verb, option) -> what to use instead, for natscli's verb flags jetstore does not take.
 _VERB_FLAGS = {
-    ("kv ls", "-v"): _KEY_DETAILS,
-    ("kv ls", "--verbose"): _KEY_DETAILS,
-    ("kv ls", "--display-value"): _KEY_DETAILS,
-    ("obj put", "--progress"): _BARS,
-    ("obj put", "--no-progress"): _BARS,
-    ("obj get", "--progress"): _BARS,
-    ("obj get", "--no-progress"): _BARS,
+    **dict.fromkeys((("kv ls", o) for o in ("-v", "--verbose", "--display-value")), _KEY_DETAILS),
+    **dict.fromkeys(
+        ((verb, o) for verb in ("obj put", "obj get") for o in ("--progress", "--no-progress")),
+        _BARS,
+    ),
+    **dict.fromkeys(
+        (("obj put", o) for o in ("-H", "--header")),
+        ("object headers are not supported: --meta NAME=VALUE stores metadata"),
+    ),
+    ("obj put", "--chunk-size"): "the chunk size is not an option of `jetstore obj put`",
+    **dict.fromkeys(
+        ((verb, o) for verb in ("kv add", "obj add") for o in _NATSCLI_CONFIG), _PLACEMENT
+    ),
     ("cg static", "--sleep"): _SLEEP,
     ("cg elastic", "--sleep"): _SLEEP,
 }
 
 
 class _Unlisted(click.Argument):
-    """Arguments a verb takes only to refuse them with a message naming ours (natscli's
-    shape of another verb): not shown in its usage line."""
+    """Arguments in natscli's shape that a verb takes without showing them in its usage line
+    (its help says so): `kv update`'s REVISION after the value, and `kv rm`'s KEY, refused
+    with a message naming `kv del`."""
 
     def get_usage_pieces(self, ctx: click.Context) -> list[str]:
         return []
@@ -147,7 +167,7 @@ def _alias_list(aliases: Mapping[str, str]) -> str:
     by_verb: dict[str, list[str]] = {}
     for alias, verb in aliases.items():
         by_verb.setdefault(verb, []).append(alias)
-    return ", ".join(f"{' and '.join(names)} ({verb})" for verb, names in by_verb.items())
+    return "; ".join(f"{', '.join(names)} ({verb})" for verb, names in by_verb.items())
 
 
 def explained(error: click.NoSuchOption) -> str:
