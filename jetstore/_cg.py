@@ -74,8 +74,9 @@ def elastic() -> None:
 
 class _StaticCreate(click.Command):
     """``static create``, which also takes orbit's shapes: ``create balanced STREAM GROUP MAX
-    MEMBER...`` and ``create mapped STREAM GROUP MAX MEMBER:P,P...``. Ours has no such word:
-    it is orbit's when the argument after it is followed by a group name and a number."""
+    MEMBER...`` and ``create mapped STREAM GROUP MAX MEMBER:P,P...``. The word is orbit's when
+    the arguments after it are STREAM GROUP MAX: the third a number, the second not (ours,
+    with a stream named ``balanced``, has the number second)."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         where = positionals(self, args)

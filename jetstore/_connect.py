@@ -29,7 +29,7 @@ from ._output import (
     report_error,
     setup_logging,
 )
-from ._shared_options import DEFAULT_TIMEOUT, given_settings, shared_options
+from ._shared_options import DEFAULT_TIMEOUT, given_settings, with_shared_options
 
 __all__ = ["Settings", "guarded", "local_verb", "run", "verb"]
 
@@ -130,10 +130,7 @@ def _with_settings(function: Callable[..., None], *, connects: bool) -> Callable
         setup_logging(debug=settings.debug)
         function(settings, *args, **kwargs)
 
-    # click.command builds its options from this list, last first: these follow the verb's own.
-    declared: list[click.Parameter] = wrapper.__dict__.setdefault("__click_params__", [])
-    declared.extend(reversed(shared_options(connects=connects)))
-    return wrapper
+    return with_shared_options(wrapper, connects=connects)
 
 
 def run(

@@ -115,10 +115,10 @@ def info(settings: Settings, bucket: str | None) -> None:
 @click.argument("bucket", required=False)
 @click.argument("filters", nargs=-1)
 @click.option(
-    "--names", "-n", is_flag=True, hidden=True, help="natscli's; names are all ls prints."
-)
+    "--names", "-n", is_flag=True, hidden=True, expose_value=False
+)  # natscli's: all ls prints
 @verb
-def ls(settings: Settings, bucket: str | None, filters: tuple[str, ...], names: bool) -> None:
+def ls(settings: Settings, bucket: str | None, filters: tuple[str, ...]) -> None:
     """List buckets (names; with --json, each bucket's info), or as natscli does the keys of
     BUCKET, optionally matching FILTERS (as `kv keys`)."""
     if bucket is not None:

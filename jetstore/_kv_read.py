@@ -24,9 +24,9 @@ _OP_COLOURS = {"PUT": "green", "DEL": "yellow", "PURGE": "red", "EXPIRED": "mage
 @click.argument("bucket")
 @click.argument("key")
 @click.option("--revision", type=click.IntRange(min=1), help="This revision instead of the latest.")
-@click.option("--raw", is_flag=True, hidden=True, help="natscli's; the value is what get prints.")
+@click.option("--raw", is_flag=True, hidden=True, expose_value=False)  # natscli's: what get prints
 @verb
-def get(settings: Settings, bucket: str, key: str, revision: int | None, raw: bool) -> None:
+def get(settings: Settings, bucket: str, key: str, revision: int | None) -> None:
     """Print KEY's value (raw bytes; --json: value and metadata). Exit 1 if it has none."""
     checked(key=key)
 

@@ -108,10 +108,10 @@ def info(settings: Settings, store: str | None, name: str | None) -> None:
 @click.argument("store", required=False)
 @click.option("--include-deleted", is_flag=True, help="Deleted objects too.")
 @click.option(
-    "--names", "-n", is_flag=True, hidden=True, help="natscli's; store names are what ls prints."
-)
+    "--names", "-n", is_flag=True, hidden=True, expose_value=False
+)  # natscli's: all ls prints
 @verb
-def ls(settings: Settings, store: str | None, include_deleted: bool, names: bool) -> None:
+def ls(settings: Settings, store: str | None, include_deleted: bool) -> None:
     """List stores, or the objects of STORE (name, size, modified, digest; tab-separated)."""
 
     async def work(js: jetstream.JetStream) -> None:

@@ -15,14 +15,16 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 from click.core import ParameterSource
 
 from ._values import seconds
 
-__all__ = ["DEFAULT_TIMEOUT", "given_settings", "shared_options"]
+__all__ = ["DEFAULT_TIMEOUT", "given_settings", "shared_options", "with_shared_options"]
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 DEFAULT_TIMEOUT = 5.0
 
@@ -89,30 +91,37 @@ def _record(ctx: click.Context, param: click.Parameter, value: Any) -> None:
     ctx.meta.setdefault(_GIVEN, {}).setdefault(param.name, []).extend(values)
 
 
-def _option(shared: _Shared, hidden: bool) -> click.Option:
-    if shared.is_flag:
-        kind: dict[str, Any] = {"is_flag": True}
-    else:  # every use is kept, so a second one with another value can be refused
-        metavar = {"server": "URL", "timeout": "SECONDS"}.get(shared.name)
-        kind = {"multiple": True, "type": shared.type, "metavar": metavar}
-    return click.Option(
-        [*shared.flags, shared.name],
-        help=shared.help,
-        hidden=hidden,
-        expose_value=False,
-        callback=_record,
-        **kind,
-    )
+def _declarations(*, connects: bool, hidden: bool) -> list[tuple[list[str], dict[str, Any]]]:
+    """Each shared option's names and settings, for click.Option or click.option. A verb
+    that connects to nothing (``connects`` False) declares the connection options hidden, to
+    refuse them by name wherever they stand."""
+    declarations = []
+    for shared in (*_CONNECTION, *_OUTPUT):
+        if shared.is_flag:
+            kind: dict[str, Any] = {"is_flag": True}
+        else:  # every use is kept, so a second one with another value can be refused
+            metavar = {"server": "URL", "timeout": "SECONDS"}.get(shared.name)
+            kind = {"multiple": True, "type": shared.type, "metavar": metavar}
+        shown = not hidden and (connects or shared in _OUTPUT)
+        settings = {"help": shared.help, "hidden": not shown, "expose_value": False, **kind}
+        declarations.append(([*shared.flags, shared.name], {**settings, "callback": _record}))
+    return declarations
 
 
-def shared_options(*, connects: bool = True, hidden: bool = False) -> list[click.Option]:
-    """The shared options for one level of the command line: the connection options, then
-    ``--json``, ``--quiet``, ``--debug``; ``hidden`` from its help. A verb that connects to
-    nothing (``connects`` False) declares the connection options hidden, to refuse them by
-    name wherever they stand."""
-    return [_option(shared, hidden or not connects) for shared in _CONNECTION] + [
-        _option(shared, hidden) for shared in _OUTPUT
+def shared_options(*, hidden: bool = False) -> list[click.Option]:
+    """The shared options for a group (the connection options, then ``--json``, ``--quiet``,
+    ``--debug``); ``hidden`` from its help."""
+    return [
+        click.Option(names, **settings)
+        for names, settings in _declarations(connects=True, hidden=hidden)
     ]
+
+
+def with_shared_options(function: F, *, connects: bool) -> F:
+    """``function`` (a verb's callback) with the shared options after its own."""
+    for names, settings in reversed(_declarations(connects=connects, hidden=False)):
+        function = click.option(*names, **settings)(function)
+    return function
 
 
 def given_settings(ctx: click.Context, *, connects: bool) -> dict[str, Any]:
