@@ -9,6 +9,7 @@ import sys
 import click
 
 from ._endings import ClosedStdout, whole_writes
+from ._habits import VerbGroup, explained
 from ._output import EXIT_INTERRUPTED, EXIT_USAGE
 
 __all__ = ["cli", "main"]
@@ -30,29 +31,33 @@ _NO_ARGS: tuple[type[Exception], ...] = tuple(
 )
 
 
-class _LazyGroup(click.Group):
+class _LazyGroup(VerbGroup):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(_GROUPS)
 
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        module = _GROUPS.get(cmd_name)
+    def own_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        module = _GROUPS.get(name)
         if module is None:
             return None
-        command = getattr(importlib.import_module(module), cmd_name)
+        command = getattr(importlib.import_module(module), name)
         assert isinstance(command, click.Command)
         return command
 
 
-@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    cls=_LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    aliases={"object": "obj"},
+    show_shared=True,
+)
 @click.version_option(package_name="jetstore", prog_name="jetstore")
 def cli() -> None:
     """KV buckets, object stores and consumer groups on NATS JetStream.
 
-    Every verb takes the connection options (--server or $NATS_URL, --creds, --nkey,
-    --user/--password, --token, --tlscert/--tlskey/--tlsca, --timeout) and --json, --quiet,
-    --debug. Exit codes: 0 ok, 1 not found / condition failed / operation failed, 2 usage,
-    3 connection, authentication or timeout, 130 Ctrl-C, 141 stdout closed by its reader,
-    143 SIGTERM. See docs/CLI.md.
+    The options below may come anywhere on the line, as natscli's do: `jetstore -s URL kv
+    ls`, `jetstore kv -s URL ls` and `jetstore kv ls -s URL` are the same. Exit codes: 0 ok,
+    1 not found / condition failed / operation failed, 2 usage, 3 connection, authentication
+    or timeout, 130 Ctrl-C, 141 stdout closed by its reader, 143 SIGTERM. See docs/CLI.md.
     """
 
 
@@ -72,8 +77,9 @@ def main(argv: list[str] | None = None) -> None:
         if isinstance(exc, _NO_ARGS):  # `jetstore kv`: the group's help, as a usage error
             click.echo(exc.format_message(), err=True)
             sys.exit(EXIT_USAGE)
+        message = explained(exc) if isinstance(exc, click.NoSuchOption) else exc.format_message()
         hint = f" (see: {exc.ctx.command_path} --help)" if exc.ctx is not None else ""
-        click.echo(f"jetstore: usage: {exc.format_message()}{hint}", err=True)
+        click.echo(f"jetstore: usage: {message}{hint}", err=True)
         sys.exit(EXIT_USAGE)
     except click.ClickException as exc:
         click.echo(f"jetstore: error: {exc.format_message()}", err=True)

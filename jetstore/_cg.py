@@ -14,34 +14,96 @@ import pcgroups
 
 from ._cg_admin import admin_verbs, show_group
 from ._cg_consume import consume_verb
-from ._cg_fields import group_fields, mapping_option, partitioning_option
+from ._cg_fields import group_fields, mapping_option, parse_mapping, partitioning_option
 from ._cg_kinds import ELASTIC, STATIC
 from ._cg_watch import watch, watch_group
 from ._connect import Settings, run, verb
+from ._habits import VerbGroup, positionals
 from ._values import size_option
 
 __all__ = ["cg"]
 
 
-@click.group()
+# orbit's cg tool: its names of our verbs, and its verbs we have none for.
+_ORBIT_ALIASES = {
+    "list": "ls",
+    "rm": "delete",
+    "stepdown": "step-down",
+    "sd": "step-down",
+    "join": "consume",
+}
+_MAPPING_ALIASES = {
+    **{name: "mappings set" for name in ("create-mapping", "cm", "createmapping")},
+    **{name: "mappings delete" for name in ("delete-mapping", "dm", "deletemapping")},
+}
+
+
+def _not_ours(kind: str) -> dict[str, str]:
+    member_info = (
+        f"jetstore has no `member-info`: `jetstore cg {kind} info STREAM GROUP` shows each "
+        "member's partitions and the active members"
+    )
+    return {
+        **{name: member_info for name in ("member-info", "memberinfo", "minfo")},
+        "prompt": f"jetstore has no interactive prompt: see `jetstore cg {kind} --help`",
+    }
+
+
+@click.group(cls=VerbGroup)
 def cg() -> None:
     """Partitioned consumer groups (orbit.go's pcgroups): static, elastic; KV watch groups
     (watch-group, watch)."""
 
 
-@click.group()
+@click.group(cls=VerbGroup, aliases=_ORBIT_ALIASES, not_ours=_not_ours("static"), habits_of="orbit")
 def static() -> None:
     """Static groups (the stream's subjects start with the partition number): create, delete,
     ls, info, active, step-down, consume."""
 
 
-@click.group()
+@click.group(
+    cls=VerbGroup,
+    aliases={**_ORBIT_ALIASES, **_MAPPING_ALIASES},
+    not_ours=_not_ours("elastic"),
+    habits_of="orbit",
+)
 def elastic() -> None:
     """Elastic groups (membership changes while they run): create, delete, ls, info, add,
     drop, mappings, active, step-down, consume."""
 
 
-@static.command("create")
+class _StaticCreate(click.Command):
+    """``static create``, which also takes orbit's shapes: ``create balanced STREAM GROUP MAX
+    MEMBER...`` and ``create mapped STREAM GROUP MAX MEMBER:P,P...``. The word is orbit's when
+    the arguments after it are STREAM GROUP MAX: the third a number, the second not (ours,
+    with a stream named ``balanced``, has the number second)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        where = positionals(self, args)
+        if _is_orbit_shape([args[index] for index in where]):
+            ctx.meta[_ORBIT_SHAPE] = args[where[0]]
+            args = [*args[: where[0]], *args[where[0] + 1 :]]
+        return super().parse_args(ctx, args)
+
+
+_ORBIT_SHAPE = "jetstore.orbit_create_shape"
+
+
+def _is_orbit_shape(found: list[str]) -> bool:
+    """``balanced|mapped STREAM GROUP MAX ...``: ours would read GROUP as MAX_MEMBERS."""
+    return (
+        len(found) >= 4
+        and found[0] in ("balanced", "mapped")
+        and not _is_number(found[2])
+        and _is_number(found[3])
+    )
+
+
+def _is_number(text: str) -> bool:
+    return text.isascii() and text.isdigit()
+
+
+@static.command("create", cls=_StaticCreate)
 @click.argument("stream")
 @click.argument("group")
 @click.argument("max_members", type=click.IntRange(min=1))
@@ -68,7 +130,12 @@ def static_create(
     filters: tuple[str, ...],
 ) -> None:
     """Create a static group of MAX_MEMBERS partitions on STREAM, spread over MEMBERS (or
-    --mapping), and show it. The same create again is no error."""
+    --mapping), and show it. The same create again is no error. orbit's `create balanced
+    STREAM GROUP MAX MEMBER...` and `create mapped STREAM GROUP MAX MEMBER:P,P...` work too."""
+    if click.get_current_context().meta.get(_ORBIT_SHAPE) == "mapped":
+        if mappings:
+            raise click.UsageError("give the mappings as arguments or --mapping, not both")
+        mappings, members = tuple(parse_mapping(text) for text in members), ()
 
     async def work(js: jetstream.JetStream) -> None:
         config = await pcgroups.create_static(
@@ -147,7 +214,7 @@ def _membership(name: str, change: Any, what: str) -> click.Command:
     return command
 
 
-@click.group()
+@click.group(cls=VerbGroup)
 def mappings() -> None:
     """Elastic member mappings: set (partitions by hand), delete."""
 

@@ -21,6 +21,7 @@ from ._cg_fields import group_fields
 from ._confirm import confirm
 from ._connect import Settings, run, verb
 from ._fields import entry_fields
+from ._habits import VerbGroup
 from ._kv_read import _line
 from ._output import emit_json_line, note
 from ._values import size_option
@@ -28,7 +29,7 @@ from ._values import size_option
 __all__ = ["watch", "watch_group"]
 
 
-@click.group("watch-group")
+@click.group("watch-group", cls=VerbGroup)
 def watch_group() -> None:
     """KV watch groups: create, delete (members: cg elastic add|drop KV_<bucket> GROUP)."""
 

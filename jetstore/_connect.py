@@ -4,8 +4,8 @@ one place a verb connects, runs and ends with its exit code.
 Connection options follow natscli's names and environment variables: ``--server``
 (``$NATS_URL``), ``--creds`` (``$NATS_CREDS``), ``--nkey`` (``$NATS_NKEY``), ``--user`` /
 ``--password`` (``$NATS_USER`` / ``$NATS_PASSWORD``), ``--token`` (``$NATS_TOKEN``),
-``--tlscert`` / ``--tlskey`` / ``--tlsca``, ``--timeout``. They may appear anywhere after the
-verb (``jetstore kv get B K --server ...``), as natscli allows.
+``--tlscert`` / ``--tlskey`` / ``--tlsca``, ``--timeout``. They may appear anywhere on the
+line (:mod:`jetstore._shared_options`), as natscli allows.
 """
 
 from __future__ import annotations
@@ -29,10 +29,9 @@ from ._output import (
     report_error,
     setup_logging,
 )
+from ._shared_options import DEFAULT_TIMEOUT, given_settings, with_shared_options
 
 __all__ = ["Settings", "guarded", "local_verb", "run", "verb"]
-
-DEFAULT_TIMEOUT = 5.0
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -112,92 +111,9 @@ class Settings:
         return await jetstream.connect(self.server or "", **kwargs)
 
 
-def _connection_options(function: Callable[..., Any]) -> Callable[..., Any]:
-    options = [
-        click.option(
-            "--server", "-s", envvar="NATS_URL", help="NATS URL(s), comma-separated [$NATS_URL]."
-        ),
-        click.option(
-            "--creds",
-            envvar="NATS_CREDS",
-            type=click.Path(exists=True, dir_okay=False),
-            help="User credentials (.creds) file [$NATS_CREDS].",
-        ),
-        click.option(
-            "--nkey",
-            envvar="NATS_NKEY",
-            type=click.Path(exists=True, dir_okay=False),
-            help="NKey seed file [$NATS_NKEY].",
-        ),
-        click.option("--user", envvar="NATS_USER", help="User name [$NATS_USER]."),
-        click.option("--password", envvar="NATS_PASSWORD", help="Password [$NATS_PASSWORD]."),
-        click.option("--token", envvar="NATS_TOKEN", help="Authentication token [$NATS_TOKEN]."),
-        click.option(
-            "--tlscert",
-            "tls_cert",
-            type=click.Path(exists=True, dir_okay=False),
-            help="TLS client certificate (PEM).",
-        ),
-        click.option(
-            "--tlskey",
-            "tls_key",
-            type=click.Path(exists=True, dir_okay=False),
-            help="TLS client key (PEM).",
-        ),
-        click.option(
-            "--tlsca",
-            "tls_ca",
-            type=click.Path(exists=True, dir_okay=False),
-            help="CA certificate(s) to verify the server (PEM).",
-        ),
-        click.option(
-            "--timeout",
-            type=click.FloatRange(min=0, min_open=True),
-            default=DEFAULT_TIMEOUT,
-            show_default=True,
-            help="Seconds to wait for the server (connect and each request).",
-        ),
-    ]
-    for option in reversed(options):
-        function = option(function)
-    return function
-
-
-def _output_options(function: Callable[..., Any]) -> Callable[..., Any]:
-    options = [
-        click.option(
-            "--json",
-            "json_output",
-            is_flag=True,
-            help="Machine-readable JSON output (fields in docs/CLI.md).",
-        ),
-        click.option(
-            "--quiet", "-q", is_flag=True, help="No progress bars or result lines; errors only."
-        ),
-        click.option("--debug", is_flag=True, help="Tracebacks and library debug logs on stderr."),
-    ]
-    for option in reversed(options):
-        function = option(function)
-    return function
-
-
-_SHARED = (
-    "server",
-    "creds",
-    "nkey",
-    "user",
-    "password",
-    "token",
-    "tls_cert",
-    "tls_key",
-    "tls_ca",
-    "timeout",
-)
-
-
 def verb(function: Callable[..., None]) -> Callable[..., None]:
     """Give a verb the connection and output options; it is called with a :class:`Settings`
-    first."""
+    first, made of those options wherever on the line they were given."""
     return _with_settings(function, connects=True)
 
 
@@ -209,18 +125,12 @@ def local_verb(function: Callable[..., None]) -> Callable[..., None]:
 def _with_settings(function: Callable[..., None], *, connects: bool) -> Callable[..., None]:
     @functools.wraps(function)
     def wrapper(*args: Any, **kwargs: Any) -> None:
-        shared = {name: kwargs.pop(name) for name in _SHARED} if connects else {}
-        settings = Settings(
-            **shared,
-            json=kwargs.pop("json_output"),
-            quiet=kwargs.pop("quiet"),
-            debug=kwargs.pop("debug"),
-        )
+        ctx = click.get_current_context()
+        settings = Settings(**given_settings(ctx, connects=connects))
         setup_logging(debug=settings.debug)
         function(settings, *args, **kwargs)
 
-    decorated = _output_options(wrapper)
-    return _connection_options(decorated) if connects else decorated
+    return with_shared_options(wrapper, connects=connects)
 
 
 def run(

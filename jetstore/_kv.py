@@ -4,6 +4,7 @@ here; the key verbs in :mod:`jetstore._kv_write` and :mod:`jetstore._kv_read`.""
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 from typing import Any
 
 import click
@@ -14,7 +15,8 @@ import kvstore
 from ._confirm import confirm
 from ._connect import Settings, run, verb
 from ._fields import bucket_fields
-from ._kv_read import get, get_many, history, keys, watch
+from ._habits import VerbGroup, unlisted_arguments
+from ._kv_read import get, get_many, history, keys, list_keys, watch
 from ._kv_write import create, delete, purge, put, put_many, update
 from ._output import emit_json, note, show_fields
 from ._shown import shown
@@ -25,10 +27,21 @@ __all__ = ["kv"]
 _log = logging.getLogger("jetstore")
 
 
-@click.group()
+_NOT_OURS = {
+    "revert": "jetstore has no `kv revert`: `jetstore kv get BUCKET KEY --revision N | "
+    "jetstore kv put BUCKET KEY` stores that revision's value again",
+    "edit": "jetstore has no `kv edit`: kvstore.update_bucket changes a bucket's config",
+}
+
+
+@click.group(
+    cls=VerbGroup,
+    aliases={"new": "add", "status": "info", "view": "info", "list": "ls"},
+    not_ours=_NOT_OURS,
+)
 def kv() -> None:
-    """KV buckets: add, info, ls, rm; put, create, update, get, del, purge; history, keys,
-    watch; put-many, get-many."""
+    """KV buckets: add, info, ls, rm, compact; put, create, update, get, del, purge; history,
+    keys, watch; put-many, get-many."""
 
 
 @click.command("add")
@@ -57,11 +70,16 @@ def kv() -> None:
     help="Largest value (e.g. 1MiB; -1 = server max).",
 )
 @click.option(
-    "--max-bytes", callback=size_option, default="-1", help="Largest bucket size (-1 = unlimited)."
+    "--max-bytes",
+    "--max-bucket-size",
+    "max_bytes",
+    callback=size_option,
+    default="-1",
+    help="Largest bucket size (-1 = unlimited).",
 )
 @click.option("--storage", type=click.Choice(["file", "memory"]), default="file", show_default=True)
 @click.option("--replicas", type=click.IntRange(1, 5), default=1, show_default=True)
-@click.option("--compression", is_flag=True, help="S2-compress stored values.")
+@click.option("--compression", "--compress", is_flag=True, help="S2-compress stored values.")
 @click.option("--description", default="", help="Free text.")
 @click.option(
     "--metadata", multiple=True, metavar="NAME=VALUE", help="Bucket metadata (repeatable)."
@@ -79,10 +97,12 @@ def add(settings: Settings, bucket: str, metadata: tuple[str, ...], **config: An
 
 
 @click.command("info")
-@click.argument("bucket")
+@click.argument("bucket", required=False, metavar="BUCKET")
 @verb
-def info(settings: Settings, bucket: str) -> None:
+def info(settings: Settings, bucket: str | None) -> None:
     """Show a bucket's configuration and size."""
+    if bucket is None:  # natscli asks which; a script cannot answer
+        raise click.UsageError("name the bucket: `jetstore kv ls` lists them")
 
     async def work(js: jetstream.JetStream) -> None:
         opened = await kvstore.open_bucket(js, bucket)
@@ -92,9 +112,18 @@ def info(settings: Settings, bucket: str) -> None:
 
 
 @click.command("ls")
+@click.argument("bucket", required=False)
+@click.argument("filters", nargs=-1)
+@click.option(
+    "--names", "-n", is_flag=True, hidden=True, expose_value=False
+)  # natscli's: all ls prints
 @verb
-def ls(settings: Settings) -> None:
-    """List buckets (names; with --json, each bucket's info)."""
+def ls(settings: Settings, bucket: str | None, filters: tuple[str, ...]) -> None:
+    """List buckets (names; with --json, each bucket's info), or as natscli does the keys of
+    BUCKET, optionally matching FILTERS (as `kv keys`)."""
+    if bucket is not None:
+        list_keys(settings, bucket, filters)
+        return
 
     async def work(js: jetstream.JetStream) -> None:
         names = sorted([name async for name in kvstore.list_buckets(js)])
@@ -116,10 +145,16 @@ def ls(settings: Settings) -> None:
 
 @click.command("rm")
 @click.argument("bucket")
+@unlisted_arguments("keys")
 @click.option("--force", "-f", is_flag=True, help="Do not ask.")
 @verb
-def rm(settings: Settings, bucket: str, force: bool) -> None:
+def rm(settings: Settings, bucket: str, keys: tuple[str, ...], force: bool) -> None:
     """Delete a bucket and all its keys."""
+    if keys:  # natscli's `kv rm BUCKET KEY` deletes the key: ours deletes whole buckets
+        raise click.UsageError(
+            "`jetstore kv rm` deletes a whole bucket: to delete a key use "
+            "`jetstore kv del BUCKET KEY`"
+        )
     confirm(force, f"delete bucket {bucket!r} and all its keys?")
 
     async def work(js: jetstream.JetStream) -> None:
@@ -129,6 +164,33 @@ def rm(settings: Settings, bucket: str, force: bool) -> None:
     run(settings, work)
 
 
-_VERBS = (add, info, ls, rm, put, create, update, delete, purge, put_many)
+@click.command("compact")
+@click.argument("bucket")
+@click.option(
+    "--older-than",
+    callback=duration_option,
+    default="30m",
+    show_default=True,
+    help="Keys deleted longer ago go whole; newer tombstones stay, their history goes.",
+)
+@click.option("--force", "-f", is_flag=True, help="Do not ask.")
+@verb
+def compact(settings: Settings, bucket: str, older_than: timedelta, force: bool) -> None:
+    """Reclaim the space of deleted keys (natscli's `kv compact`); prints how many keys were
+    removed whole."""
+    confirm(force, f"remove the history of deleted keys in bucket {bucket!r}?")
+
+    async def work(js: jetstream.JetStream) -> None:
+        opened = await kvstore.open_bucket(js, bucket)
+        removed = await opened.purge_deletes(older_than=older_than)
+        if settings.json:
+            emit_json({"removed": removed})
+        elif not settings.quiet:
+            click.echo(f"deleted keys removed whole: {removed}")
+
+    run(settings, work)
+
+
+_VERBS = (add, info, ls, rm, compact, put, create, update, delete, purge, put_many)
 for _command in (*_VERBS, get, get_many, history, keys, watch):
     kv.add_command(_command)

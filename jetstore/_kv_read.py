@@ -15,7 +15,7 @@ from ._output import emit_json, emit_json_line
 from ._shown import shown, shown_value
 from ._values import checked
 
-__all__ = ["get", "get_many", "history", "keys", "watch"]
+__all__ = ["get", "get_many", "history", "keys", "list_keys", "watch"]
 
 _OP_COLOURS = {"PUT": "green", "DEL": "yellow", "PURGE": "red", "EXPIRED": "magenta"}
 
@@ -24,6 +24,7 @@ _OP_COLOURS = {"PUT": "green", "DEL": "yellow", "PURGE": "red", "EXPIRED": "mage
 @click.argument("bucket")
 @click.argument("key")
 @click.option("--revision", type=click.IntRange(min=1), help="This revision instead of the latest.")
+@click.option("--raw", is_flag=True, hidden=True, expose_value=False)  # natscli's: what get prints
 @verb
 def get(settings: Settings, bucket: str, key: str, revision: int | None) -> None:
     """Print KEY's value (raw bytes; --json: value and metadata). Exit 1 if it has none."""
@@ -115,6 +116,16 @@ def _line(entry: kvstore.Entry, *, limit: int | None = None, colour: bool = Fals
 @verb
 def keys(settings: Settings, bucket: str, filters: tuple[str, ...]) -> None:
     """Keys with a live value, optionally matching FILTERS (e.g. 'alice.>', 'user.*.name')."""
+    list_keys(settings, bucket, filters)
+
+
+def list_keys(settings: Settings, bucket: str, filters: tuple[str, ...]) -> None:
+    """Print the keys of ``bucket`` with a live value matching ``filters`` (all if none), one
+    a line, or a JSON list: ``kv keys``, and ``kv ls BUCKET`` as natscli spells it.
+
+    Raises:
+        click.exceptions.Exit: always, carrying the exit code.
+    """
     checked(filters=filters)
 
     async def work(js: jetstream.JetStream) -> None:
@@ -132,9 +143,13 @@ def keys(settings: Settings, bucket: str, filters: tuple[str, ...]) -> None:
 @click.command("watch")
 @click.argument("bucket")
 @click.argument("filters", nargs=-1)
-@click.option("--include-history", is_flag=True, help="Every stored revision first.")
-@click.option("--updates-only", is_flag=True, help="Only changes from now on.")
-@click.option("--ignore-deletes", is_flag=True, help="No DEL, PURGE or EXPIRED entries.")
+@click.option("--include-history", "--history", is_flag=True, help="Every stored revision first.")
+@click.option("--updates-only", "--updates", is_flag=True, help="Only changes from now on.")
+@click.option(
+    "--ignore-deletes", "--no-deletes", is_flag=True, help="No DEL, PURGE or EXPIRED entries."
+)
+@click.option("--deletes", is_flag=True, hidden=True, help="natscli's; the default.")
+@click.option("--revision", type=click.IntRange(min=1), help="Start at this revision.")
 @click.option("--count", type=click.IntRange(min=1), help="Stop after this many entries.")
 @verb
 def watch(
@@ -144,6 +159,8 @@ def watch(
     include_history: bool,
     updates_only: bool,
     ignore_deletes: bool,
+    deletes: bool,
+    revision: int | None,
     count: int | None,
 ) -> None:
     """Print changes as they happen (current values first), until Ctrl-C or --count. Ops are
@@ -151,6 +168,10 @@ def watch(
     checked(filters=filters)
     if include_history and updates_only:
         raise click.UsageError("--include-history and --updates-only exclude each other")
+    if revision is not None and updates_only:
+        raise click.UsageError("--revision and --updates-only exclude each other")
+    if deletes and ignore_deletes:
+        raise click.UsageError("--deletes and --ignore-deletes exclude each other")
     colour = sys.stdout.isatty()
 
     async def work(js: jetstream.JetStream) -> int | None:
@@ -160,6 +181,7 @@ def watch(
             include_history=include_history,
             updates_only=updates_only,
             ignore_deletes=ignore_deletes,
+            resume_from=revision,
         )
         seen = 0
         async with watcher:

@@ -15,6 +15,7 @@ from jetstream import TTLValue
 from jetstream._publish.atomic import DEFAULT_MAX_BATCH
 
 from ._connect import Settings, run, verb
+from ._habits import unlisted_arguments
 from ._input import refuse_closed_stdin
 from ._kv_input import read_put_many_records, read_value, value_source
 from ._output import EXIT_FAILED, emit_json, report_error
@@ -31,6 +32,10 @@ _file_opt = click.option(
     help="Read the value from this file (else VALUE, or stdin).",
 )
 _ttl_opt = click.option("--ttl", help="Key TTL: seconds, 90s, 1h, 30d or never.")
+
+
+# natscli asks before it deletes or purges a key, unless -f; jetstore never asks there.
+_never_asks = click.option("--force", "-f", is_flag=True, hidden=True, expose_value=False)
 
 
 def _wrote(settings: Settings, key: str, revision: int) -> None:
@@ -88,22 +93,24 @@ def create(
 @click.argument("bucket")
 @click.argument("key")
 @_value_arg
+@unlisted_arguments("expected")
 @_file_opt
 @_ttl_opt
-@click.option(
-    "--revision", type=click.IntRange(min=0), required=True, help="Expected current revision."
-)
+@click.option("--revision", type=click.IntRange(min=0), help="Expected current revision.")
 @verb
 def update(
     settings: Settings,
     bucket: str,
     key: str,
     value: str | None,
+    expected: tuple[str, ...],
     file: Path | None,
     ttl: str | None,
-    revision: int,
+    revision: int | None,
 ) -> None:
-    """Compare-and-set: store only if KEY is at --revision (exit 1 naming the current one)."""
+    """Compare-and-set: store only if KEY is at --revision (exit 1 naming the current one).
+    natscli's `kv update BUCKET KEY VALUE REVISION` works too."""
+    revision = _expected_revision(revision, expected)
     checked(key=key, ttl=ttl)
     source = value_source(value, file)
 
@@ -115,13 +122,40 @@ def update(
     run(settings, work)
 
 
+def _expected_revision(option: int | None, positional: tuple[str, ...]) -> int:
+    """``--revision N``, or natscli's revision after the value; exactly one of them.
+
+    Raises:
+        click.UsageError: neither, both, or more than one positional revision.
+    """
+    if not positional:
+        if option is None:
+            raise click.UsageError("give the expected revision: --revision N")
+        return option
+    if option is not None or len(positional) > 1:
+        raise click.UsageError(
+            "give the expected revision once: `jetstore kv update BUCKET KEY VALUE --revision N`"
+        )
+    text = positional[0]
+    if not (text.isascii() and text.isdigit()):
+        raise click.BadParameter(
+            f"{text!r} is not a revision (a number >= 0)", param_hint="REVISION"
+        )
+    return int(text)
+
+
 @click.command("del")
 @click.argument("bucket")
-@click.argument("key")
+@click.argument("key", required=False, metavar="KEY")
 @click.option("--revision", type=click.IntRange(min=0), help="Only if KEY is at this revision.")
+@_never_asks
 @verb
-def delete(settings: Settings, bucket: str, key: str, revision: int | None) -> None:
+def delete(settings: Settings, bucket: str, key: str | None, revision: int | None) -> None:
     """Delete KEY (a DEL tombstone; history kept); prints the tombstone's revision."""
+    if key is None:  # natscli's `kv del BUCKET` deletes the bucket: ours names the key
+        raise click.UsageError(
+            "name the key; to delete the whole bucket use `jetstore kv rm BUCKET`"
+        )
     checked(key=key)
 
     async def work(js: jetstream.JetStream) -> None:
@@ -136,6 +170,7 @@ def delete(settings: Settings, bucket: str, key: str, revision: int | None) -> N
 @click.argument("key")
 @click.option("--ttl", help="Let the PURGE tombstone itself expire after this long.")
 @click.option("--revision", type=click.IntRange(min=0), help="Only if KEY is at this revision.")
+@_never_asks
 @verb
 def purge(settings: Settings, bucket: str, key: str, ttl: str | None, revision: int | None) -> None:
     """Purge KEY: a PURGE tombstone, earlier revisions removed."""

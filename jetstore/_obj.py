@@ -18,6 +18,7 @@ from jetstream._protocol.ttl import parse_ttl
 from ._confirm import confirm
 from ._connect import Settings, run, verb
 from ._fields import object_fields, store_fields
+from ._habits import VerbGroup
 from ._output import emit_json, emit_json_line, note, show_fields
 from ._shown import shown
 from ._transfer import download, plan_uploads, report_skipped, upload
@@ -25,8 +26,16 @@ from ._values import duration_option, pairs, size_option
 
 __all__ = ["obj"]
 
+# natscli asks before it replaces an object or a file, unless -f; jetstore replaces both (a
+# file only once the whole object arrived, its digest verified).
+_never_asks = click.option("--force", "-f", is_flag=True, hidden=True, expose_value=False)
 
-@click.group()
+
+@click.group(
+    cls=VerbGroup,
+    aliases={"del": "rm", "show": "info", "i": "info"},
+    not_ours={"edit": "jetstore has no `obj edit`: objstore.update_store changes a store's config"},
+)
 def obj() -> None:
     """Object stores: add, info, ls, rm; put, get (progress bars), link, watch, seal, cleanup."""
 
@@ -46,11 +55,16 @@ def obj() -> None:
     help="Expiry markers, so watchers see expiries (see docs).",
 )
 @click.option(
-    "--max-bytes", callback=size_option, default="-1", help="Largest store size (-1 = unlimited)."
+    "--max-bytes",
+    "--max-bucket-size",
+    "max_bytes",
+    callback=size_option,
+    default="-1",
+    help="Largest store size (-1 = unlimited).",
 )
 @click.option("--storage", type=click.Choice(["file", "memory"]), default="file", show_default=True)
 @click.option("--replicas", type=click.IntRange(1, 5), default=1, show_default=True)
-@click.option("--compression", is_flag=True, help="S2-compress stored chunks.")
+@click.option("--compression", "--compress", is_flag=True, help="S2-compress stored chunks.")
 @click.option("--description", default="", help="Free text.")
 @click.option(
     "--metadata", multiple=True, metavar="NAME=VALUE", help="Store metadata (repeatable)."
@@ -68,11 +82,13 @@ def add(settings: Settings, store: str, metadata: tuple[str, ...], **config: Any
 
 
 @obj.command("info")
-@click.argument("store")
+@click.argument("store", required=False, metavar="STORE")
 @click.argument("name", required=False)
 @verb
-def info(settings: Settings, store: str, name: str | None) -> None:
+def info(settings: Settings, store: str | None, name: str | None) -> None:
     """Show a store (or, with NAME, an object's meta record)."""
+    if store is None:  # natscli asks which; a script cannot answer
+        raise click.UsageError("name the store: `jetstore obj ls` lists them")
 
     async def work(js: jetstream.JetStream) -> None:
         opened = await objstore.open_store(js, store)
@@ -91,6 +107,9 @@ def info(settings: Settings, store: str, name: str | None) -> None:
 @obj.command("ls")
 @click.argument("store", required=False)
 @click.option("--include-deleted", is_flag=True, help="Deleted objects too.")
+@click.option(
+    "--names", "-n", is_flag=True, hidden=True, expose_value=False
+)  # natscli's: all ls prints
 @verb
 def ls(settings: Settings, store: str | None, include_deleted: bool) -> None:
     """List stores, or the objects of STORE (name, size, modified, digest; tab-separated)."""
@@ -147,7 +166,7 @@ def rm(settings: Settings, store: str, names: tuple[str, ...], force: bool) -> N
 
 @obj.command("put")
 @click.argument("store")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, allow_dash=True))
+@click.argument("paths", nargs=-1, type=click.Path(exists=True, allow_dash=True))
 @click.option("--name", help="Object name (one file or stdin; default: the file's name).")
 @click.option("--prefix", default="", help="Prepended to every object name (e.g. 'logs/').")
 @click.option("--ttl", help="Object TTL: seconds, 1h, 30d or never.")
@@ -165,6 +184,7 @@ def rm(settings: Settings, store: str, names: tuple[str, ...], force: bool) -> N
     is_flag=True,
     help="In directories, follow symbolic links that lead out of them or to directories.",
 )
+@_never_asks
 @verb
 def put(
     settings: Settings,
@@ -183,7 +203,11 @@ def put(
     object when piped. In a directory, only regular files and links to them inside it are
     taken; every other entry (links out or to directories, dangling links, FIFOs, sockets,
     devices) is skipped with a line on stderr. Exit 1 if any upload failed or anything was
-    skipped (the others are kept)."""
+    skipped (the others are kept). No PATHS with --name: stdin, as natscli reads it."""
+    if not paths:
+        if name is None:
+            raise click.UsageError("name the files to upload, or - (stdin) with --name")
+        paths = ("-",)
     if ttl is not None:
         _check_ttl(ttl)
     options = {"ttl": ttl, "meta": pairs(meta, "--meta") or None, "description": description}
@@ -206,6 +230,7 @@ def _check_ttl(ttl: str) -> None:
 @click.option(
     "--output",
     "-o",
+    "-O",
     help="A file, a directory, or - for stdout (default: the object's base name here; "
     "the current directory for several).",
 )
@@ -219,6 +244,7 @@ def _check_ttl(ttl: str) -> None:
     show_default=True,
     help="Downloads at a time.",
 )
+@_never_asks
 @verb
 def get(
     settings: Settings,

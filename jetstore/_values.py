@@ -14,7 +14,7 @@ import kvstore
 from jetstream._protocol.duration import parse_duration
 from jetstream._protocol.ttl import parse_ttl
 
-__all__ = ["checked", "duration", "duration_option", "pairs", "size_option"]
+__all__ = ["checked", "duration", "duration_option", "pairs", "seconds", "size_option"]
 
 _SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?)(i?b?)\s*$", re.IGNORECASE)
 _POWERS: dict[str, int] = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4}
@@ -65,6 +65,21 @@ def duration_option(
     if value is None:
         return None
     return duration(value, param.name or "duration")
+
+
+def seconds(text: str, option: str = "--timeout") -> float:
+    """Seconds > 0 from a number (``5``, ``0.5``) or a duration (``500ms``, ``10s``: natscli's
+    ``--timeout 5s``).
+
+    Raises:
+        click.BadParameter: not a time > 0.
+    """
+    number = duration(text, option.lstrip("-").replace("-", "_")).total_seconds()
+    if not number > 0:
+        raise click.BadParameter(
+            f"{text!r} is not a time > 0 (seconds, or 500ms, 10s)", param_hint=option
+        )
+    return number
 
 
 def pairs(values: tuple[str, ...], option: str) -> dict[str, str]:

@@ -83,3 +83,33 @@ def assert_no_traceback(err: str) -> None:
     """The verb's stderr shows neither a traceback nor the unexpected-error line."""
     assert "Traceback" not in err, err
     assert "(a bug? --debug shows where)" not in err, err
+
+
+def jetstore_here(*args: str, stdin: bytes = b"", env: dict[str, str] | None = None) -> Run:
+    """Run ``jetstore ARGS`` in this process (click's runner: no interpreter to start), with
+    stdin, stdout and stderr as pipes, no ``NATS_*`` variable but those of ``env``, and the
+    logging setup the verb changes (root handlers, level, level names) put back."""
+    import logging
+
+    from click.testing import CliRunner
+
+    from jetstore._app import main
+
+    unset: dict[str, str | None] = {name: None for name in os.environ if name.startswith("NATS_")}
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    levels = (logging.DEBUG, logging.INFO, logging.WARNING, logging.ERROR)
+    level_names = {number: logging.getLevelName(number) for number in levels}
+    code = 0
+    started = time.monotonic()
+    try:
+        with CliRunner().isolation(input=stdin, env={**unset, **(env or {})}) as (out, err, _):
+            try:
+                main(list(args))
+            except SystemExit as end:
+                code = end.code if isinstance(end.code, int) else 0
+    finally:
+        root.handlers[:], root.level = handlers, level
+        for number, name in level_names.items():
+            logging.addLevelName(number, name)
+    return Run(code, out.getvalue(), err.getvalue().decode(), time.monotonic() - started)

@@ -23,6 +23,23 @@ async def group_stream(
     a message ``<name>.<key>`` is stored as ``<p>.<name>.<key>`` (orbit's static setup).
     Afterwards every static and elastic group on it, their work-queue streams and the stream
     itself are removed."""
+    await add_group_stream(
+        js, name, partitions=partitions, subjects=subjects, replicas=replicas, direct=direct
+    )
+    yield name
+    await remove_group_stream(js, name)
+
+
+async def add_group_stream(
+    js: jetstream.JetStream,
+    name: str,
+    *,
+    partitions: int = 0,
+    subjects: str = "*",
+    replicas: int = 1,
+    direct: bool = False,
+) -> None:
+    """The stream of :func:`group_stream`, for a test that cannot hold it open in a loop."""
     config = jetstream.StreamConfig(
         name=name, subjects=[f"{name}.{subjects}"], num_replicas=replicas, allow_direct=direct
     )
@@ -32,7 +49,10 @@ async def group_stream(
             "dest": f"{{{{partition({partitions},1)}}}}.{name}.{{{{wildcard(1)}}}}",
         }
     await js.add_stream(config)
-    yield name
+
+
+async def remove_group_stream(js: jetstream.JetStream, name: str) -> None:
+    """Remove every group on the stream, their work-queue streams and the stream."""
     async for group in pcgroups.list_static(js, name):
         with contextlib.suppress(jetstream.JetStreamError):
             await pcgroups.delete_static(js, name, group)
