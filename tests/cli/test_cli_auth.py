@@ -79,8 +79,9 @@ def test_tls_server_verified_with_tlsca(tmp_path: Path, pki: Pki) -> None:
     _refused(untrusted)
     assert "ConnectionFailedError" in untrusted.err and "TLS handshake failed" in untrusted.err
     # jetstream.connect bounds a failed first connect to 2 x timeout + 1 s (nats-py hangs
-    # after a refused handshake until then): with --timeout 1, 3 s plus the process start
-    assert untrusted.seconds < 8
+    # after a refused handshake until then, forever): with --timeout 1, 3 s plus the process
+    # start. The bound is loose (a loaded 2-core machine takes 8 s); a hang would take 60.
+    assert untrusted.seconds < 30
     assert key_alone.code == 2 and "--tlskey needs --tlscert" in key_alone.err
 
 
