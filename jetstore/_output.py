@@ -165,6 +165,9 @@ class _LogLine(logging.Formatter):
         return shown(super().formatStack(stack_info), lines=True)
 
     def format(self, record: logging.LogRecord) -> str:
+        # "warning", as the rest of the line reads; on a copy, not by renaming the levels
+        # process-wide (logging.addLevelName would change every other logger's lines too).
+        record = logging.makeLogRecord({**record.__dict__, "levelname": record.levelname.lower()})
         if self._debug:
             return super().format(record)
         error = record.exc_info[1] if record.exc_info else None
@@ -188,7 +191,3 @@ def setup_logging(*, debug: bool) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.DEBUG if debug else logging.WARNING)
-    logging.addLevelName(logging.WARNING, "warning")
-    logging.addLevelName(logging.INFO, "info")
-    logging.addLevelName(logging.DEBUG, "debug")
-    logging.addLevelName(logging.ERROR, "error")

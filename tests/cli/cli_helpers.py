@@ -98,8 +98,6 @@ def jetstore_here(*args: str, stdin: bytes = b"", env: dict[str, str] | None = N
     unset: dict[str, str | None] = {name: None for name in os.environ if name.startswith("NATS_")}
     root = logging.getLogger()
     handlers, level = root.handlers[:], root.level
-    levels = (logging.DEBUG, logging.INFO, logging.WARNING, logging.ERROR)
-    level_names = {number: logging.getLevelName(number) for number in levels}
     code = 0
     started = time.monotonic()
     try:
@@ -110,6 +108,4 @@ def jetstore_here(*args: str, stdin: bytes = b"", env: dict[str, str] | None = N
                 code = end.code if isinstance(end.code, int) else 0
     finally:
         root.handlers[:], root.level = handlers, level
-        for number, name in level_names.items():
-            logging.addLevelName(number, name)
     return Run(code, out.getvalue(), err.getvalue().decode(), time.monotonic() - started)

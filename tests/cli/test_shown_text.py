@@ -107,7 +107,7 @@ def test_log_lines_show_server_text_escaped() -> None:
     warning = logging.LogRecord(
         "kvstore", logging.WARNING, __file__, 1, "skipped %s", ("KV_\x1b]0;pwned\x07\nx",), None
     )
-    assert formatter.format(warning) == "jetstore: WARNING: skipped KV_\\x1b]0;pwned\\x07\\nx"
+    assert formatter.format(warning) == "jetstore: warning: skipped KV_\\x1b]0;pwned\\x07\\nx"
     try:
         raise ValueError("\x9b2J")
     except ValueError:
@@ -115,11 +115,11 @@ def test_log_lines_show_server_text_escaped() -> None:
             "jetstream", logging.ERROR, __file__, 1, "failed: \u202e", (), sys.exc_info()
         )
     text = formatter.format(failed)
-    assert text.startswith("jetstore: ERROR: failed: \\u202e\nTraceback")
+    assert text.startswith("jetstore: error: failed: \\u202e\nTraceback")
     assert text.endswith("ValueError: \\x9b2J")
     assert all(ch.isprintable() or ch == "\n" for ch in text)
     one_line = _LogLine("jetstore: %(levelname)s: %(message)s", debug=False).format(failed)
-    assert one_line == "jetstore: ERROR: failed: \\u202e (ValueError: \\x9b2J)"
+    assert one_line == "jetstore: error: failed: \\u202e (ValueError: \\x9b2J)"
 
 
 def test_info_and_group_lines_show_server_text_escaped(capsys: pytest.CaptureFixture[str]) -> None:
