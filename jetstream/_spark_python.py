@@ -31,8 +31,8 @@ from ._errors import SparkWorkerPythonError
 __all__ = ["check_worker_python", "default_worker_python", "prefer_driver_python"]
 
 _CHOSEN = ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "PYSPARK_GATEWAY_PORT")
-"""Set by the user (the first two) or by a launcher that started the JVM and chose the
-interpreters itself (spark-submit, the pyspark shell, notebook services): left alone."""
+"""Set by the user (the first two), or by a launcher that started the JVM before this
+process and chose the interpreters itself (spark-submit, the pyspark shell): left alone."""
 
 _NEEDED = ("pyarrow",)
 """What a worker needs besides the package itself (the formats' reads and writes)."""

@@ -1,10 +1,10 @@
 """Every ```python block of the README runs as written: whole programs in a subprocess,
-fragments in order against the fixtures' server, the Spark block in the test session.
+fragments in order against the fixtures' server, the Spark block as a job of its own, the
+venv off PATH (tests/docs/test_spark_job_with_the_venv_off_path.py).
 (docs/*.md: tests/docs/test_doc_snippets.py.)"""
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 
 import jetstream
-import kvstore
-from tests.readme import python_blocks, run_fragment, run_fragments, snippet_world
+from tests.readme import python_blocks, run_fragments, snippet_world
 
 BLOCKS = python_blocks()
 
@@ -50,23 +49,3 @@ async def test_fragments_run_in_order(readme_world: dict[str, object]) -> None:
     fragments = [b for b in BLOCKS if not b.is_program and not b.needs_spark]
     await run_fragments(fragments, readme_world)
     assert (Path.cwd() / "out.bin").read_bytes() == (Path.cwd() / "path/to/model.bin").read_bytes()
-
-
-@pytest.mark.spark
-def test_the_spark_block_runs(spark: object, nats_server: jetstream.EmbeddedServer) -> None:
-    (block,) = [b for b in BLOCKS if b.needs_spark]
-    namespace: dict[str, object] = {"spark": spark, "url": nats_server.url}
-
-    async def bucket(make: bool) -> None:
-        async with await jetstream.connect(nats_server.url) as js:
-            if make:  # the block says the bucket exists
-                await kvstore.create_bucket(js, "profiles")
-            else:
-                await kvstore.delete_bucket(js, "profiles")
-
-    asyncio.run(bucket(make=True))
-    try:
-        asyncio.run(run_fragment(block, namespace))
-        assert sorted(r["key"] for r in namespace["users"].collect()) == ["user.1", "user.2"]  # type: ignore[attr-defined]
-    finally:
-        asyncio.run(bucket(make=False))
