@@ -123,8 +123,8 @@ def bool_option(options: Mapping[str, str], name: str, default: bool) -> bool:
     raise ClientValidationError(f"option {name!r} must be true or false: {text!r}")
 
 
-def seconds_option(options: Mapping[str, str], name: str, default: float) -> float:
-    """A positive, finite number of seconds.
+def seconds_option(options: Mapping[str, str], name: str, default: T) -> float | T:
+    """A positive, finite number of seconds (``default`` when absent).
 
     Raises:
         ClientValidationError: not a number, not positive, or infinite (names the option).
@@ -185,7 +185,8 @@ class ConnectionOptions:
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
     connect_attempts: int = 1
     request_timeout: float = DEFAULT_TIMEOUT
-    retry_deadline: float = DEFAULT_RETRY_DEADLINE
+    retry_deadline: float | None = None
+    """None: the library's deadlines (20 s for a request, 30 s for an atomic batch's commit)."""
     inbox_prefix: str | None = None
 
     def __repr__(self) -> str:
@@ -207,9 +208,10 @@ class ConnectionOptions:
         dead address fails the task within seconds instead of minutes; refused credentials
         are never tried again, whatever the count), ``requestTimeout`` (seconds a request
         waits for its reply, default 5) and ``retryDeadline`` (seconds a request that got no
-        reply or found no leader is tried again, default 20: together they bound how long a
-        task waits on a server that stopped answering) and ``inboxPrefix`` (the user's own
-        reply inbox, as the permission templates require). Credentials may also sit in the
+        reply or found no leader is tried again, and an atomic batch's commit is resolved:
+        by default 20 and 30; together they bound how long a task waits on a server that
+        stopped answering) and ``inboxPrefix`` (the user's own reply inbox, as the permission
+        templates require). Credentials may also sit in the
         ``servers`` URLs (``nats://user:password@host``); reprs and errors never show them.
 
         Raises:
@@ -229,7 +231,7 @@ class ConnectionOptions:
             connect_timeout=seconds_option(options, "connectTimeout", DEFAULT_CONNECT_TIMEOUT),
             connect_attempts=int_option(options, "connectAttempts", 1, low=1, high=1000),
             request_timeout=seconds_option(options, "requestTimeout", DEFAULT_TIMEOUT),
-            retry_deadline=seconds_option(options, "retryDeadline", DEFAULT_RETRY_DEADLINE),
+            retry_deadline=seconds_option(options, "retryDeadline", None),
             inbox_prefix=_inbox_prefix(str_option(options, "inboxPrefix")),
         )
 
@@ -259,11 +261,12 @@ class ConnectionOptions:
             AuthenticationError: the credentials were refused.
             ConnectionFailedError: no server could be reached.
         """
+        deadline = self.retry_deadline
         return await connect(
             list(self.servers),
             connect_attempts=self.connect_attempts,
             timeout=self.request_timeout,
-            retry_deadline=self.retry_deadline,
+            retry_deadline=DEFAULT_RETRY_DEADLINE if deadline is None else deadline,
             **self.nats_kwargs(),
         )
 
