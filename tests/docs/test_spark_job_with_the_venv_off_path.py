@@ -27,7 +27,7 @@ pytestmark = pytest.mark.spark
 
 # Loopback only, no UI: pyspark's launcher options, so the README's block runs as written.
 SUBMIT_ARGS = (
-    "--master local[2] --conf spark.ui.enabled=false --conf spark.ui.showConsoleProgress=false"
+    "--master local[1] --conf spark.ui.enabled=false --conf spark.ui.showConsoleProgress=false"
     " --conf spark.driver.host=127.0.0.1 --conf spark.driver.bindAddress=127.0.0.1 pyspark-shell"
 )
 
