@@ -211,8 +211,8 @@ class ConnectionOptions:
         reply or found no leader is tried again, and an atomic batch's commit is resolved:
         by default 20 and 30; together they bound how long a task waits on a server that
         stopped answering) and ``inboxPrefix`` (the user's own reply inbox, as the permission
-        templates require). Credentials may also sit in the
-        ``servers`` URLs (``nats://user:password@host``); reprs and errors never show them.
+        templates require). Credentials may also sit in the ``servers`` URLs
+        (``nats://user:password@host``); reprs and errors never show them.
 
         Raises:
             ClientValidationError: no server given, or a malformed value.

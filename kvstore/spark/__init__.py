@@ -29,10 +29,10 @@ known ones): ``servers`` (comma-separated, default ``$NATS_URL``),
 (seconds per attempt, 2) and ``connectAttempts`` (1), ``requestTimeout`` (seconds a request
 waits for its reply, 5) and ``retryDeadline`` (seconds a request is tried again, 20, and a
 batch's unanswered commit resolved, 30: the two bound a task's wait on a server that stopped
-answering), ``bucket`` (or the ``load``/``save``
-path). Write: ``keyColumn`` (``key``, string), ``valueColumn`` (``value``, binary or string),
-``ttlColumn`` (integer seconds or a TTL string, optional), ``batchSize`` (1..1000); columns
-match case-insensitively, as Spark's do, and their types are checked before the job starts.
+answering), ``bucket`` (or the ``load``/``save`` path). Write: ``keyColumn`` (``key``,
+string), ``valueColumn`` (``value``, binary or string), ``ttlColumn`` (integer seconds or a
+TTL string, optional), ``batchSize`` (1..1000); columns match case-insensitively, as
+Spark's do, and their types are checked before the job starts.
 Read: ``keys`` (comma-separated filters, default ``>``), ``numPartitions`` (2),
 ``includeDeletes`` (false). Stream: ``keys``, ``startingSequence`` (``earliest``, ``latest`` or a
 revision), ``maxRecordsPerTrigger`` (rows per micro-batch: the changes that become rows, so
