@@ -83,7 +83,7 @@ def _environment_of_a_new_shell() -> dict[str, str]:
             "SPARK_LOCAL_IP": "127.0.0.1"}  # fmt: skip
 
 
-@pytest.mark.timeout(420)  # a venv, an install, a Spark start and seven jobs
+@pytest.mark.timeout(420)  # a venv, an install, a Spark start and a dozen jobs
 def test_the_readme_spark_block_and_the_spark_example_run_with_the_venv_off_path(
     nats_server: jetstream.EmbeddedServer, tmp_path: Path
 ) -> None:
