@@ -23,9 +23,8 @@ VALUE_SQL = "repeat('v', 100)"
 def _session() -> Any:
     from pyspark.sql import SparkSession
 
-    import kvstore.spark
+    import kvstore.spark  # before the session: its Python workers run this interpreter
 
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     # Spark's Python workers import the checkout being measured, not the venv's install.
     root = str(Path(kvstore.__file__).resolve().parents[1])
     paths = [root, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
@@ -64,14 +63,17 @@ class RowLoop:
         asyncio.run(run())
 
 
-def measure(rows: int) -> str:
+def measure(rows: int, spark: Any = None) -> str:
+    """The table for ``rows`` rows, measured in ``spark`` (left running; by default a session
+    of its own, stopped at the end)."""
     with jetstream.EmbeddedServer() as server:
 
         async def create(name: str) -> None:
             async with await jetstream.connect(server.url) as js:
                 await kvstore.create_bucket(js, name)
 
-        spark = _session()
+        own = spark is None
+        spark = _session() if own else spark
         try:
             df = (
                 spark.range(rows)
@@ -94,8 +96,10 @@ def measure(rows: int) -> str:
                     )
                 if label:
                     timings[label] = time.perf_counter() - start
+            df.unpersist()
         finally:
-            spark.stop()
+            if own:
+                spark.stop()
     ours = timings["natskv write (2 partitions)"]
     lines = ["| variant | seconds | keys/s | natskv is N x faster |", "|---|---:|---:|---:|"]
     for label, seconds in timings.items():

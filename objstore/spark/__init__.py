@@ -13,8 +13,9 @@ outcomes comes back) and the ``natsobj`` format that lists a store's objects. Ne
 
 ``natsobj`` options (names are case-insensitive; an unknown option is refused with the list of
 known ones): the connection options of ``natskv`` (``servers``, ``connectTimeout``,
-``connectAttempts``, credentials), ``store`` (or the load path), ``limit`` (at most this many
-rows, 0 = all) and ``includeDeleted`` (false: also list deleted objects).
+``connectAttempts``, ``requestTimeout``, ``retryDeadline``, credentials), ``store`` (or the
+load path), ``limit`` (at most this many rows, 0 = all) and ``includeDeleted`` (false: also
+list deleted objects).
 """
 
 from __future__ import annotations
@@ -29,17 +30,34 @@ except ImportError as exc:  # pragma: no cover - exercised by the missing-extra 
         "objstore.spark needs PySpark >= 4.2, pyarrow and pandas: pip install 'jetstore[spark]'"
     ) from exc
 
+from jetstream._errors import SparkWorkerPythonError
 from jetstream._options import activate_spark_session
+from jetstream._spark_python import check_worker_python, prefer_driver_python
 
 from ._list import LIST_SCHEMA, ObjectsDataSource
 from ._upload import RESULT_SCHEMA, upload_objects
 
-__all__ = ["LIST_SCHEMA", "RESULT_SCHEMA", "ObjectsDataSource", "register", "upload_objects"]
+__all__ = [
+    "LIST_SCHEMA",
+    "RESULT_SCHEMA",
+    "ObjectsDataSource",
+    "SparkWorkerPythonError",
+    "register",
+    "upload_objects",
+]
+
+prefer_driver_python()  # before the session: its Python workers then run this interpreter
 
 
 def register(spark: Any) -> None:
     """Register the ``natsobj`` format with a SparkSession (idempotent), and make ``spark`` the
     calling thread's active session: call it in each thread that uses the format (see
-    :func:`kvstore.spark.register`)."""
+    :func:`kvstore.spark.register`).
+
+    Raises:
+        SparkWorkerPythonError: ``spark`` is a local session whose Python workers run an
+            interpreter that cannot import objstore (the message names the fix).
+    """
+    check_worker_python(spark, "objstore")
     spark.dataSource.register(ObjectsDataSource)
     activate_spark_session(spark)

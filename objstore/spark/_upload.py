@@ -18,6 +18,7 @@ from jetstream._options import (
     run_sync,
 )
 from jetstream._protocol.bucket_config import validate_bucket_name
+from jetstream._spark_python import check_worker_python
 
 from .._checks import check_chunk_size
 from .._errors import DuplicateObjectNameError
@@ -83,6 +84,7 @@ def upload_objects(
         ColumnError: a missing column, or one of the wrong type (names: string, paths:
             string, data: binary).
         DuplicateObjectNameError: a name appears on more than one row (nothing is uploaded).
+        SparkWorkerPythonError: a local session whose Python workers cannot import objstore.
     """
     if (path_col is None) == (data_col is None):
         raise ClientValidationError("give exactly one of path_col or data_col")
@@ -94,6 +96,7 @@ def upload_objects(
             raise ClientValidationError("allowed_root applies to path_col uploads only")
         allowed_root = check_root(allowed_root)
     check_options(connection, CONNECTION_OPTIONS, "upload_objects")
+    check_worker_python(df.sparkSession, "objstore")
     if key_file is not None:
         Keyring.from_file(key_file)  # a bad key file fails here, not in every task
     name_col = _column(df, name_col, "string")

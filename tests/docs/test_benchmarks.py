@@ -63,9 +63,12 @@ def test_object_cpu_benchmark_runs() -> None:
 
 
 @pytest.mark.spark
-def test_spark_benchmark_runs() -> None:
+def test_spark_benchmark_runs(spark: object) -> None:
+    """In the test session's Spark (a Spark start of its own cost more than the run)."""
     pytest.importorskip("pyspark", reason="needs the 'spark' extra")
-    output = _run("benchmarks.spark_kv", "2000", timeout=300)
+    from benchmarks.spark_kv import measure
+
+    output = measure(2000, spark)
     assert "natskv write" in output and "per-row put loop" in output
 
 

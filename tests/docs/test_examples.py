@@ -1,5 +1,7 @@
 """Every example runs, with an embedded server when NATS_URL is unset and against NATS_URL
-when it is set."""
+when it is set. examples/spark_pipeline.py runs in the Spark job of
+tests/docs/test_spark_job_with_the_venv_off_path.py (one Spark start for it and the README's
+Spark block)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import jetstream
 
 ROOT = Path(__file__).parents[2]
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
+RUN_ELSEWHERE = {"spark_pipeline.py": "test_spark_job_with_the_venv_off_path.py"}
 
 
 def _run(script: Path, env: dict[str, str]) -> str:
@@ -27,7 +30,15 @@ def _run(script: Path, env: dict[str, str]) -> str:
     return result.stdout
 
 
-@pytest.mark.parametrize("script", EXAMPLES, ids=lambda p: p.name)
+def test_the_examples_run_elsewhere_are_run_there() -> None:
+    for example, test in RUN_ELSEWHERE.items():
+        assert (ROOT / "examples" / example).exists(), example
+        assert example in (Path(__file__).parent / test).read_text(), test
+
+
+@pytest.mark.parametrize(
+    "script", [p for p in EXAMPLES if p.name not in RUN_ELSEWHERE], ids=lambda p: p.name
+)
 def test_example_runs_with_an_embedded_server(script: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "NATS_URL"}
     out = _run(script, env)

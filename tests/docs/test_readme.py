@@ -1,18 +1,16 @@
 """Every ```python block of the README runs as written: "A bucket" is a whole program and the
 tour's other blocks are fragments of it, each saying so on its first line; they run in its
-place for them, in order. The Spark block runs in the test session.
+place for them, in order. The Spark block runs as a job of its own, with the venv off PATH
+(tests/docs/test_spark_job_with_the_venv_off_path.py).
 (docs/*.md: tests/docs/test_doc_snippets.py.)"""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
 
-import jetstream
-import kvstore
-from tests.readme import README, Block, programs, python_blocks, run_fragment, run_whole
+from tests.readme import README, Block, programs, python_blocks, run_whole
 
 BLOCKS = python_blocks()
 RUNS = programs([README])
@@ -30,23 +28,3 @@ def test_the_programs_run_as_written(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     run_whole(program, fragments)
-
-
-@pytest.mark.spark
-def test_the_spark_block_runs(spark: object, nats_server: jetstream.EmbeddedServer) -> None:
-    (block,) = [b for b in BLOCKS if b.needs_spark]
-    namespace: dict[str, object] = {"spark": spark, "url": nats_server.url}
-
-    async def bucket(make: bool) -> None:
-        async with await jetstream.connect(nats_server.url) as js:
-            if make:  # the block says the bucket exists
-                await kvstore.create_bucket(js, "profiles")
-            else:
-                await kvstore.delete_bucket(js, "profiles")
-
-    asyncio.run(bucket(make=True))
-    try:
-        asyncio.run(run_fragment(block, namespace))
-        assert sorted(r["key"] for r in namespace["users"].collect()) == ["user.1", "user.2"]  # type: ignore[attr-defined]
-    finally:
-        asyncio.run(bucket(make=False))

@@ -5,10 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
-import sys
-import textwrap
-import tomllib
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -29,7 +25,6 @@ import kvstore.spark  # noqa: E402
 import objstore.spark  # noqa: E402
 from jetstream._errors import ColumnError  # noqa: E402
 from jetstream._options import run_sync  # noqa: E402
-from tests.spark.spark_session import ROOT  # noqa: E402
 
 pytestmark = pytest.mark.spark
 
@@ -296,14 +291,6 @@ async def _messages(url: str, stream: str) -> int:
         return (await js.stream_info(stream)).state.messages
 
 
-def _packages() -> list[str]:
-    """The top-level packages pyproject.toml installs (its ``packages.find`` patterns): a copy
-    without one of them fails to install or to import."""
-    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    patterns = config["tool"]["setuptools"]["packages"]["find"]["include"]
-    return sorted({pattern.rstrip("*").split(".")[0] for pattern in patterns})
-
-
 def test_natsobj_limit_and_include_deleted(
     spark: Any, nats_server: jetstream.EmbeddedServer, unique_name: Callable[[str], str]
 ) -> None:
@@ -354,64 +341,3 @@ def test_upload_objects_refuses_repeated_names_and_reports_a_missing_store_per_r
             servers=nats_server.url,
             data_col="data",
         )
-
-
-def test_formats_are_found_after_an_editable_install_without_register(
-    nats_server: jetstream.EmbeddedServer, unique_name: Callable[[str], str], tmp_path: Path
-) -> None:
-    """`pip install -e .` (the README's install) used setuptools' import hook, which
-    pkgutil.iter_modules() (Spark's lookup of pyspark_* modules) does not see."""
-    name = unique_name("sh")
-    _run(lambda: _bucket(nats_server.url, name))
-    source = tmp_path / "src"
-    files = subprocess.run(
-        ["git", "ls-files", *_packages(), "pyspark_*.py", "README.md"],
-        cwd=ROOT, capture_output=True, text=True, check=True,
-    ).stdout.split()  # fmt: skip
-    for file in [*files, "pyproject.toml"]:  # pyproject as in the work tree
-        (source / file).parent.mkdir(parents=True, exist_ok=True)
-        (source / file).write_bytes((ROOT / file).read_bytes())
-    venv = tmp_path / "venv"
-    subprocess.run([sys.base_prefix + "/bin/python3", "-m", "venv", "--without-pip", str(venv)],
-                   check=True)  # fmt: skip
-    python = venv / "bin" / "python"
-    site = subprocess.run(
-        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True, text=True, check=True,
-    ).stdout.strip()  # fmt: skip
-    here = subprocess.run(
-        [sys.executable, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True, text=True, check=True,
-    ).stdout.strip()  # fmt: skip
-    (Path(site) / "deps.pth").write_text(here + "\n")  # pyspark, nats-py: not jetstore
-    subprocess.run(
-        [sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-deps",
-         "-e", source],
-        check=True, capture_output=True,
-    )  # fmt: skip
-    script = textwrap.dedent(f"""
-        import os, sys
-        os.environ["PYSPARK_PYTHON"] = sys.executable
-        os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-        from pyspark.sql import SparkSession
-        spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
-                 .config("spark.driver.host", "127.0.0.1")
-                 .config("spark.driver.bindAddress", "127.0.0.1").getOrCreate())
-        try:
-            df = spark.createDataFrame([("k", b"v")], "key string, value binary")
-            df.write.format("natskv").mode("append").option("servers", {nats_server.url!r}) \\
-                .save({name!r})
-            rows = spark.read.format("natskv").option("servers", {nats_server.url!r}) \\
-                .load({name!r}).collect()
-            print("ROWS", [(r.key, r.value) for r in rows])
-            import kvstore
-            print("FROM", kvstore.__file__)
-        finally:
-            spark.stop()
-    """)
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # only the install
-    done = subprocess.run(
-        [python, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=110, env=env
-    )
-    assert "ROWS [('k', b'v')]" in done.stdout, done.stderr[:6000]
-    assert f"FROM {source}" in done.stdout

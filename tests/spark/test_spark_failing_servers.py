@@ -53,6 +53,8 @@ def _closed_port() -> int:
 
 
 _BOUND = 90.0  # seconds a task may take to notice a server that stopped answering
+# A task's wait bounded as a user would: with the defaults (5 s, 20 s) each job took ~50 s.
+_BOUNDED = {"requestTimeout": "1", "retryDeadline": "3"}
 
 
 @contextlib.contextmanager
@@ -115,9 +117,12 @@ def _outcome_within(
     return elapsed, errors[0] if errors else None
 
 
-def _typed(error: BaseException | None) -> bool:
+def _timed_out_within_the_options(error: BaseException | None) -> bool:
+    """The task's RequestTimeoutError, after the retryDeadline of ``_BOUNDED`` (the ordered
+    consumer gives up recreating itself after it)."""
     text = str(error)
-    return any(f"{tree}._errors." in text for tree in ("jetstream", "kvstore", "objstore"))
+    deadline = _BOUNDED["retryDeadline"]
+    return "jetstream._errors.RequestTimeoutError" in text and f"reset_deadline {deadline}s" in text
 
 
 async def _fill_bucket(url: str, name: str, history: int = 1) -> None:
@@ -189,7 +194,7 @@ def test_a_server_dying_mid_write_shows_the_write_error_not_a_close_error(
         def write() -> None:
             try:
                 kvstore.spark.register(spark)  # this thread's active session: see register
-                df.coalesce(1).write.format("natskv").mode("append").option(
+                df.coalesce(1).write.format("natskv").mode("append").options(**_BOUNDED).option(
                     "servers", server.url
                 ).save(name)
             except BaseException as exc:
@@ -228,13 +233,13 @@ def test_a_natskv_read_task_fails_typed_and_in_bounded_time_when_the_server_paus
         with _paused_when(server, b"$JS.API.CONSUMER.CREATE") as url:
 
             def read() -> None:
-                spark.read.format("natskv").option("servers", url).option(
+                spark.read.format("natskv").options(**_BOUNDED).option("servers", url).option(
                     "numPartitions", "1"
                 ).load("paused1").collect()
 
             elapsed, error = _outcome_within(spark, server, read, _BOUND)
     assert elapsed < _BOUND, f"the read job was still running after {elapsed:.0f} s"
-    assert error is not None and _typed(error), str(error)[-2000:]
+    assert _timed_out_within_the_options(error), str(error)[-2000:]
 
 
 @pytest.mark.timeout(420)
@@ -250,6 +255,7 @@ def test_a_natskv_stream_task_fails_typed_and_in_bounded_time_when_the_server_pa
             def stream() -> None:
                 query = (
                     spark.readStream.format("natskv")
+                    .options(**_BOUNDED)
                     .option("servers", url)
                     .option("bucket", "paused2")
                     .load()
@@ -268,7 +274,7 @@ def test_a_natskv_stream_task_fails_typed_and_in_bounded_time_when_the_server_pa
 
             elapsed, error = _outcome_within(spark, server, stream, _BOUND, stop)
     assert elapsed < _BOUND, f"the streaming query was still running after {elapsed:.0f} s"
-    assert error is not None and _typed(error), str(error)[-2000:]
+    assert _timed_out_within_the_options(error), str(error)[-2000:]
 
 
 @pytest.mark.timeout(420)
@@ -287,8 +293,10 @@ def test_a_natsobj_read_task_fails_typed_and_in_bounded_time_when_the_server_pau
         with _paused_when(server, b"$JS.API.CONSUMER.CREATE") as url:
 
             def read() -> None:
-                spark.read.format("natsobj").option("servers", url).load("paused3").collect()
+                spark.read.format("natsobj").options(**_BOUNDED).option("servers", url).load(
+                    "paused3"
+                ).collect()
 
             elapsed, error = _outcome_within(spark, server, read, _BOUND)
     assert elapsed < _BOUND, f"the natsobj read was still running after {elapsed:.0f} s"
-    assert error is not None and _typed(error), str(error)[-2000:]
+    assert _timed_out_within_the_options(error), str(error)[-2000:]

@@ -40,6 +40,22 @@ def test_unknown_options_are_refused_and_names_compare_loosely() -> None:
             ConnectionOptions.from_strings({"servers": "nats://x:1", **bad})
 
 
+async def test_request_timeout_and_retry_deadline_reach_the_connection(
+    nats_server: jetstream.EmbeddedServer,
+) -> None:
+    """A task's wait on a server that stopped answering was our defaults' (5 s per request,
+    20 s of retries: ~50 s for a Spark read), whatever the job could afford."""
+    options = ConnectionOptions.from_strings(
+        {"servers": nats_server.url, "requestTimeout": "0.5", "retry_deadline": "3"}
+    )
+    async with options.session() as js:
+        assert (js.timeout, js.retry_deadline) == (0.5, 3.0)
+    for name in ("requestTimeout", "retryDeadline"):
+        for bad in ("0", "-1", "inf", "nan", "5s", ""):
+            with pytest.raises(jetstream.ClientValidationError, match=f"option '{name}'"):
+                ConnectionOptions.from_strings({"servers": nats_server.url, name: bad})
+
+
 async def test_a_dead_address_fails_within_the_connect_options() -> None:
     """Was 120 s (nats-py's reconnect budget) whatever connectTimeout said."""
     with socket.socket() as sock:
