@@ -32,6 +32,7 @@ JETSTREAM_LAYERS = {
     "jetstream._redact": 0,
     "jetstream._resource": 0,
     "jetstream._public": 0,
+    "jetstream._listing": 0,  # AsyncListing: what every finite listing returns
     "jetstream.headers": 0,
     "jetstream._crypto": 1,  # keyring and envelope
     "jetstream._protocol": 2,  # what is said on the wire; no I/O
@@ -43,6 +44,10 @@ JETSTREAM_LAYERS = {
     "jetstream._connect": 7,
     "jetstream._embedded": 8,  # servers and clusters for demos and tests
     "jetstream._options": 8,  # Spark and CLI option maps, connect from them
+    "jetstream._spark_python": 8,  # which interpreter Spark's Python workers run
+    "jetstream._summary": 8,  # the multi-line str() of statuses
+    "jetstream._blocking": 8,  # the blocking client's loop thread and twins
+    "jetstream.sync": 8,
     "jetstream.testing": 8,
     "jetstream": 9,
 }
