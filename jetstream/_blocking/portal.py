@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import concurrent.futures
 import contextlib
 import os
 import threading
@@ -84,30 +83,43 @@ class Portal:
                 "a blocking call from the blocking client's own event loop would wait for "
                 "itself: inside a callback, await the async API (handle.aio) instead"
             )
-        result: concurrent.futures.Future[T] = concurrent.futures.Future()
-        started: list[asyncio.Task[T]] = []
+        # A lock as the latch the caller waits on: the cheapest wake-up between two threads
+        # (a concurrent.futures.Future costs a condition and its waiter list on top).
+        done = threading.Lock()
+        done.acquire()
+        ended: list[asyncio.Future[T] | None] = []  # the task, or None: never started
+        started: list[asyncio.Future[T]] = []
+
+        def finish(task: asyncio.Future[T] | None) -> None:
+            ended.append(task)
+            done.release()
 
         def start() -> None:
-            task = self._loop.create_task(_awaited(awaitable))
+            if self._closed:  # close() came first: the loop will not run the task
+                _close_unawaited(awaitable)
+                finish(None)
+                return
+            task = asyncio.ensure_future(awaitable, loop=self._loop)
             started.append(task)
-            task.add_done_callback(lambda done: _settle(result, done))
+            task.add_done_callback(finish)
 
         try:
             self._loop.call_soon_threadsafe(start)
         except RuntimeError:  # the loop closed between the check and here
             _close_unawaited(awaitable)
             raise _closed_error() from None
-        return self._wait(result, started)
+        self._wait(done, started)
+        return _outcome(ended[0])
 
-    def _wait(self, result: concurrent.futures.Future[T], started: list[asyncio.Task[T]]) -> T:
+    def _wait(self, done: threading.Lock, started: list[asyncio.Future[T]]) -> None:
         try:
-            return result.result()
+            done.acquire()
         except KeyboardInterrupt:
             # ``start`` was scheduled first: the loop runs callbacks in order, so the task
-            # exists by the time this cancel runs.
+            # exists (or was never made) by the time this cancel runs.
             with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
-                self._loop.call_soon_threadsafe(lambda: started[0].cancel())
-            concurrent.futures.wait([result], timeout=_CANCEL_GRACE)
+                self._loop.call_soon_threadsafe(lambda: started and started[0].cancel())
+            done.acquire(timeout=_CANCEL_GRACE)
             raise
 
     def submit(self, awaitable: Awaitable[Any]) -> None:
@@ -257,15 +269,12 @@ async def _awaited(awaitable: Awaitable[T]) -> T:
     return await awaitable
 
 
-def _settle(result: concurrent.futures.Future[T], task: asyncio.Task[T]) -> None:
-    if result.done():
-        return
-    if task.cancelled():  # by close(), or by the caller's Ctrl-C (which raises its own)
-        result.set_exception(_closed_error())
-    elif (error := task.exception()) is not None:
-        result.set_exception(error)
-    else:
-        result.set_result(task.result())
+def _outcome(task: asyncio.Future[T] | None) -> T:
+    """The task's result, raised error, or (cancelled by close(), or never started) the
+    closed handle's error."""
+    if task is None or task.cancelled():
+        raise _closed_error()
+    return task.result()
 
 
 def _closed_error() -> ConnectionClosedError:
