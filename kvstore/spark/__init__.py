@@ -79,9 +79,11 @@ from jetstream._options import activate_spark_session, run_sync
 from jetstream._spark_python import check_worker_python, prefer_driver_python
 
 from ._options import parse_options
+from ._progress import SinkProgressError
 from ._read import KVPartition, KVReader, plan_snapshot
 from ._rows import ROW_TYPE, SCHEMA, projection
 from ._session import Offset
+from ._sink import KVSinkCommit, KVStreamWriter
 from ._stream import KVStreamReader, SeqRange
 from ._write import KVArrowWriter, KVCommit, check_bucket, write_columns
 
@@ -93,9 +95,12 @@ __all__ = [
     "KVDataSource",
     "KVPartition",
     "KVReader",
+    "KVSinkCommit",
     "KVStreamReader",
+    "KVStreamWriter",
     "Offset",
     "SeqRange",
+    "SinkProgressError",
     "SparkWorkerPythonError",
     "register",
 ]
@@ -146,6 +151,26 @@ class KVDataSource(DataSource):
         opts = write_columns(parse_options(self.options, "write"), schema)
         start = run_sync(lambda: check_bucket(opts))  # fail at planning, before any task runs
         return KVArrowWriter(opts, start)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> KVStreamWriter:
+        """Validate options, columns and the bucket at planning time (Spark also makes the
+        writer again for each micro-batch's commit, on the driver).
+
+        Raises:
+            ClientValidationError: ``complete`` output mode, bad or unknown options, or a
+                bucket without atomic batches.
+            ColumnError: a key/value/ttl column is missing or of a type that cannot be stored.
+            BucketNotFoundError: no such bucket (names it).
+            ConnectionFailedError: no server reachable.
+        """
+        if overwrite:
+            raise ClientValidationError(
+                "natskv streams take outputMode('append') or ('update'): every row becomes "
+                "a revision of its key; 'complete' would need the bucket emptied first"
+            )
+        opts = write_columns(parse_options(self.options, "streamWrite"), schema)
+        run_sync(lambda: check_bucket(opts))  # fail at planning, before any task runs
+        return KVStreamWriter(opts)
 
     def reader(self, schema: StructType) -> KVReader:
         """Validate options and pin the snapshot sequence at planning time.
