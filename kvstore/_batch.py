@@ -13,7 +13,12 @@ from jetstream import (
     WrongLastSequenceError,
 )
 from jetstream import headers as hdr
-from jetstream._publish.atomic import DEFAULT_COMMIT_DEADLINE, DEFAULT_MAX_BATCH
+from jetstream._protocol.limits import check_message_size, header_lines_size
+from jetstream._publish.atomic import (
+    DEFAULT_COMMIT_DEADLINE,
+    DEFAULT_MAX_BATCH,
+    batch_headers_room,
+)
 from jetstream._resource import AsyncResource
 
 from ._core import BucketCore, BytesLike
@@ -164,6 +169,13 @@ class KeyBatch(AsyncResource):
             unsealed = self._core.defer_seal(headers)
             if not unsealed:
                 data = self._core.seal(subject, data, headers)
+        # Checked as it will be sent (with the batch's headers, sealed), so a prepared batch
+        # holds no write that would fail its commit.
+        size = len(data) + (self._core.seal_overhead if unsealed else 0)
+        room = batch_headers_room(self._max_keys) + header_lines_size(
+            {hdr.EXPECTED_LAST_SUBJECT_SEQUENCE: str(2**64)} if expect is not None else {}
+        )
+        check_message_size(self._core.js.nc, subject, headers, size, extra_headers=room)
         self._writes.append(_Write(key, subject, data, headers, expect, create, unsealed))
         self._keys.add(key)
 
