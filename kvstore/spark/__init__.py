@@ -10,6 +10,8 @@ DataFrame, stream its changes. Needs the ``spark`` extra (``pip install 'jetstor
        .option("servers", "nats://127.0.0.1:4222").option("bucket", "profiles").save())
     spark.read.format("natskv").option("servers", url).load("profiles")
     spark.readStream.format("natskv").option("servers", url).option("bucket", "profiles").load()
+    (df.writeStream.format("natskv").option("servers", url)
+       .option("checkpointLocation", ckpt).start("profiles"))      # exactly once
 
 **Write guarantee, honestly:** rows are written in atomic ``put_many`` batches of up to
 ``batchSize`` (default 1000) keys: each batch is stored whole or not at all. A job is
@@ -18,6 +20,16 @@ batches (re-writing the same key and value is harmless), and ``abort`` cannot un
 failed task names what it stored in its own error; ``abort`` logs what the successful tasks
 stored and how many revisions the whole job (failed tasks included) added to the bucket. A null
 value deletes the key.
+
+**Streaming writes** store every input row as exactly one revision of its key, in input order
+per key within a task, across failures and restarts from the checkpoint, however late the
+replay: each atomic batch also advances a progress key of the bucket
+(``_jetstore.sink.<queryId>.<partition>``, reserved) on the condition that nobody advanced it
+since it was read, and a task skips the rows its key lists as stored. Options: the write
+options, ``atomicity`` (``task``; ``microBatch``: the driver stores the whole micro-batch as
+one atomic batch, or refuses it with ``BatchTooLargeError``) and ``onBadRow`` (``fail``;
+``skip``: left out and logged without the value). A replay whose rows differ from those
+stored raises ``SinkProgressError``. docs/SPARK.md states the guarantee and its limits.
 
 A bucket that does not exist is ``BucketNotFoundError`` (naming it) for reads and writes alike,
 raised at planning time. In a Python thread other than the session's, call ``register(spark)``
