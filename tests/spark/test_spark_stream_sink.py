@@ -6,6 +6,7 @@ applied once."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import signal
@@ -26,6 +27,7 @@ pyspark = pytest.importorskip("pyspark", reason="needs the 'spark' extra")
 from pyspark.errors import PySparkException  # noqa: E402
 from pyspark.sql import SparkSession  # noqa: E402
 
+from jetstream._consume.scan import scan_stream  # noqa: E402
 from jetstream._options import run_sync  # noqa: E402
 from tests.spark.spark_session import ROOT  # noqa: E402
 from tests.spark.stream_sink_hooks import HookedSource, start_query  # noqa: E402
@@ -299,3 +301,40 @@ def test_bad_stream_options_are_refused_when_the_query_starts(
             **_options(nats_server.url, name, **{option: value}),
         )
     assert _last_seq(nats_server.url, name) == 0
+
+
+def test_an_encrypted_bucket_gets_each_row_once_encrypted(
+    spark: SparkSession,
+    nats_server: jetstream.EmbeddedServer,
+    unique_name: Callable[[str], str],
+    tmp_path: Path,
+) -> None:
+    name = unique_name("ss")
+    _bucket(nats_server.url, name)
+    key = bytes(range(32))
+    key_file = tmp_path / "keys.json"
+    key_file.write_text(
+        json.dumps({"primary": "k1", "keys": {"k1": base64.b64encode(key).decode()}})
+    )
+    inputs, expected = _inputs(tmp_path / "in", files=2)
+    _run(
+        spark,
+        inputs,
+        tmp_path / "checkpoint",
+        **_options(nats_server.url, name, keyFile=str(key_file)),
+    )
+
+    async def read() -> tuple[Expected, list[jetstream.StoredMessage]]:
+        async with await jetstream.connect(nats_server.url) as js:
+            ring = jetstream.Keyring({"k1": key}, primary="k1")
+            bucket = await kvstore.open_bucket(js, name, encryption=ring)
+            found = {k: [(e.op.value, e.value) for e in await bucket.history(k)] for k in expected}
+            raw = [m async for m in scan_stream(js, f"KV_{name}", [f"$KV.{name}.>"])]
+            return found, raw
+
+    found, raw = run_sync(read)
+    assert found == expected
+    puts = [m for m in raw if m.data]
+    assert puts and all(m.headers.get("Jetstore-Enc") == "v1;k1" for m in puts)
+    plain = {value for revisions in expected.values() for _, value in revisions}
+    assert not any(m.data in plain or b'"batch"' in m.data for m in puts), "stored encrypted"
