@@ -1,7 +1,8 @@
 """A Spark driver in a process of its own, for the test that SIGKILLs one mid micro-batch:
 ``python -m tests.spark.stream_sink_driver '<json>'`` runs ``start_query`` into
-``natskv_hooked`` with the options in the JSON (``inputs``, ``checkpoint``, ``options``) until
-the query ends or the process is killed."""
+``natskv_hooked`` with the options in the JSON (``inputs``, ``checkpoint``, ``options``, and
+``master``, ``local[2]`` unless given: ``local[2,3]`` retries a failed task) until the query
+ends or the process is killed."""
 
 from __future__ import annotations
 
@@ -16,10 +17,10 @@ def main() -> None:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
 
-    from tests.spark.stream_sink_hooks import HookedSource, start_query
+    from tests.spark.stream_sink_trials import HookedSource, start_query
 
     spark = (
-        SparkSession.builder.master("local[2]")
+        SparkSession.builder.master(args.get("master", "local[2]"))
         .appName("jetstore-driver-kill")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
