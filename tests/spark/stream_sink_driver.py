@@ -2,7 +2,7 @@
 ``python -m tests.spark.stream_sink_driver '<json>'`` runs ``start_query`` into
 ``natskv_hooked`` with the options in the JSON (``inputs``, ``checkpoint``, ``options``, and
 ``master``, ``local[2]`` unless given: ``local[2,3]`` retries a failed task) until the query
-ends or the process is killed."""
+ends (then it creates the file ``done`` names, if given) or the process is killed."""
 
 from __future__ import annotations
 
@@ -36,6 +36,8 @@ def main() -> None:
         spark, args["inputs"], args["checkpoint"], "natskv_hooked", **args["options"]
     )
     query.awaitTermination()
+    if "done" in args:  # the query ended (a test without a kill waits for this)
+        open(args["done"], "w").close()
     spark.stop()
 
 
