@@ -18,6 +18,7 @@ pyspark = pytest.importorskip("pyspark", reason="needs the 'spark' extra")
 from pyspark.sql import SparkSession  # noqa: E402
 
 from jetstream._options import run_sync  # noqa: E402
+from jetstream.testing import EmbeddedCluster  # noqa: E402
 from tests.spark import stream_sink_trials as trials  # noqa: E402
 from tests.spark.stream_sink_trials import Expected, HookedSource, start_query  # noqa: E402
 
@@ -33,7 +34,7 @@ def _hook(folder: Path, batches: int, action: str, micro_batch: int = 1) -> dict
     }
 
 
-def _cluster_revisions(cluster: jetstream.EmbeddedCluster, name: str, keys: list[str]) -> Expected:
+def _cluster_revisions(cluster: EmbeddedCluster, name: str, keys: list[str]) -> Expected:
     async def read() -> Expected:
         async with await cluster.connect() as js:
             bucket = await kvstore.open_bucket(js, name)
@@ -50,7 +51,7 @@ def test_the_stream_leader_killed_mid_micro_batch(
     spark.dataSource.register(HookedSource)
     name = unique_name("ss")
     inputs, expected = trials.inputs(tmp_path / "in")
-    with jetstream.EmbeddedCluster(3) as cluster:
+    with EmbeddedCluster(3) as cluster:
 
         async def create() -> int:
             async with await cluster.connect() as js:
