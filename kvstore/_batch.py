@@ -29,6 +29,10 @@ from ._models import Op, op_from_headers
 __all__ = ["KeyBatch"]
 
 
+_EXPECT_LINE = header_lines_size({hdr.EXPECTED_LAST_SUBJECT_SEQUENCE: str(2**64)})
+"""Bytes a write's condition adds to its headers at commit, at most."""
+
+
 class _Write(msgspec.Struct, frozen=True):
     key: str
     subject: str
@@ -77,6 +81,7 @@ class KeyBatch(AsyncResource):
         self._timeout = timeout
         self._deadline = deadline
         self._repeats = repeats
+        self._room = batch_headers_room(max_keys)  # header bytes the batch may add to a write
         self._writes: list[_Write] = []
         self._keys: set[str] = set()
         self._closed = False
@@ -172,9 +177,7 @@ class KeyBatch(AsyncResource):
         # Checked as it will be sent (with the batch's headers, sealed), so a prepared batch
         # holds no write that would fail its commit.
         size = len(data) + (self._core.seal_overhead if unsealed else 0)
-        room = batch_headers_room(self._max_keys) + header_lines_size(
-            {hdr.EXPECTED_LAST_SUBJECT_SEQUENCE: str(2**64)} if expect is not None else {}
-        )
+        room = self._room + (_EXPECT_LINE if expect is not None else 0)
         check_message_size(self._core.js.nc, subject, headers, size, extra_headers=room)
         self._writes.append(_Write(key, subject, data, headers, expect, create, unsealed))
         self._keys.add(key)
