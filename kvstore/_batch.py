@@ -17,7 +17,7 @@ from jetstream._protocol.limits import check_message_size, header_lines_size
 from jetstream._publish.atomic import (
     DEFAULT_COMMIT_DEADLINE,
     DEFAULT_MAX_BATCH,
-    batch_headers_room,
+    batch_header_size,
 )
 from jetstream._resource import AsyncResource
 
@@ -27,10 +27,6 @@ from ._keys import validate_limits, validate_revision
 from ._models import Op, op_from_headers
 
 __all__ = ["KeyBatch"]
-
-
-_EXPECT_LINE = header_lines_size({hdr.EXPECTED_LAST_SUBJECT_SEQUENCE: str(2**64)})
-"""Bytes a write's condition adds to its headers at commit, at most."""
 
 
 class _Write(msgspec.Struct, frozen=True):
@@ -81,7 +77,6 @@ class KeyBatch(AsyncResource):
         self._timeout = timeout
         self._deadline = deadline
         self._repeats = repeats
-        self._room = batch_headers_room(max_keys)  # header bytes the batch may add to a write
         self._writes: list[_Write] = []
         self._keys: set[str] = set()
         self._closed = False
@@ -174,10 +169,14 @@ class KeyBatch(AsyncResource):
             unsealed = self._core.defer_seal(headers)
             if not unsealed:
                 data = self._core.seal(subject, data, headers)
-        # Checked as it will be sent (with the batch's headers, sealed), so a prepared batch
-        # holds no write that would fail its commit.
+        # Checked now as the commit will check it (sealed, with its condition and the batch's
+        # headers at its position), so a batch holding it fails before anything is sent: a
+        # prepared batch's writes are all storable unless the last one, which also carries the
+        # commit, is too large then (checked before sending too).
         size = len(data) + (self._core.seal_overhead if unsealed else 0)
-        room = self._room + (_EXPECT_LINE if expect is not None else 0)
+        room = batch_header_size(len(self._writes) + 1)
+        if expect is not None:
+            room += header_lines_size({hdr.EXPECTED_LAST_SUBJECT_SEQUENCE: str(expect)})
         check_message_size(self._core.js.nc, subject, headers, size, extra_headers=room)
         self._writes.append(_Write(key, subject, data, headers, expect, create, unsealed))
         self._keys.add(key)

@@ -74,7 +74,7 @@ __all__ = [
     "DEFAULT_MAX_BATCH",
     "AtomicBatch",
     "BatchAck",
-    "batch_headers_room",
+    "batch_header_size",
 ]
 
 DEFAULT_MAX_BATCH = 1000
@@ -662,14 +662,6 @@ _BATCH_LINES = header_lines_size({hdr.BATCH_ID: "x" * _ID_LENGTH, hdr.BATCH_SEQU
 def batch_header_size(seq: int) -> int:
     """Bytes of the batch header lines message ``seq`` of a batch carries (id, sequence)."""
     return _BATCH_LINES + len(str(seq))
-
-
-def batch_headers_room(max_messages: int) -> int:
-    """Bytes of header lines a batch of up to ``max_messages`` may add to any of its messages
-    (id, sequence, and for the last one the commit and its fence's Msg-Id): a message that
-    fits with these fits wherever it lands in the batch, so it can be refused when queued."""
-    fence = header_lines_size({hdr.MSG_ID: "x" * (_ID_LENGTH + 1 + len(str(max_messages)))})
-    return batch_header_size(max_messages) + _COMMIT_HEADER + fence
 
 
 def _new_batch_id() -> str:
