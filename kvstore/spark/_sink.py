@@ -94,6 +94,8 @@ class KVStreamWriter(DataSourceStreamArrowWriter):
                 _whole_too_large(task.batch, len(rows), self.limits)
             return KVSinkCommit(task, Report(rows=len(rows)), rows)
         report = Report(rows=len(rows))
+        if not rows:  # nothing to store, nothing to ask the server
+            return KVSinkCommit(task, report)
 
         def stored(progress: Report) -> None:
             nonlocal report
