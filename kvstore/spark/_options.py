@@ -30,7 +30,8 @@ _ATOMICITY = ("task", "microBatch")
 _ON_BAD_ROW = ("fail", "skip")
 _KNOWN = {
     "write": (*_WRITE,),
-    "streamWrite": (*_WRITE, "atomicity", "onBadRow"),
+    # checkpointLocation is Spark's own (it hands the sink every writeStream option).
+    "streamWrite": (*_WRITE, "atomicity", "onBadRow", "checkpointLocation"),
     "read": (*_COMMON, "keys", "numPartitions", "includeDeletes"),
     "stream": (
         *_COMMON,

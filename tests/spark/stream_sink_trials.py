@@ -189,3 +189,9 @@ def driver(
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
         process.wait()
+
+
+def forget_commit(checkpoint: Path, batch: int) -> None:
+    """Remove micro-batch ``batch`` from the checkpoint's commit log: a restart replays it."""
+    (checkpoint / "commits" / str(batch)).unlink()
+    (checkpoint / "commits" / f".{batch}.crc").unlink(missing_ok=True)

@@ -49,7 +49,7 @@ def test_a_query_stores_each_row_once_and_a_replayed_micro_batch_nothing(
     assert trials.revisions(nats_server.url, name, list(expected)) == expected
     assert query.lastProgress["batchId"] == 2
 
-    (checkpoint / "commits" / "2").unlink()  # Spark replays micro-batch 2 on restart
+    trials.forget_commit(checkpoint, 2)  # Spark replays micro-batch 2 on restart
     end = trials.last_seq(nats_server.url, name)
     replay = trials.run(spark, inputs, checkpoint, **trials.options(nats_server.url, name))
     assert replay.lastProgress["batchId"] == 2 and replay.lastProgress["numInputRows"] == 2 * ROWS
@@ -146,7 +146,7 @@ def test_micro_batch_atomicity_stores_a_micro_batch_as_one_atomic_batch(
     assert trials.revisions(nats_server.url, name, list(expected)) == expected
     # one atomic batch a micro-batch: 2 x 60 rows and the query's progress key, three times
     assert trials.last_seq(nats_server.url, name) == 3 * (2 * ROWS + 1)
-    (checkpoint / "commits" / "2").unlink()
+    trials.forget_commit(checkpoint, 2)
     trials.run(spark, inputs, checkpoint, **options)
     assert trials.last_seq(nats_server.url, name) == 3 * (2 * ROWS + 1), "the replay stored nothing"
 
