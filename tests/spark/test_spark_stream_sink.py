@@ -244,7 +244,7 @@ def test_an_encrypted_bucket_gets_each_row_once_encrypted(
     async def read() -> tuple[Expected, list[jetstream.StoredMessage]]:
         async with await jetstream.connect(nats_server.url) as js:
             ring = jetstream.Keyring({"k1": key}, primary="k1")
-            bucket = await kvstore.openbucket(js, name, encryption=ring)
+            bucket = await kvstore.open_bucket(js, name, encryption=ring)
             found = {k: [(e.op.value, e.value) for e in await bucket.history(k)] for k in expected}
             raw = [m async for m in scan_stream(js, f"KV_{name}", [f"$KV.{name}.>"])]
             return found, raw
