@@ -20,9 +20,12 @@ pyspark = pytest.importorskip("pyspark", reason="needs the 'spark' extra")
 
 from pyspark.errors import PySparkException  # noqa: E402
 from pyspark.sql import SparkSession  # noqa: E402
+from pyspark.sql.types import StringType, StructField, StructType  # noqa: E402
 
 from jetstream._consume.scan import scan_stream  # noqa: E402
+from jetstream._errors import ColumnError  # noqa: E402
 from jetstream._options import run_sync  # noqa: E402
+from kvstore.spark import KVDataSource  # noqa: E402
 from tests.spark import stream_sink_trials as trials  # noqa: E402
 from tests.spark.stream_sink_trials import ROWS, Expected, HookedSource, start_query  # noqa: E402
 
@@ -189,33 +192,48 @@ def test_a_bad_row_fails_its_task_before_it_stores_anything(
 
 
 @pytest.mark.parametrize(
-    ("option", "value", "message"),
+    ("option", "value", "error", "message"),
     [
-        ("atomicity", "job", "atomicity"),
-        ("batchSize", "1", "batchSize"),
-        ("onBadRow", "log", "onBadRow"),
-        ("keyColumn", "nope", "nope"),
-        ("numPartitions", "2", "unknown option"),
+        ("atomicity", "job", jetstream.ClientValidationError, "atomicity"),
+        ("batchSize", "1", jetstream.ClientValidationError, "batchSize"),
+        ("onBadRow", "log", jetstream.ClientValidationError, "onBadRow"),
+        ("keyColumn", "nope", ColumnError, "nope"),
+        ("numPartitions", "2", jetstream.ClientValidationError, "unknown option"),
     ],
 )
-def test_bad_stream_options_are_refused_when_the_query_starts(
-    spark: SparkSession,
+def test_bad_stream_options_are_refused_at_planning(
     nats_server: jetstream.EmbeddedServer,
     unique_name: Callable[[str], str],
-    tmp_path: Path,
     option: str,
     value: str,
+    error: type[Exception],
     message: str,
 ) -> None:
     name = unique_name("ss")
     trials.bucket(nats_server.url, name)
+    source = KVDataSource(trials.options(nats_server.url, name, **{option: value}))
+    with pytest.raises(error, match=message):
+        source.streamWriter(
+            StructType([StructField("key", StringType()), StructField("value", StringType())]),
+            False,
+        )
+
+
+def test_a_query_with_a_bad_option_fails_when_it_starts(
+    spark: SparkSession,
+    nats_server: jetstream.EmbeddedServer,
+    unique_name: Callable[[str], str],
+    tmp_path: Path,
+) -> None:
+    name = unique_name("ss")
+    trials.bucket(nats_server.url, name)
     inputs, _ = trials.inputs(tmp_path / "in", files=1)
-    with pytest.raises(Exception, match=message):
+    with pytest.raises(PySparkException, match="atomicity"):
         trials.run(
             spark,
             inputs,
             tmp_path / "checkpoint",
-            **trials.options(nats_server.url, name, **{option: value}),
+            **trials.options(nats_server.url, name, atomicity="job"),
         )
     assert trials.last_seq(nats_server.url, name) == 0
 
