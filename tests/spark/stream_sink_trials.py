@@ -195,3 +195,18 @@ def forget_commit(checkpoint: Path, batch: int) -> None:
     """Remove micro-batch ``batch`` from the checkpoint's commit log: a restart replays it."""
     (checkpoint / "commits" / str(batch)).unlink()
     (checkpoint / "commits" / f".{batch}.crc").unlink(missing_ok=True)
+
+
+def differences(found: Expected, expected: Expected) -> list[str]:
+    """Where each key's revisions differ from the input applied once (readable in a failure)."""
+    lines = []
+    for key in sorted(set(found) | set(expected)):
+        got, want = found.get(key, []), expected.get(key, [])
+        if got != want:
+            at = next((i for i, (g, w) in enumerate(zip(got, want, strict=False)) if g != w), None)
+            at = min(len(got), len(want)) if at is None else at
+            lines.append(
+                f"{key}: {len(got)} revisions for {len(want)} rows, first difference at {at}: "
+                f"{got[at : at + 3]} instead of {want[at : at + 3]}"
+            )
+    return lines
