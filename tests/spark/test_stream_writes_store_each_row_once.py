@@ -206,3 +206,14 @@ async def test_a_key_written_again_with_a_ttl_starts_a_new_batch(
         "b": [("PUT", b"1")],
     }
     assert (report.first_revision, report.last_revision) == (1, 5)  # a, b, progress; a, a
+
+
+async def test_a_progress_key_another_client_wrote_stops_the_task_before_it_stores(
+    make_bucket: BucketFactory,
+) -> None:
+    bucket = await make_bucket(history=64)
+    await bucket.put(KEY, b"not the writer's")
+    rows = _rows()
+    with pytest.raises(SinkProgressError, match="reserved"):
+        await store_rows(bucket, rows, KEY, 0, LIMITS)
+    assert await _stored(bucket, rows) == {}
