@@ -36,7 +36,7 @@ class PerRowBatch:
 def _inputs(spark: Any, rows: int, folder: Path) -> str:
     path = str(folder / "rows")
     spark.range(rows).selectExpr(
-        "concat('k', id % 50000) as key", f"cast({VALUE_SQL} as binary) as value"
+        "concat('k', id) as key", f"cast({VALUE_SQL} as binary) as value"
     ).repartition(2).write.parquet(path)
     return path
 
@@ -56,7 +56,7 @@ def _stream(spark: Any, path: str, folder: Path, name: str, url: str) -> None:
 
 
 def measure(rows: int, spark: Any = None) -> str:
-    """The table for ``rows`` rows (100-byte values, 50,000 keys), each variant once after a
+    """The table for ``rows`` rows (100-byte values, distinct keys), each variant once after a
     warm-up (a stream write), in ``spark`` (left running; by default a session of its own,
     stopped at the end)."""
     with jetstream.EmbeddedServer() as server, tempfile.TemporaryDirectory() as tmp:
@@ -97,7 +97,7 @@ def measure(rows: int, spark: Any = None) -> str:
             f"| {label} | {seconds:.2f} | {rows / seconds:,.0f} | {batch / seconds:.2f}x |"
         )
     return (
-        f"{rows:,} rows of 100-byte values (50,000 keys), 2 partitions, one run after a "
+        f"{rows:,} rows of 100-byte values, 2 partitions, one run after a "
         "warm-up:\n\n" + "\n".join(lines)
     )
 
