@@ -9,6 +9,7 @@ python -m benchmarks --sizes --get-size 0 --cas-writes 0 --watch-rounds 0 --obje
     --pcg-messages 0 --rss-mib 0         # the blocking client vs the async API only
 python -m benchmarks --curves benchmarks/curves.json   # also the cost curves to 1M keys (minutes)
 python -m benchmarks --spark-read-keys 500000   # also natskv partition reads (spark extra)
+python -m benchmarks --spark-stream-rows 200000 # also the natskv stream writer (spark extra)
 python -m benchmarks.frames              # the protocol reader alone vs nats-py's parser (no server)
 """
 
@@ -105,6 +106,13 @@ def main() -> None:
         default=0,
         help="natskv partition reads vs the earlier read at this many keys (spark extra); 0 skips",
     )
+    parser.add_argument(
+        "--spark-stream-rows",
+        type=int,
+        default=0,
+        help="the natskv stream writer vs the batch writer and a per-row foreachBatch at this "
+        "many rows (spark extra); 0 skips",
+    )
     parser.add_argument("--write", type=Path, help="also write a markdown report here")
     args = parser.parse_args()
     with jetstream.EmbeddedServer() as server:
@@ -132,6 +140,11 @@ def main() -> None:
         for history in (1, 4):
             report += "\n" + spark_kv_read.processes(args.spark_read_keys, history, [1, 2, 4], 3)
             report += "\n"
+    if args.spark_stream_rows:
+        from . import spark_stream
+
+        report += "\nSpark streaming writes:\n\n" + spark_stream.measure(args.spark_stream_rows)
+        report += "\n"
     print(report)
     if args.write:
         args.write.write_text(report)

@@ -78,6 +78,8 @@
     ├── RequestTimeoutError (TimeoutError) no reply within the deadline
     ├── ServerNotFoundError                EmbeddedServer: the nats-server binary is missing
     ├── SparkWorkerPythonError (RuntimeError)  Spark's Python workers cannot import jetstore
+    ├── SinkProgressError                  (defined in kvstore.spark) a streaming write's replay
+    │                                      differs from the rows it stored
     ├── UsedAfterForkError (RuntimeError)  a blocking handle used in a fork of its process
     └── WrongEventLoopError (RuntimeError) a context used from another event loop than its own
 

@@ -13,7 +13,12 @@ from jetstream import (
     WrongLastSequenceError,
 )
 from jetstream import headers as hdr
-from jetstream._publish.atomic import DEFAULT_COMMIT_DEADLINE, DEFAULT_MAX_BATCH
+from jetstream._protocol.limits import check_message_size, header_lines_size
+from jetstream._publish.atomic import (
+    DEFAULT_COMMIT_DEADLINE,
+    DEFAULT_MAX_BATCH,
+    batch_header_size,
+)
 from jetstream._resource import AsyncResource
 
 from ._core import BucketCore, BytesLike
@@ -47,9 +52,14 @@ class KeyBatch(AsyncResource):
     commit, which happens when the ``async with`` block exits normally. An exception in the block
     abandons the batch. After commit, :attr:`revisions` maps each key to its new revision.
 
-    A key may be written once per batch. Conditions (``create``, ``update``, ``revision=``) are
-    checked by the server at commit against the bucket as it was before the batch; if one fails
-    nothing is stored and :class:`WrongRevisionError` (or :class:`KeyExistsError`) names the key.
+    A key may be written once per batch, unless the batch was made with ``repeats=True``: then
+    a key may be written again, each write its own revision in the order queued, as long as the
+    later write carries no condition and no rollup (the server refuses a condition or a rollup
+    on a subject already written in the batch: a ``create``/``update``/``revision=``, a purge,
+    or a TTL on a bucket keeping more than one revision). Conditions (``create``, ``update``,
+    ``revision=``) are checked by the server at commit against the bucket as it was before the
+    batch; if one fails nothing is stored and :class:`WrongRevisionError` (or
+    :class:`KeyExistsError`) names the key.
     """
 
     def __init__(
@@ -59,16 +69,19 @@ class KeyBatch(AsyncResource):
         max_keys: int = DEFAULT_MAX_BATCH,
         timeout: float | None = None,
         deadline: float = DEFAULT_COMMIT_DEADLINE,
+        repeats: bool = False,
     ) -> None:
         validate_limits(max_keys, timeout, deadline)
         self._core = bucket
         self._max_keys = max_keys
         self._timeout = timeout
         self._deadline = deadline
-        self._writes: dict[str, _Write] = {}
+        self._repeats = repeats
+        self._writes: list[_Write] = []
+        self._keys: set[str] = set()
         self._closed = False
         self.revisions: dict[str, int] | None = None
-        """Each key's new revision, once committed."""
+        """Each key's new revision (a key written more than once: its last), once committed."""
 
     def __len__(self) -> int:
         return len(self._writes)
@@ -137,15 +150,16 @@ class KeyBatch(AsyncResource):
 
         Raises:
             BatchClosedError: the batch was committed or abandoned.
-            InvalidKeyError: a bad key, or a key already in the batch.
-            BatchTooLargeError: more than ``max_keys`` keys.
+            InvalidKeyError: a bad key, or a key already in the batch (with ``repeats``: a
+                conditioned write or a rollup of one).
+            BatchTooLargeError: more than ``max_keys`` writes.
             ValueTooLargeError, WrongTypeError: a bad value.
         """
         if self._closed:
             raise BatchClosedError("the batch was already committed or abandoned")
         subject = self._core.subject(key)
-        if key in self._writes:
-            raise InvalidKeyError(f"key {key!r} appears twice in the batch; write it once")
+        if key in self._keys:
+            self._check_repeat(key, headers, expect)
         if len(self._writes) >= self._max_keys:
             raise BatchTooLargeError(f"a batch holds at most {self._max_keys} keys")
         data = self._core.payload(value)
@@ -155,7 +169,28 @@ class KeyBatch(AsyncResource):
             unsealed = self._core.defer_seal(headers)
             if not unsealed:
                 data = self._core.seal(subject, data, headers)
-        self._writes[key] = _Write(key, subject, data, headers, expect, create, unsealed)
+        # Checked now as the commit will check it (sealed, with its condition and the batch's
+        # headers at its position), so a batch holding it fails before anything is sent: a
+        # prepared batch's writes are all storable unless the last one, which also carries the
+        # commit, is too large then (checked before sending too).
+        size = len(data) + (self._core.seal_overhead if unsealed else 0)
+        room = batch_header_size(len(self._writes) + 1)
+        if expect is not None:
+            room += header_lines_size({hdr.EXPECTED_LAST_SUBJECT_SEQUENCE: str(expect)})
+        check_message_size(self._core.js.nc, subject, headers, size, extra_headers=room)
+        self._writes.append(_Write(key, subject, data, headers, expect, create, unsealed))
+        self._keys.add(key)
+
+    def _check_repeat(self, key: str, headers: dict[str, str], expect: int | None) -> None:
+        """Raises InvalidKeyError: ``key`` is queued already, and this batch takes no repeats,
+        or this write is one the server refuses on a subject the batch already writes."""
+        if not self._repeats:
+            raise InvalidKeyError(f"key {key!r} appears twice in the batch; write it once")
+        if expect is not None or hdr.ROLLUP in headers:
+            raise InvalidKeyError(
+                f"key {key!r} is already in the batch: a later write of it may carry no "
+                "condition, purge or TTL rollup (the server refuses them)"
+            )
 
     # -- commit -------------------------------------------------------------------------------
 
@@ -191,7 +226,7 @@ class KeyBatch(AsyncResource):
             return await self._commit()
 
     async def _commit(self) -> dict[str, int]:
-        writes = [await self._resolve_create(w) if w.create else w for w in self._writes.values()]
+        writes = [await self._resolve_create(w) if w.create else w for w in self._writes]
         batch = AtomicBatch(
             self._core.js,
             stream=self._core.stream,

@@ -342,6 +342,7 @@ class Bucket:
         max_keys: int = DEFAULT_MAX_BATCH,
         timeout: float | None = None,
         deadline: float = DEFAULT_COMMIT_DEADLINE,
+        repeats: bool = False,
     ) -> KeyBatch:
         """An atomic multi-key write, as an async context manager::
 
@@ -354,9 +355,15 @@ class Bucket:
         Commits on normal exit (all writes stored or none), abandons on an exception.
         ``max_keys`` follows the server's ``max_batch_size`` (1000 by default); ``deadline`` is
         how long a commit whose reply was lost is resolved before :class:`CommitUnknownError`.
-        See :class:`KeyBatch`.
+        ``repeats=True`` lets a key be written more than once (each write its own revision, in
+        order: a change log applied as it came). See :class:`KeyBatch`.
+
+        Raises:
+            ClientValidationError: ``max_keys``, ``timeout`` or ``deadline`` out of range.
         """
-        return KeyBatch(self._core, max_keys=max_keys, timeout=timeout, deadline=deadline)
+        return KeyBatch(
+            self._core, max_keys=max_keys, timeout=timeout, deadline=deadline, repeats=repeats
+        )
 
     async def put_many(
         self,

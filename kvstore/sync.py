@@ -226,12 +226,14 @@ class Bucket:
         max_keys: int = DEFAULT_MAX_BATCH,
         timeout: float | None = None,
         deadline: float = DEFAULT_COMMIT_DEADLINE,
+        repeats: bool = False,
     ) -> KeyBatch:
         """As :meth:`kvstore.Bucket.batch`: ``with bucket.batch() as b:`` commits on exit
         and abandons on an exception (same errors)."""
-        return KeyBatch(
-            self.aio.batch(max_keys=max_keys, timeout=timeout, deadline=deadline), self.portal
+        batch = self.aio.batch(
+            max_keys=max_keys, timeout=timeout, deadline=deadline, repeats=repeats
         )
+        return KeyBatch(batch, self.portal)
 
     def keys(self, filters: str | list[str] = ">") -> Iterator[str]:
         """Blocking :meth:`kvstore.Bucket.keys`, a plain iterator (same errors)."""

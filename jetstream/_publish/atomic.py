@@ -69,7 +69,13 @@ from .._resource import AsyncResource
 from .._transport.hpub import header_lines, hpub_frame, publish_encoded
 from .fence import Fence
 
-__all__ = ["DEFAULT_COMMIT_DEADLINE", "DEFAULT_MAX_BATCH", "AtomicBatch", "BatchAck"]
+__all__ = [
+    "DEFAULT_COMMIT_DEADLINE",
+    "DEFAULT_MAX_BATCH",
+    "AtomicBatch",
+    "BatchAck",
+    "batch_header_size",
+]
 
 DEFAULT_MAX_BATCH = 1000
 """The server's default ``max_batch_size``; configurable per batch for servers set otherwise."""

@@ -10,6 +10,8 @@ DataFrame, stream its changes. Needs the ``spark`` extra (``pip install 'jetstor
        .option("servers", "nats://127.0.0.1:4222").option("bucket", "profiles").save())
     spark.read.format("natskv").option("servers", url).load("profiles")
     spark.readStream.format("natskv").option("servers", url).option("bucket", "profiles").load()
+    (df.writeStream.format("natskv").option("servers", url)
+       .option("checkpointLocation", ckpt).start("profiles"))      # exactly once
 
 **Write guarantee, honestly:** rows are written in atomic ``put_many`` batches of up to
 ``batchSize`` (default 1000) keys: each batch is stored whole or not at all. A job is
@@ -18,6 +20,16 @@ batches (re-writing the same key and value is harmless), and ``abort`` cannot un
 failed task names what it stored in its own error; ``abort`` logs what the successful tasks
 stored and how many revisions the whole job (failed tasks included) added to the bucket. A null
 value deletes the key.
+
+**Streaming writes** store every input row as exactly one revision of its key, in input order
+per key within a task, across failures and restarts from the checkpoint, however late the
+replay: each atomic batch also advances a progress key of the bucket
+(``_jetstore.sink.<queryId>.<partition>``, reserved) on the condition that nobody advanced it
+since it was read, and a task skips the rows its key lists as stored. Options: the write
+options, ``atomicity`` (``task``; ``microBatch``: the driver stores the whole micro-batch as
+one atomic batch, or refuses it with ``BatchTooLargeError``) and ``onBadRow`` (``fail``;
+``skip``: left out and logged without the value). A replay whose rows differ from those
+stored raises ``SinkProgressError``. docs/SPARK.md states the guarantee and its limits.
 
 A bucket that does not exist is ``BucketNotFoundError`` (naming it) for reads and writes alike,
 raised at planning time. In a Python thread other than the session's, call ``register(spark)``
@@ -79,9 +91,11 @@ from jetstream._options import activate_spark_session, run_sync
 from jetstream._spark_python import check_worker_python, prefer_driver_python
 
 from ._options import parse_options
+from ._progress import SinkProgressError
 from ._read import KVPartition, KVReader, plan_snapshot
 from ._rows import ROW_TYPE, SCHEMA, projection
 from ._session import Offset
+from ._sink import KVSinkCommit, KVStreamWriter
 from ._stream import KVStreamReader, SeqRange
 from ._write import KVArrowWriter, KVCommit, check_bucket, write_columns
 
@@ -93,9 +107,12 @@ __all__ = [
     "KVDataSource",
     "KVPartition",
     "KVReader",
+    "KVSinkCommit",
     "KVStreamReader",
+    "KVStreamWriter",
     "Offset",
     "SeqRange",
+    "SinkProgressError",
     "SparkWorkerPythonError",
     "register",
 ]
@@ -146,6 +163,26 @@ class KVDataSource(DataSource):
         opts = write_columns(parse_options(self.options, "write"), schema)
         start = run_sync(lambda: check_bucket(opts))  # fail at planning, before any task runs
         return KVArrowWriter(opts, start)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> KVStreamWriter:
+        """Validate options, columns and the bucket at planning time (Spark also makes the
+        writer again for each micro-batch's commit, on the driver).
+
+        Raises:
+            ClientValidationError: ``complete`` output mode, bad or unknown options, or a
+                bucket without atomic batches.
+            ColumnError: a key/value/ttl column is missing or of a type that cannot be stored.
+            BucketNotFoundError: no such bucket (names it).
+            ConnectionFailedError: no server reachable.
+        """
+        if overwrite:
+            raise ClientValidationError(
+                "natskv streams take outputMode('append') or ('update'): every row becomes "
+                "a revision of its key; 'complete' would need the bucket emptied first"
+            )
+        opts = write_columns(parse_options(self.options, "streamWrite"), schema)
+        run_sync(lambda: check_bucket(opts))  # fail at planning, before any task runs
+        return KVStreamWriter(opts)
 
     def reader(self, schema: StructType) -> KVReader:
         """Validate options and pin the snapshot sequence at planning time.

@@ -25,8 +25,13 @@ from .._models import subject_prefix
 __all__ = ["Options", "encryption_stage", "parse_options"]
 
 _COMMON = (*CONNECTION_OPTIONS, "bucket", "path", "keyFile", "allowPlaintext")
+_WRITE = (*_COMMON, "keyColumn", "valueColumn", "ttlColumn", "batchSize")
+_ATOMICITY = ("task", "microBatch")
+_ON_BAD_ROW = ("fail", "skip")
 _KNOWN = {
-    "write": (*_COMMON, "keyColumn", "valueColumn", "ttlColumn", "batchSize"),
+    "write": (*_WRITE,),
+    # checkpointLocation is Spark's own (it hands the sink every writeStream option).
+    "streamWrite": (*_WRITE, "atomicity", "onBadRow", "checkpointLocation"),
     "read": (*_COMMON, "keys", "numPartitions", "includeDeletes"),
     "stream": (
         *_COMMON,
@@ -55,6 +60,10 @@ class Options:
     seqs_per_partition: int
     key_file: str | None = None
     allow_plaintext: bool = False
+    atomicity: str = "task"
+    """Stream writes: ``task`` (each task's rows in atomic batches) or ``microBatch``."""
+    on_bad_row: str = "fail"
+    """Stream writes: ``fail`` the micro-batch on a bad row, or ``skip`` it (logged)."""
 
     @property
     def subjects(self) -> list[str]:
@@ -62,7 +71,13 @@ class Options:
 
 
 def parse_options(options: Mapping[str, str], mode: str) -> Options:
-    """Parse the options of one mode (``write``, ``read``, ``stream``), refusing the others."""
+    """Parse the options of one mode (``write``, ``streamWrite``, ``read``, ``stream``),
+    refusing the others.
+
+    Raises:
+        ClientValidationError, InvalidKeyError, InvalidKeyringError: an unknown option, or a
+            value out of range (the message names the option).
+    """
     check_options(options, _KNOWN[mode], f"natskv {mode}")
     stream = mode == "stream"
     bucket = named_option(options, "bucket")
@@ -84,7 +99,10 @@ def parse_options(options: Mapping[str, str], mode: str) -> Options:
         key_column=str_option(options, "keyColumn", "key") or "key",
         value_column=str_option(options, "valueColumn", "value") or "value",
         ttl_column=str_option(options, "ttlColumn"),
-        batch_size=int_option(options, "batchSize", 1000, low=1, high=1000),
+        # A streaming write's batches also carry its progress key: room for one row at least.
+        batch_size=int_option(
+            options, "batchSize", 1000, low=2 if mode == "streamWrite" else 1, high=1000
+        ),
         filters=filters,
         partitions=int_option(options, "numPartitions", 2, low=1, high=1024),
         include_deletes=bool_option(options, "includeDeletes", stream),
@@ -95,7 +113,22 @@ def parse_options(options: Mapping[str, str], mode: str) -> Options:
         seqs_per_partition=int_option(options, "seqsPerPartition", 10_000, low=1),
         key_file=key_file,
         allow_plaintext=allow_plaintext,
+        atomicity=_choice(options, "atomicity", _ATOMICITY),
+        on_bad_row=_choice(options, "onBadRow", _ON_BAD_ROW),
     )
+
+
+def _choice(options: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:
+    """One of ``choices`` (matched case-insensitively; the first is the default).
+
+    Raises:
+        ClientValidationError: another value (the message lists the choices).
+    """
+    text = str_option(options, name, choices[0]) or choices[0]
+    for choice in choices:
+        if text.lower() == choice.lower():
+            return choice
+    raise ClientValidationError(f"option {name!r} must be one of {', '.join(choices)}: {text!r}")
 
 
 def encryption_stage(opts: Options) -> EncryptionStage | None:

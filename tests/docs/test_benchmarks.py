@@ -73,6 +73,18 @@ def test_spark_benchmark_runs(spark: object) -> None:
 
 
 @pytest.mark.spark
+def test_spark_stream_benchmark_runs(spark: object) -> None:
+    """The stream writer against the batch writer and a per-row foreachBatch, in the test
+    session's Spark."""
+    pytest.importorskip("pyspark", reason="needs the 'spark' extra")
+    from benchmarks.spark_stream import measure
+
+    output = measure(2000, spark)
+    for variant in ("natskv batch write", "natskv stream write", "foreachBatch, a put per row"):
+        assert f"| {variant}" in output
+
+
+@pytest.mark.spark
 def test_spark_read_benchmark_runs() -> None:
     """The partition-read comparison (no Spark session: the partitions run in processes)."""
     pytest.importorskip("pyspark", reason="needs the 'spark' extra")

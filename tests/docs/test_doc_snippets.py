@@ -52,7 +52,7 @@ def test_each_pages_snippets_run_as_one_program(
 
 
 @pytest.mark.spark
-@pytest.mark.timeout(300)  # five Spark jobs, and the session's start if it is the first
+@pytest.mark.timeout(300)  # six Spark jobs, and the session's start if it is the first
 def test_the_spark_page_runs(
     spark: object,  # noqa: F811
     nats_server: jetstream.EmbeddedServer,
@@ -65,12 +65,23 @@ def test_the_spark_page_runs(
         (row,) = namespace["results"].collect()  # type: ignore[attr-defined]
         assert row["error"] is None and row["size"] == len(b"day,sales\n1,42\n")
         assert [r["name"] for r in namespace["objects"].collect()] == ["q3.csv"]  # type: ignore[attr-defined]
+        shouted = (
+            spark.read.format("natskv")  # type: ignore[attr-defined]
+            .option("servers", nats_server.url)
+            .option("keys", "user.>")  # not the writer's progress keys
+            .load("shouted")
+        )
+        assert sorted((r.key, r.value) for r in shouted.collect()) == [
+            ("user.1", b"ADA"),
+            ("user.2", b"GRACE"),
+        ]
     finally:
 
         async def remove() -> None:
             async with await jetstream.connect(nats_server.url) as js:
                 for removal in (
                     kvstore.delete_bucket(js, "profiles"),
+                    kvstore.delete_bucket(js, "shouted"),
                     objstore.delete_store(js, "reports"),
                 ):
                     with contextlib.suppress(jetstream.JetStreamError):

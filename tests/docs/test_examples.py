@@ -1,7 +1,7 @@
 """Every example runs, with an embedded server when NATS_URL is unset and against NATS_URL
-when it is set. examples/spark_pipeline.py runs in the Spark job of
-tests/docs/test_spark_job_with_the_venv_off_path.py (one Spark start for it and the README's
-Spark block)."""
+when it is set. examples/spark_pipeline.py and examples/spark_streaming.py run in the Spark job
+of tests/docs/test_spark_job_with_the_venv_off_path.py (one Spark start for them and the
+README's Spark block)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,10 @@ import jetstream
 
 ROOT = Path(__file__).parents[2]
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
-RUN_ELSEWHERE = {"spark_pipeline.py": "test_spark_job_with_the_venv_off_path.py"}
+RUN_ELSEWHERE = {
+    "spark_pipeline.py": "test_spark_job_with_the_venv_off_path.py",
+    "spark_streaming.py": "test_spark_job_with_the_venv_off_path.py",
+}
 
 
 def _run(script: Path, env: dict[str, str]) -> str:

@@ -1,8 +1,8 @@
 """A Spark job as a new user runs one: ``pip install -e .`` (the README's install) into a venv,
 then ``/path/.venv/bin/python job.py`` with that venv not on PATH, ``PYSPARK_PYTHON`` unset and
 no ``register`` call. The job is the README's Spark block followed by
-examples/spark_pipeline.py, in one process and one JVM (a Spark start is the dearest thing
-in a test)."""
+examples/spark_pipeline.py and examples/spark_streaming.py, in one process and one JVM (a
+Spark start is the dearest thing in a test)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from tests.readme import python_blocks
 
 ROOT = Path(__file__).parents[2]
 EXAMPLE = ROOT / "examples" / "spark_pipeline.py"
+STREAMING = ROOT / "examples" / "spark_streaming.py"
 
 pytestmark = pytest.mark.spark
 
@@ -111,6 +112,7 @@ def test_the_readme_spark_block_and_the_spark_example_run_with_the_venv_off_path
         import kvstore
         print("FROM", kvstore.__file__)
         runpy.run_path({str(EXAMPLE)!r}, run_name="__main__")
+        runpy.run_path({str(STREAMING)!r}, run_name="__main__")
         """)
     )
     asyncio.run(bucket(make=True))
@@ -129,5 +131,7 @@ def test_the_readme_spark_block_and_the_spark_example_run_with_the_venv_off_path
     assert "ROWS [('user.1', b'Ada'), ('user.2', b'Grace')]" in done.stdout
     assert f"FROM {source}" in done.stdout
     for line in ("embedded nats-server at nats://127.0.0.1:", "wrote 2000 keys",
-                 "uploaded 7 reports", "objects in 'reports': 7"):  # fmt: skip
+                 "uploaded 7 reports", "objects in 'reports': 7",
+                 "watched order.3 = - (DELETE", "query stopped after micro-batch 2",
+                 "10 events, 10 changes watched: every event stored once"):  # fmt: skip
         assert line in done.stdout, done.stdout
