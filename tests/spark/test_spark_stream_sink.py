@@ -109,6 +109,34 @@ def test_a_server_restarted_mid_micro_batch(
         assert trials.revisions(server.url, name, list(expected)) == expected
 
 
+def test_a_query_stopped_mid_micro_batch(
+    hooked: SparkSession,
+    nats_server: jetstream.EmbeddedServer,
+    unique_name: Callable[[str], str],
+    tmp_path: Path,
+) -> None:
+    name = unique_name("ss")
+    trials.bucket(nats_server.url, name)
+    inputs, expected = trials.inputs(tmp_path / "in")
+    hook = {
+        "hookDir": str(tmp_path),
+        "hookMicroBatch": "1",
+        "hookBatches": "2",
+        "hookAction": "pause",
+    }
+    options = trials.options(nats_server.url, name, **hook)
+    checkpoint = tmp_path / "checkpoint"
+    query = start_query(hooked, inputs, str(checkpoint), "natskv_hooked", **options)
+    try:
+        trials.wait_for(tmp_path / "reached", "paused mid micro-batch")
+        query.stop()  # Spark cancels the micro-batch's tasks
+    finally:
+        (tmp_path / "go").touch()
+    trials.run(hooked, inputs, checkpoint, "natskv_hooked", **options)
+    found = trials.revisions(nats_server.url, name, list(expected))
+    assert trials.differences(found, expected) == []
+
+
 def test_the_driver_killed_mid_micro_batch(
     spark: SparkSession,
     nats_server: jetstream.EmbeddedServer,
