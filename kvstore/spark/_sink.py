@@ -152,13 +152,13 @@ class KVStreamWriter(DataSourceStreamArrowWriter):
         done = [m for m in messages if isinstance(m, KVSinkCommit)]
         failed = len(messages) - len(done)
         stored = (
-            "nothing (atomicity=microBatch stores on commit only)"
+            "nothing stored (atomicity=microBatch stores on commit only)"
             if self.opts.atomicity == "microBatch"
             else _describe(_total(m.report for m in done))
         )
         _log.warning(
-            "natskv micro-batch %d aborted (%d of %d tasks failed); the successful tasks "
-            "stored %s. A replay of the micro-batch stores the rest, no row twice.",
+            "natskv micro-batch %d aborted (%d of %d tasks failed); the successful tasks: "
+            "%s. A replay of the micro-batch stores the rest, no row twice.",
             batchId,
             failed,
             len(messages),

@@ -98,6 +98,25 @@ async def test_put_many_fits_max_payload_to_the_byte(
         await kvstore.delete_bucket(small_js, bucket.name)
 
 
+async def test_a_batch_write_too_large_for_its_place_is_refused_when_queued(
+    small_js: jetstream.JetStream, unique_name: Callable[[str], str]
+) -> None:
+    """A value that fits ``max_payload`` alone but not with the batch headers its message
+    carries is refused by ``put`` / ``prepare_many``, so a set of prepared batches holds no
+    write that fails after earlier batches were stored."""
+    bucket = await kvstore.create_bucket(small_js, unique_name("kv"))
+    try:
+        first = block(("Nats-Batch-Id", 22), ("Nats-Batch-Sequence", 1))
+        batch = bucket.batch()
+        batch.put("a", b"x" * (SMALL_PAYLOAD - first))  # fits as the batch's first message
+        with pytest.raises(kvstore.ValueTooLargeError, match="max_payload"):
+            batch.put("b", b"x" * (SMALL_PAYLOAD - first + 1))  # one byte more does not
+        with pytest.raises(kvstore.ValueTooLargeError, match="max_payload"):
+            bucket.prepare_many({"c": b"x" * (SMALL_PAYLOAD - first + 1), "d": b"d"})
+    finally:
+        await kvstore.delete_bucket(small_js, bucket.name)
+
+
 async def test_object_chunks_fit_a_small_max_payload_with_ttl(
     small_js: jetstream.JetStream, unique_name: Callable[[str], str]
 ) -> None:

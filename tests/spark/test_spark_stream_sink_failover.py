@@ -1,7 +1,8 @@
 """The long trials of ``writeStream.format("natskv")`` (``-m spark_long``): a replicated bucket
-whose stream leader is killed mid micro-batch, the driver killed between micro-batches, and a
-Python worker killed while Spark retries its task; every input row must end up as exactly one
-revision of its key, in input order per key."""
+whose stream leader is killed mid micro-batch, the driver (a process of its own, with its JVM)
+SIGKILLed mid micro-batch and between micro-batches, and a Python worker killed while Spark
+retries its task; every input row must end up as exactly one revision of its key, in input
+order per key."""
 
 from __future__ import annotations
 
@@ -91,6 +92,32 @@ def test_the_stream_leader_killed_mid_micro_batch(
         _converged(cluster, f"KV_{name}")
         found = _cluster_revisions(cluster, name, list(expected))
         assert trials.differences(found, expected) == []
+
+
+@pytest.mark.timeout(300)
+def test_the_driver_killed_mid_micro_batch(
+    spark: SparkSession,
+    nats_server: jetstream.EmbeddedServer,
+    unique_name: Callable[[str], str],
+    tmp_path: Path,
+) -> None:
+    name = unique_name("ss")
+    trials.bucket(nats_server.url, name)
+    inputs, expected = trials.inputs(tmp_path / "in")
+    checkpoint = tmp_path / "checkpoint"
+    hook = {
+        "hookDir": str(tmp_path),
+        "hookMicroBatch": "1",
+        "hookBatches": "2",
+        "hookAction": "pause",
+    }
+    options = trials.options(nats_server.url, name, **hook)
+    with trials.driver(inputs, checkpoint, options) as alive:
+        trials.wait_for(tmp_path / "reached", "paused mid micro-batch", alive)
+    stored = trials.revisions(nats_server.url, name, list(expected))
+    assert 0 < sum(map(len, stored.values())) < sum(map(len, expected.values()))
+    trials.run(spark, inputs, checkpoint, **trials.options(nats_server.url, name))
+    assert trials.revisions(nats_server.url, name, list(expected)) == expected
 
 
 @pytest.mark.timeout(300)

@@ -217,3 +217,16 @@ async def test_a_progress_key_another_client_wrote_stops_the_task_before_it_stor
     with pytest.raises(SinkProgressError, match="reserved"):
         await store_rows(bucket, rows, KEY, 0, LIMITS)
     assert await _stored(bucket, rows) == {}
+
+
+async def test_through_a_key_codec_any_text_is_a_key_and_replays_still_store_once(
+    make_bucket: BucketFactory, nats_server: jetstream.EmbeddedServer
+) -> None:
+    name = (await make_bucket(history=64)).name
+    rows: list[Row] = [(f"user {i % 3} / naïve", f"v{i}".encode(), None) for i in range(20)]
+    async with await jetstream.connect(nats_server.url) as js:
+        bucket = await kvstore.open_bucket(js, name, key_codec=kvstore.Base64KeyCodec())
+        first = await store_rows(bucket, rows, KEY, 0, LIMITS)
+        again = await store_rows(bucket, rows, KEY, 0, LIMITS)
+        assert (first.stored, again.stored, again.skipped) == (20, 0, 20)
+        assert await _stored(bucket, rows) == _applied_once(rows)
