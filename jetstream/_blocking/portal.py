@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import functools
 import os
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -130,7 +131,8 @@ class Portal:
             _close_unawaited(awaitable)
             return
         try:
-            self._loop.call_soon_threadsafe(lambda: self._loop.create_task(_awaited(awaitable)))
+            start = functools.partial(asyncio.ensure_future, awaitable, loop=self._loop)
+            self._loop.call_soon_threadsafe(start)
         except RuntimeError:
             _close_unawaited(awaitable)
 
@@ -263,10 +265,6 @@ def _closer(source: AsyncIterator[Any]) -> Callable[[], Awaitable[None]] | None:
 
 async def _next(source: AsyncIterator[T]) -> T:
     return await anext(source)
-
-
-async def _awaited(awaitable: Awaitable[T]) -> T:
-    return await awaitable
 
 
 def _outcome(task: asyncio.Future[T] | None) -> T:
