@@ -18,7 +18,7 @@ import os
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from types import TracebackType
-from typing import Any, Final, Generic, TypeVar
+from typing import Any, Final, Generic, Self, TypeVar
 
 from .._errors import ConnectionClosedError, UsedAfterForkError, WrongEventLoopError
 
@@ -185,7 +185,56 @@ class Portal:
         return f"<Portal {self._thread.name} {state}>"
 
 
-class BlockingIterator(Generic[T]):
+class _LeavableIterator(Generic[T]):
+    """What both blocking iterators share: leaving one early (``close()``, the end of its
+    ``with`` block, garbage collection) ends what it runs on the loop."""
+
+    def __init__(
+        self,
+        portal: Portal,
+        source: AsyncIterator[Any],
+        stop: Callable[[], Awaitable[None]] | None,
+    ) -> None:
+        self._portal = portal
+        self._source = source
+        self._stop = stop if stop is not None else _closer(source)
+        self._done = False
+
+    def _ending(self) -> Awaitable[None] | None:
+        """What ends the async side (None: nothing to end)."""
+        return None if self._stop is None else self._stop()
+
+    def __iter__(self) -> Self:
+        return self
+
+    def close(self) -> None:
+        """End the async iterator (and what it holds open on the server). Idempotent."""
+        if self._done:
+            return
+        self._done = True
+        if not self._portal.closed and (ending := self._ending()) is not None:
+            with contextlib.suppress(Exception):
+                self._portal.call(ending)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        if not self._done:
+            self._done = True
+            if (ending := self._ending()) is not None:
+                self._portal.submit(ending)
+
+
+class BlockingIterator(_LeavableIterator[T]):
     """A plain iterator over an async iterator that lives in a :class:`Portal`'s loop
     (``convert`` turns each item into its blocking twin, a message into one whose ``ack()``
     blocks).
@@ -203,14 +252,8 @@ class BlockingIterator(Generic[T]):
         stop: Callable[[], Awaitable[None]] | None = None,
         convert: Callable[[Any], T] | None = None,
     ) -> None:
-        self._portal = portal
-        self._source = source
-        self._stop = stop if stop is not None else _closer(source)
+        super().__init__(portal, source, stop)
         self._convert = convert
-        self._done = False
-
-    def __iter__(self) -> BlockingIterator[T]:
-        return self
 
     def __next__(self) -> T:
         """The next item.
@@ -231,31 +274,6 @@ class BlockingIterator(Generic[T]):
             self.close()
             raise
         return item if self._convert is None else self._convert(item)
-
-    def close(self) -> None:
-        """End the async iterator (and what it holds open on the server). Idempotent."""
-        if self._done:
-            return
-        self._done = True
-        if self._stop is not None and not self._portal.closed:
-            with contextlib.suppress(Exception):
-                self._portal.call(self._stop())
-
-    def __enter__(self) -> BlockingIterator[T]:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        if not self._done and self._stop is not None:
-            self._done = True
-            self._portal.submit(self._stop())
 
 
 def _closer(source: AsyncIterator[Any]) -> Callable[[], Awaitable[None]] | None:
@@ -337,7 +355,7 @@ class _Buffer:
             return True, item
 
 
-class ReadAheadIterator(Generic[T]):
+class ReadAheadIterator(_LeavableIterator[T]):
     """A plain iterator over an async iterator that the loop reads ahead of the caller, up to
     ``read_ahead`` items, so that each ``next()`` is a hand-over through a thread-safe buffer
     rather than a round trip to the loop: watches, listings and scans deliver as many items
@@ -355,15 +373,9 @@ class ReadAheadIterator(Generic[T]):
         stop: Callable[[], Awaitable[None]] | None = None,
         read_ahead: int = 256,
     ) -> None:
-        self._portal = portal
-        self._source = source
-        self._stop = stop if stop is not None else _closer(source)
+        super().__init__(portal, source, stop)
         self._buffer = _Buffer(read_ahead)
         self._reading: asyncio.Task[None] | None = None
-        self._done = False
-
-    def __iter__(self) -> ReadAheadIterator[T]:
-        return self
 
     def __next__(self) -> T:
         """The next item.
@@ -393,30 +405,8 @@ class ReadAheadIterator(Generic[T]):
     async def _start(self) -> asyncio.Task[None]:
         return asyncio.get_running_loop().create_task(self._buffer.fill(self._source))
 
-    def close(self) -> None:
-        """End the async iterator (and what it holds open on the server). Idempotent."""
-        if self._done:
-            return
-        self._done = True
-        if not self._portal.closed:
-            with contextlib.suppress(Exception):
-                self._portal.call(_shut(self._reading, self._stop))
-
-    def __enter__(self) -> ReadAheadIterator[T]:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        if not self._done:
-            self._done = True
-            self._portal.submit(_shut(self._reading, self._stop))
+    def _ending(self) -> Awaitable[None]:
+        return _shut(self._reading, self._stop)  # the reader first, then the source
 
 
 async def _shut(
