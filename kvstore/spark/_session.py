@@ -6,13 +6,23 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator
 
-from jetstream import JetStream
+from jetstream import JetStream, Keyring
+from jetstream._publish.atomic import DEFAULT_COMMIT_DEADLINE
 
+from .._bucket import Bucket
 from .._errors import missing_bucket
-from .._manage import bucket_info
+from .._manage import bucket_info, open_bucket
 from ._options import Options
 
-__all__ = ["Offset", "first_seq", "last_seq", "stream_end", "task_session"]
+__all__ = [
+    "Offset",
+    "commit_deadline",
+    "first_seq",
+    "last_seq",
+    "stream_end",
+    "task_session",
+    "writable_bucket",
+]
 
 Offset = dict[str, int | str]
 """A stream offset as Spark checkpoints it (JSON)."""
@@ -46,3 +56,24 @@ async def first_seq(opts: Options) -> int:
     """The sequence of the bucket's oldest message still stored."""
     async with opts.connection.session() as js:
         return (await bucket_info(js, opts.bucket)).state.first_seq
+
+
+async def writable_bucket(js: JetStream, opts: Options) -> Bucket:
+    """The bucket a task writes, encrypting with the key file's keys where the task runs.
+
+    Raises:
+        BucketNotFoundError: no such bucket; InvalidKeyringError: a bad key file.
+    """
+    return await open_bucket(
+        js,
+        opts.bucket,
+        encryption=None if opts.key_file is None else Keyring.from_file(opts.key_file),
+        allow_plaintext=opts.allow_plaintext,
+    )
+
+
+def commit_deadline(opts: Options) -> float:
+    """Seconds a write resolves an atomic batch's unanswered commit: ``retryDeadline`` when
+    given (it bounds commits too), else the library's."""
+    chosen = opts.connection.retry_deadline
+    return DEFAULT_COMMIT_DEADLINE if chosen is None else chosen

@@ -15,14 +15,12 @@ import pyarrow as pa
 from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 
-from jetstream import BatchTooLargeError, JetStream, JetStreamError, Keyring
+from jetstream import BatchTooLargeError, JetStreamError
 from jetstream._options import run_sync
-from jetstream._publish.atomic import DEFAULT_COMMIT_DEADLINE
 
-from .._bucket import Bucket
-from .._manage import open_bucket
 from ._options import Options
 from ._progress import RawRow, query_key, task_key
+from ._session import commit_deadline, writable_bucket
 from ._sink_store import Limits, Report, store_rows
 
 __all__ = ["KVSinkCommit", "KVStreamWriter", "TaskId"]
@@ -72,10 +70,9 @@ class KVStreamWriter(DataSourceStreamArrowWriter):
 
     @property
     def limits(self) -> Limits:
-        chosen = self.opts.connection.retry_deadline  # retryDeadline bounds commits too
         return Limits(
             capacity=self.opts.batch_size - 1,  # each batch also carries the progress key
-            deadline=DEFAULT_COMMIT_DEADLINE if chosen is None else chosen,
+            deadline=commit_deadline(self.opts),
             skip_bad=self.opts.on_bad_row == "skip",
         )
 
@@ -119,7 +116,7 @@ class KVStreamWriter(DataSourceStreamArrowWriter):
         self, rows: Sequence[RawRow], task: TaskId, stored: Callable[[Report], None]
     ) -> Report:
         async with self.opts.connection.session() as js:
-            bucket = await _open(js, self.opts)
+            bucket = await writable_bucket(js, self.opts)
             key = task_key(task.query, task.partition)
             return await store_rows(bucket, rows, key, task.batch, self.limits, on_batch=stored)
 
@@ -142,7 +139,7 @@ class KVStreamWriter(DataSourceStreamArrowWriter):
         if not rows:
             return Report()
         async with self.opts.connection.session() as js:
-            bucket = await _open(js, self.opts)
+            bucket = await writable_bucket(js, self.opts)
             key = query_key(messages[0].task.query)
             return await store_rows(bucket, rows, key, batch, self.limits, whole=True)
 
@@ -191,15 +188,6 @@ def _whole_too_large(batch: int, rows: int, limits: Limits) -> None:
         f"natskv: a task of micro-batch {batch} has {rows} rows, more than one atomic batch "
         f"takes ({limits.capacity}); atomicity=microBatch stores a micro-batch whole or not "
         "at all. Nothing was stored."
-    )
-
-
-async def _open(js: JetStream, opts: Options) -> Bucket:
-    return await open_bucket(
-        js,
-        opts.bucket,
-        encryption=None if opts.key_file is None else Keyring.from_file(opts.key_file),
-        allow_plaintext=opts.allow_plaintext,
     )
 
 

@@ -12,14 +12,13 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from jetstream import ClientValidationError, JetStreamError, Keyring
+from jetstream import ClientValidationError, JetStreamError
 from jetstream._errors import ColumnError
 from jetstream._options import run_sync
-from jetstream._publish.atomic import DEFAULT_COMMIT_DEADLINE
 
-from .._manage import bucket_info, open_bucket
+from .._manage import bucket_info
 from ._options import Options
-from ._session import last_seq
+from ._session import commit_deadline, last_seq, writable_bucket
 
 __all__ = ["KVArrowWriter", "KVCommit", "check_bucket", "write_columns"]
 
@@ -140,14 +139,8 @@ async def _write_partition(opts: Options, batches: Iterator[pa.RecordBatch]) -> 
     result = KVCommit()
     try:
         async with opts.connection.session() as js:
-            bucket = await open_bucket(
-                js,
-                opts.bucket,
-                encryption=None if opts.key_file is None else Keyring.from_file(opts.key_file),
-                allow_plaintext=opts.allow_plaintext,
-            )
-            chosen = opts.connection.retry_deadline  # the retryDeadline option bounds commits too
-            deadline = DEFAULT_COMMIT_DEADLINE if chosen is None else chosen
+            bucket = await writable_bucket(js, opts)
+            deadline = commit_deadline(opts)
             group: dict[str, tuple[bytes | None, Any]] = {}
             for record_batch in batches:
                 for key, value, ttl in _rows(record_batch, opts):
