@@ -3,22 +3,31 @@
 from __future__ import annotations
 
 import base64
+import inspect
 import os
-from collections.abc import AsyncIterable, AsyncIterator, Iterable
-from typing import BinaryIO, TypeAlias
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable
+from typing import BinaryIO, Protocol, TypeAlias
 
 from jetstream import WrongTypeError
 from jetstream._errors import check_bytes_like
 
 from ._source_file import FileChunks
 
-__all__ = ["Source", "chunks_of", "digest_text"]
+__all__ = ["AsyncReader", "Source", "chunks_of", "digest_text"]
+
+
+class AsyncReader(Protocol):
+    """A binary file read with ``await`` (aiofiles, ``asyncio.StreamReader``)."""
+
+    async def read(self, size: int, /) -> bytes: ...
+
 
 Source: TypeAlias = (
-    "bytes | bytearray | memoryview | str | os.PathLike[str] | BinaryIO"
+    "bytes | bytearray | memoryview | str | os.PathLike[str] | BinaryIO | AsyncReader"
     " | Iterable[bytes] | AsyncIterable[bytes]"
 )
-"""What ``put`` accepts: bytes, a path, a binary file, or an (async) iterable of bytes."""
+"""What ``put`` accepts: bytes, a path, a binary file (also one read with ``await``), or an
+(async) iterable of bytes."""
 
 
 def digest_text(raw: bytes) -> str:
@@ -48,7 +57,10 @@ def chunks_of(source: Source, chunk_size: int) -> tuple[AsyncIterator[bytes], in
     if isinstance(source, str | os.PathLike):
         chunks = FileChunks.of_path(source, chunk_size)
         return chunks, chunks.size
-    if callable(getattr(source, "read", None)):
+    read = getattr(source, "read", None)
+    if inspect.iscoroutinefunction(read):
+        return _rechunk(_async_reads(read, chunk_size), chunk_size), None
+    if callable(read):
         chunks = FileChunks(source, chunk_size, owned=False)  # type: ignore[arg-type]
         return chunks, chunks.size
     if isinstance(source, AsyncIterable):
@@ -56,8 +68,8 @@ def chunks_of(source: Source, chunk_size: int) -> tuple[AsyncIterator[bytes], in
     if isinstance(source, Iterable):
         return _rechunk(_as_async(source), chunk_size), None
     raise WrongTypeError(
-        f"unsupported source {type(source).__name__}: use bytes, a path, a binary file, "
-        "or an (async) iterable of bytes"
+        f"unsupported source {type(source).__name__}: use bytes, a path, a binary file "
+        "(async ones too), or an (async) iterable of bytes"
     )
 
 
@@ -76,6 +88,15 @@ async def _rechunk(source: AsyncIterable[bytes], chunk_size: int) -> AsyncIterat
             del buffer[:chunk_size]
     if buffer:
         yield bytes(buffer)
+
+
+async def _async_reads(
+    read: Callable[[int], Awaitable[bytes]], chunk_size: int
+) -> AsyncIterator[bytes]:
+    # An async reader (aiofiles, asyncio.StreamReader): read(n) may give less than n bytes
+    # before its end, which only an empty read marks; _rechunk makes whole chunks of them.
+    while chunk := await read(chunk_size):
+        yield chunk
 
 
 async def _as_async(source: Iterable[bytes]) -> AsyncIterator[bytes]:

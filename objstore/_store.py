@@ -152,8 +152,9 @@ class ObjectStore:
         chunk_size: int = DEFAULT_CHUNK_SIZE,
         progress: Progress | None = None,
     ) -> ObjectInfo:
-        """Store an object from bytes, a path (``str`` or ``PathLike``), a binary file, or an
-        (async) iterable of bytes, replacing any object of that name once complete.
+        """Store an object from bytes, a path (``str`` or ``PathLike``), a binary file (also
+        one read with ``await``: aiofiles, ``asyncio.StreamReader``), or an (async) iterable
+        of bytes, replacing any object of that name once complete.
 
         ``meta`` is free metadata (``metadata`` on the wire), ``progress(done, total)`` is called
         after each chunk (``total`` None when unknown).
@@ -161,7 +162,8 @@ class ObjectStore:
         A ``str`` is always a path. A path, or a binary file over a regular file (read from
         where it stands), must not change while it is read: its size and modification time
         are compared with those at open after every read, and the bytes read with that size
-        at its end. Pipes, other file objects and iterables are stored exactly as read.
+        at its end. Pipes, other file objects, async readers and iterables are stored exactly as
+        read.
 
         Raises:
             InvalidObjectNameError, InvalidTTLError, ClientValidationError, WrongTypeError: bad
