@@ -1,10 +1,10 @@
-"""What the stream-writer trials share: their input files (and each key's revisions when every
-row is stored once), reads of the bucket, a driver in a process of its own, and format
-``natskv_hooked``: the natskv stream writer, stopped at a chosen point of a micro-batch. When partition 0 of micro-batch ``hookMicroBatch`` has
-stored ``hookBatches`` atomic batches, it creates ``<hookDir>/reached`` (once per hook
-directory) and then, by ``hookAction``: ``kill`` SIGKILLs its own Python worker, ``pause``
-waits until ``<hookDir>/go`` exists (meanwhile the test restarts the server, or SIGKILLs the
-driver). The other options are natskv's."""
+"""What the stream-writer trials share: their input files (and each key's revisions when every row
+is stored once), reads of the bucket, a driver in a process of its own, and format
+``natskv_hooked``: the natskv stream writer, stopped at a chosen point of a micro-batch. When
+partition 0 of micro-batch ``hookMicroBatch`` has stored ``hookBatches`` atomic batches, it
+creates ``<hookDir>/reached`` (once per hook directory) and then, by ``hookAction``: ``kill``
+SIGKILLs its own Python worker, ``pause`` waits until ``<hookDir>/go`` exists (meanwhile the
+test restarts the server, or SIGKILLs the driver). The other options are natskv's."""
 
 from __future__ import annotations
 
