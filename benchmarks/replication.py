@@ -138,7 +138,7 @@ async def measure(settings: Settings, sides: tuple[Deployment, Deployment]) -> l
     """Every scenario on both sides, each over ``settings.rounds`` interleaved rounds."""
     results = await measure_kv(settings, sides)
     if settings.watch_keys:
-        results.append(await measure_watch(settings, sides))
+        results += await measure_watch(settings, sides)
     results += await measure_objects(settings, sides)
     if settings.messages:
         results += await measure_consume(settings, sides)
@@ -169,26 +169,37 @@ async def measure_kv(settings: Settings, sides: tuple[Deployment, Deployment]) -
     return results
 
 
-async def measure_watch(settings: Settings, sides: tuple[Deployment, Deployment]) -> Result:
-    """A snapshot of ``watch_keys`` keys with ``watch_updates`` written during it (by a writer
-    process per side), on a bucket written by ``put_many``."""
-    keys, updates, kind = settings.watch_keys, settings.watch_updates, "put_many"
+async def measure_watch(settings: Settings, sides: tuple[Deployment, Deployment]) -> list[Result]:
+    """A snapshot of ``watch_keys`` keys alone, then with ``watch_updates`` written during it
+    (by a writer process per side), on a bucket written by ``put_many``."""
+    keys, kind = settings.watch_keys, "put_many"
+    results = []
     async with AsyncExitStack() as stack:
-        scenarios = []
+        watched = []
         for side in sides:
-            bucket, peer_kv = await stack.enter_async_context(
-                kv_watch.watch_bucket(side.url, keys, kind, history=2, replicas=side.replicas)
+            watched.append(
+                await stack.enter_async_context(
+                    kv_watch.watch_bucket(side.url, keys, kind, history=2, replicas=side.replicas)
+                )
             )
-            writer = kv_watch.Writer(side.url, updates, kind)
-            await writer.start()
-            stack.push_async_callback(writer.close)
-            scenarios.append(
-                kv_watch.watch_scenario(bucket, peer_kv, writer, keys, updates, kind, during=True)
-            )
-        await note_leader(sides[1], bucket.js, f"KV_{kv_watch.BUCKET}")
-        result = paired(scenarios[0], scenarios[1], sides)
-        await result.scenario.run(settings.rounds)
-    return result
+        await note_leader(sides[1], watched[1][0].js, f"KV_{kv_watch.BUCKET}")
+        for updates in (0, settings.watch_updates):
+            scenarios = []
+            for side, (bucket, peer_kv) in zip(sides, watched, strict=True):
+                writer = kv_watch.Writer(side.url, updates, kind)
+                await writer.start()
+                stack.push_async_callback(writer.close)
+                scenarios.append(
+                    kv_watch.watch_scenario(
+                        bucket, peer_kv, writer, keys, updates, kind, during=True
+                    )
+                )
+            result = paired(scenarios[0], scenarios[1], sides)
+            if not updates:
+                result.scenario.name = f"watch {keys:,} keys, the snapshot alone ({kind})"
+            await result.scenario.run(settings.rounds)
+            results.append(result)
+    return results
 
 
 async def measure_objects(settings: Settings, sides: tuple[Deployment, Deployment]) -> list[Result]:
@@ -233,7 +244,33 @@ async def measure_consume(settings: Settings, sides: tuple[Deployment, Deploymen
             )
             await consumer_groups.run_rounds(scenario, timed, settings.rounds)
             results.append(Result(scenario, None))
+        one, three = (consumer_scenario(bench.js, CONSUMERS) for bench in benches)
+        results.append(paired(one, three, sides))
+        await results[-1].scenario.run(settings.rounds)
     return results
+
+
+CONSUMERS = 10
+
+
+def consumer_scenario(js: jetstream.JetStream, n: int) -> Scenario:
+    """Create and delete ``n`` durable consumers, one after the other: changes to the
+    cluster's metadata (on R3 each is a quorum write of the meta group, and a consumer of an
+    R3 stream gets a raft group of its own)."""
+
+    async def create_and_delete() -> None:
+        for i in range(n):
+            config = jetstream.ConsumerConfig(name=f"meta{i}", ack_policy="explicit")
+            await js.create_consumer(consumer_groups.SINGLE, config)
+            await js.delete_consumer(consumer_groups.SINGLE, f"meta{i}")
+
+    return Scenario(
+        f"create + delete {n} durable consumers",
+        n,
+        {"ours": create_and_delete},
+        "ours",
+        unit="consumers",
+    )
 
 
 async def note_leader(side: Deployment, js: jetstream.JetStream, stream: str) -> None:
@@ -245,7 +282,7 @@ def per_op(seconds: float) -> str:
     if math.isnan(seconds):
         return "n/a"
     micros = seconds * 1e6
-    return f"{micros:.1f} µs" if micros < 1000 else f"{micros / 1000:.2f} ms"
+    return f"{micros:.1f} µs" if micros < 999.95 else f"{micros / 1000:.2f} ms"
 
 
 def table(results: list[Result], sides: tuple[Deployment, Deployment], rounds: int) -> str:
@@ -258,7 +295,7 @@ def table(results: list[Result], sides: tuple[Deployment, Deployment], rounds: i
     for result in results:
         s = result.scenario
         t1, t3 = (statistics.median(s.timings[label]) / s.items for label in (one, three))
-        cells = [s.name + f" (per {s.unit.rstrip('s')})", per_op(t1), per_op(t3), f"{t3 / t1:.2f}x"]
+        cells = [f"{s.name} (per {s.unit.rstrip('s')})", per_op(t1), per_op(t3), f"{t3 / t1:.2f}x"]
         if result.cpu is None:
             cells += ["-", "-"]
         else:
