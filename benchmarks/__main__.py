@@ -117,7 +117,7 @@ def main() -> None:
     )
     parser.add_argument(
         "--replication-rounds",
-        type=int,
+        type=replication.count,
         default=replication.Settings.rounds,
         help="rounds of the replication comparison (python -m benchmarks.replication at its "
         "default sizes: one server and a 3-node R3 cluster, about a minute); 0 skips it",

@@ -1,7 +1,8 @@
 """What replication costs: the main benchmark's own scenarios (``put_many``, ``get_many``, single
-compare-and-set writes, a watch, object put and get, consuming with acks) on a 3-node cluster
-whose bucket, store and streams keep 3 replicas (R3), against the same on a single server (R1),
-both on loopback with their own store directories, interleaved round by round in one run.
+compare-and-set writes, a watch's snapshot alone and with updates during it, object put and
+get, consuming with acks) and creating consumers, on a 3-node cluster whose bucket, store and
+streams keep 3 replicas (R3), against the same on a single server (R1), both on loopback with
+their own store directories, interleaved round by round in one run.
 
 The client talks to the cluster's first node, as a client given one URL does; each stream's
 leader is wherever the cluster elected it (the report names it), and a request to a stream led
@@ -183,7 +184,7 @@ async def measure_watch(settings: Settings, sides: tuple[Deployment, Deployment]
                 )
             )
         await note_leader(sides[1], watched[1][0].js, f"KV_{kv_watch.BUCKET}")
-        for updates in (0, settings.watch_updates):
+        for updates in dict.fromkeys((0, settings.watch_updates)):  # 0 alone once
             scenarios = []
             for side, (bucket, peer_kv) in zip(sides, watched, strict=True):
                 writer = kv_watch.Writer(side.url, updates, kind)
@@ -323,38 +324,44 @@ def run(settings: Settings) -> str:
     )
 
 
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """The module's docstring as written, and each option's default."""
+
+
 def main() -> None:
     defaults = Settings()
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.replication",
         description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=_HelpFormatter,
     )
-    parser.add_argument("--rounds", type=int, default=defaults.rounds)
     parser.add_argument(
-        "--put-sizes", type=int, nargs="*", default=list(defaults.put_sizes),
+        "--rounds", type=positive, default=defaults.rounds, help="measured rounds per scenario"
+    )
+    parser.add_argument(
+        "--put-sizes", type=positive, nargs="*", default=list(defaults.put_sizes),
         help="keys per put_many",
     )  # fmt: skip
     parser.add_argument(
-        "--get-size", type=int, default=defaults.get_size, help="keys per get_many; 0 skips"
+        "--get-size", type=count, default=defaults.get_size, help="keys per get_many; 0 skips"
     )
     parser.add_argument(
-        "--writes", type=int, default=defaults.writes,
+        "--writes", type=count, default=defaults.writes,
         help="single compare-and-set writes per round; 0 skips",
     )  # fmt: skip
     parser.add_argument(
-        "--watch-keys", type=int, default=defaults.watch_keys, help="watch snapshot; 0 skips"
+        "--watch-keys", type=count, default=defaults.watch_keys, help="watch snapshot; 0 skips"
     )
     parser.add_argument(
-        "--watch-updates", type=int, default=defaults.watch_updates,
+        "--watch-updates", type=count, default=defaults.watch_updates,
         help="updates written during the snapshot",
     )  # fmt: skip
     parser.add_argument(
-        "--object-mib", type=int, nargs="*", default=list(defaults.object_mib),
+        "--object-mib", type=positive, nargs="*", default=list(defaults.object_mib),
         help="object sizes to put and get",
     )  # fmt: skip
     parser.add_argument(
-        "--messages", type=int, default=defaults.messages, help="messages per consume; 0 skips"
+        "--messages", type=count, default=defaults.messages, help="messages per consume; 0 skips"
     )
     args = parser.parse_args()
     settings = Settings(
@@ -370,6 +377,22 @@ def main() -> None:
     command = "python -m benchmarks.replication " + " ".join(sys.argv[1:])
     print(f"Command: `{command.strip()}`  \nMachine: {machine('R1 vs R3')}, load {load()}  \n")
     print(run(settings))
+
+
+def count(text: str) -> int:
+    """An argparse type: a whole number, 0 or more."""
+    number = int(text)
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"{text} is below 0")
+    return number
+
+
+def positive(text: str) -> int:
+    """An argparse type: a whole number, 1 or more."""
+    number = count(text)
+    if number == 0:
+        raise argparse.ArgumentTypeError("0 is not allowed here")
+    return number
 
 
 def load() -> str:
