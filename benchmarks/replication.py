@@ -46,7 +46,7 @@ R3 = "R3, 3-node cluster"
 
 @dataclass(frozen=True)
 class Settings:
-    """The work per round; the defaults take about two minutes on 2 cores."""
+    """The work per round; the defaults take about a minute on 2 cores."""
 
     rounds: int = 5
     put_sizes: tuple[int, ...] = (100, 1000)
