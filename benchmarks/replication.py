@@ -275,11 +275,14 @@ def consumer_scenario(js: jetstream.JetStream, n: int) -> Scenario:
 
 
 async def note_leader(side: Deployment, js: jetstream.JetStream, stream: str) -> None:
+    """Remember which node leads ``stream`` (the report names it: a leader on another node
+    than the client's adds a route hop)."""
     cluster = (await js.stream_info(stream)).cluster or {}
     side.leaders[stream] = str(cluster.get("leader"))
 
 
 def per_op(seconds: float) -> str:
+    """``seconds`` in µs below a millisecond, else in ms ("n/a" for NaN)."""
     if math.isnan(seconds):
         return "n/a"
     micros = seconds * 1e6
