@@ -11,6 +11,8 @@ python -m benchmarks --curves benchmarks/curves.json   # also the cost curves to
 python -m benchmarks --spark-read-keys 500000   # also natskv partition reads (spark extra)
 python -m benchmarks --spark-stream-rows 200000 # also the natskv stream writer (spark extra)
 python -m benchmarks.frames              # the protocol reader alone vs nats-py's parser (no server)
+python -m benchmarks.replication         # what R3 costs: an R3 cluster vs one server (also part
+                                         # of the full run, --replication-rounds; 0 skips it)
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from pathlib import Path
 
 import jetstream
 
-from . import consumer_groups, curves, kv_atomic, kv_watch, objects, rss, sync_client
+from . import consumer_groups, curves, kv_atomic, kv_watch, objects, replication, rss, sync_client
 from ._harness import Scenario, machine, table
 
 
@@ -113,6 +115,13 @@ def main() -> None:
         help="the natskv stream writer vs the batch writer and a per-row foreachBatch at this "
         "many rows (spark extra); 0 skips",
     )
+    parser.add_argument(
+        "--replication-rounds",
+        type=replication.count,
+        default=replication.Settings.rounds,
+        help="rounds of the replication comparison (python -m benchmarks.replication at its "
+        "default sizes: one server and a 3-node R3 cluster, about a minute); 0 skips it",
+    )
     parser.add_argument("--write", type=Path, help="also write a markdown report here")
     args = parser.parse_args()
     with jetstream.EmbeddedServer() as server:
@@ -134,6 +143,9 @@ def main() -> None:
         data = curves.run(curves.KEY_SIZES, curves.OBJECT_SIZES)
         args.curves.write_text(json.dumps(data, indent=1) + "\n")
         report += f"\nCost curves, each operation in a fresh process:\n\n{curves.markdown(data)}\n"
+    if args.replication_rounds:
+        settings = replication.Settings(rounds=args.replication_rounds)
+        report += f"\nWhat replication costs, R3 vs R1:\n\n{replication.run(settings)}"
     if args.spark_read_keys:
         from . import spark_kv_read
 

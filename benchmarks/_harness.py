@@ -68,13 +68,13 @@ def table(scenarios: list[Scenario]) -> str:
     return "\n".join(lines)
 
 
-def machine() -> str:
+def machine(replication: str = "R1") -> str:
     server = subprocess.run(
         [str(find_server_binary()), "--version"], capture_output=True, text=True
     ).stdout.strip()
     return (
         f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores, "
-        f"Python {platform.python_version()}, {server}, file storage, R1, loopback"
+        f"Python {platform.python_version()}, {server}, file storage, {replication}, loopback"
     )
 
 

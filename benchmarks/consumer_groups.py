@@ -59,16 +59,22 @@ def balanced_keys() -> list[str]:
 class Bench:
     """The two setups on one server; each variant returns the seconds it measured."""
 
-    def __init__(self, url: str, js: jetstream.JetStream, messages: int, work: float) -> None:
+    def __init__(
+        self, url: str, js: jetstream.JetStream, messages: int, work: float, replicas: int = 1
+    ) -> None:
         self.url = url
         self.js = js
         self.messages = messages
         self.work = work
+        self.replicas = replicas
         self.keys = balanced_keys()
 
     async def setup(self) -> None:
         for name in (SOURCE, SINGLE):
-            await self.js.add_stream(jetstream.StreamConfig(name=name, subjects=[f"{name}.*"]))
+            config = jetstream.StreamConfig(
+                name=name, subjects=[f"{name}.*"], num_replicas=self.replicas
+            )
+            await self.js.add_stream(config)
         await pcgroups.create_elastic(
             self.js,
             SOURCE,
@@ -178,8 +184,9 @@ class Bench:
         await self._work_queue_empty()
         return elapsed
 
-    async def single(self) -> float:
-        """One consumer with max_ack_pending=1 over every key, until every message is acked."""
+    async def single(self, max_ack_pending: int = 1) -> float:
+        """One consumer (``max_ack_pending=1`` unless given) over every key, until every
+        message is acked."""
         await self.js.purge_stream(SINGLE)
         await self._publish(SINGLE)
         handled = 0
@@ -197,7 +204,9 @@ class Bench:
             start = time.perf_counter()
             consumer = await js.create_consumer(
                 SINGLE,
-                jetstream.ConsumerConfig(name="one", ack_policy="explicit", max_ack_pending=1),
+                jetstream.ConsumerConfig(
+                    name="one", ack_policy="explicit", max_ack_pending=max_ack_pending
+                ),
             )
             async with consumer.consume(handle):
                 await all_handled.wait()
@@ -234,7 +243,7 @@ async def measure(url: str, messages: int, rounds: int, work: float = WORK) -> l
                 scenario = Scenario(
                     f"{messages:,} msgs, max_ack_pending=1, {work * 1e3:g} ms work each",
                     messages,
-                    {variant: _untimed for variant in variants},
+                    {variant: untimed for variant in variants},
                     baseline=name,
                     unit="msgs",
                 )
@@ -254,7 +263,7 @@ async def _member_process(
     )
 
 
-async def _untimed() -> None:  # Scenario wants variants; run_rounds calls the timed ones
+async def untimed() -> None:  # Scenario wants variants; run_rounds calls the timed ones
     raise NotImplementedError
 
 

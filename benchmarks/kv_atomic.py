@@ -28,9 +28,9 @@ class Clients:
 
 
 @asynccontextmanager
-async def clients(url: str) -> AsyncIterator[Clients]:
+async def clients(url: str, replicas: int = 1) -> AsyncIterator[Clients]:
     async with await jetstream.connect(url) as js:
-        bucket = await kvstore.create_bucket(js, "bench_atomic")
+        bucket = await kvstore.create_bucket(js, "bench_atomic", replicas=replicas)
         peer = await nats.connect(url)
         try:
             yield Clients(js, bucket, await peer.jetstream().key_value("bench_atomic"))

@@ -38,10 +38,10 @@ KINDS = ("put_many", "put")
 
 @asynccontextmanager
 async def watch_bucket(
-    url: str, keys: int, kind: str = "put_many", history: int = 1
+    url: str, keys: int, kind: str = "put_many", history: int = 1, replicas: int = 1
 ) -> AsyncIterator[tuple[kvstore.Bucket, KeyValue]]:
     async with await jetstream.connect(url) as js:
-        bucket = await kvstore.create_bucket(js, BUCKET, history=history)
+        bucket = await kvstore.create_bucket(js, BUCKET, history=history, replicas=replicas)
         peer = await nats.connect(url)
         try:
             peer_kv = await peer.jetstream().key_value(BUCKET)

@@ -42,9 +42,9 @@ class Stores:
 
 
 @asynccontextmanager
-async def stores(url: str) -> AsyncIterator[Stores]:
+async def stores(url: str, replicas: int = 1) -> AsyncIterator[Stores]:
     async with await jetstream.connect(url) as js:
-        store = await objstore.create_store(js, STORE)
+        store = await objstore.create_store(js, STORE, replicas=replicas)
         peer = await nats.connect(url)
         try:
             await peer.jetstream().create_object_store(PEER_STORE)

@@ -30,8 +30,8 @@ def test_benchmark_runner_prints_a_table(tmp_path: Path) -> None:
         "--watch-keys", "200", "--watch-updates", "100", "--watch-rounds", "1",
         "--object-sizes", "1", "--object-rounds", "1", "--rss-mib", "4",
         "--pcg-messages", "100", "--pcg-rounds", "1", "--sync-ops", "10",
-        "--sync-watch-keys", "100", "--sync-rounds", "1", "--write", str(report),
-        timeout=120,
+        "--sync-watch-keys", "100", "--sync-rounds", "1", "--replication-rounds", "0",
+        "--write", str(report), timeout=120,
     )  # fmt: skip
     text = report.read_text()
     for variant in (
@@ -48,6 +48,23 @@ def test_benchmark_runner_prints_a_table(tmp_path: Path) -> None:
     for timing in ("after", "during"):
         for kind in ("put_many", "put"):
             assert f"updates {timing} the snapshot ({kind})" in text
+
+
+def test_replication_benchmark_compares_an_r3_cluster_with_one_server() -> None:
+    output = _run(
+        "benchmarks.replication", "--rounds", "1", "--put-sizes", "10", "--get-size", "10",
+        "--writes", "3", "--watch-keys", "100", "--watch-updates", "50", "--object-mib", "1",
+        "--messages", "20", timeout=120,
+    )  # fmt: skip
+    assert "R1, one server" in output and "R3, 3-node cluster" in output
+    table = output.split("| scenario |", 1)[1]
+    for row in (
+        "put 10 keys", "get 10 keys", "CAS 3 writes", "snapshot alone", "50 updates during",
+        "put 1 MiB", "get 1 MiB", "max_ack_pending=1 ", "max_ack_pending=1000",
+        "durable consumers",
+    ):  # fmt: skip
+        assert row in table
+    assert "n/a" not in table  # the servers' CPU was read
 
 
 def test_frame_reader_benchmark_runs() -> None:
