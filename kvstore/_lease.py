@@ -179,7 +179,7 @@ class Lease:
 
     # -- acquiring, renewing, releasing -------------------------------------------------------
 
-    async def try_take(self) -> bool:
+    async def _take(self) -> bool:
         """Create the lease key; False if another holder has it.
 
         Raises:
@@ -199,15 +199,16 @@ class Lease:
 
     async def release(self) -> None:
         """Stop renewing and give the key back (a purge conditioned on this holder's
-        revision, so the next waiter goes on at once); a lost lease is left alone. Never
-        raises for the server: a release that fails leaves the key to its TTL."""
+        revision, so the next waiter goes on at once); leaving the ``async with`` block does
+        this, so call it only to let go earlier. A lost or released lease is left alone.
+        Never raises for the server: a release that fails leaves the key to its TTL."""
         await self._stop_renewing()
         async with self._writing:
             if self._lost is None:
                 self._lose("released")
                 await self._give_back()
 
-    async def abandon(self) -> None:
+    async def _abandon(self) -> None:
         """After an acquisition cut short (cancelled while its create was in flight): give
         the key back if the create landed after all."""
         await self._stop_renewing()

@@ -44,7 +44,7 @@ async def held_lease(
     try:
         await _acquire(bucket, lease, timeout)
     except BaseException:
-        await lease.abandon()  # a create cut short may have landed: give it back
+        await lease._abandon()  # a create cut short may have landed: give it back
         raise
     try:
         yield lease
@@ -55,12 +55,12 @@ async def held_lease(
 async def _acquire(bucket: Bucket, lease: Lease, timeout: float | None) -> None:
     loop = asyncio.get_running_loop()
     deadline = None if timeout is None else loop.time() + timeout
-    if await lease.try_take():
+    if await lease._take():
         return
     # The watch starts before the next attempt, so no release after it goes unseen.
     async with bucket.watch(lease.key, updates_only=True, meta_only=True) as watcher:
         poll = poll_interval(bucket, lease.ttl)
-        while not await lease.try_take():
+        while not await lease._take():
             wait = poll if deadline is None else min(poll, deadline - loop.time())
             if wait <= 0:
                 assert timeout is not None
