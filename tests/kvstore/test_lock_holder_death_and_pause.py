@@ -1,0 +1,64 @@
+"""A holder killed with -9 frees the lock once its TTL runs out; a holder paused past its TTL
+loses it to the next, and its fenced write is then refused by the server."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import jetstream
+from tests.conftest import BucketFactory
+from tests.kvstore import lock_process
+
+TTL = lock_process.TTL
+TAKEOVER_BOUND = 3.0
+"""Seconds beyond the TTL within which a waiter takes over from a killed holder, with markers
+(measured on loopback: the takeover came 2.0 to 3.0 s after the kill with a 3 s TTL, since the
+TTL runs from the last renewal: the marker's delivery and the create add milliseconds)."""
+
+
+async def test_a_waiter_takes_over_from_a_killed_holder_within_ttl_and_a_bound(
+    nats_server: jetstream.EmbeddedServer, make_bucket: BucketFactory
+) -> None:
+    bucket = await make_bucket(history=5, marker_ttl="1s")
+    holder = await lock_process.start(nats_server.url, bucket.name, "jobs.nightly", "hold")
+    try:
+        held = await lock_process.said(holder)
+        assert held.startswith("held ")
+        holder.kill()
+        await holder.wait()
+        killed = time.monotonic()
+        async with bucket.lock("jobs.nightly", ttl=TTL, timeout=TTL + TAKEOVER_BOUND) as lease:
+            took = time.monotonic() - killed
+            assert lease.token > int(held.split()[1])
+    finally:
+        if holder.returncode is None:
+            holder.kill()
+            await holder.wait()
+    print(f"took over {took:.2f}s after the kill (TTL {TTL}s)")
+
+
+async def test_a_paused_holders_fenced_write_is_refused_after_another_took_the_lock(
+    nats_server: jetstream.EmbeddedServer, make_bucket: BucketFactory
+) -> None:
+    bucket = await make_bucket(history=5, marker_ttl="1s")
+    holder = await lock_process.start(nats_server.url, bucket.name, "jobs.nightly", "hold")
+    try:
+        assert (await lock_process.said(holder)).startswith("held ")
+        lock_process.tell(holder, "write first")
+        assert (await lock_process.said(holder)).startswith("stored ")
+        os.kill(holder.pid, signal.SIGSTOP)
+        try:
+            async with bucket.lock("jobs.nightly", ttl=TTL, timeout=TTL + TAKEOVER_BOUND) as lease:
+                await bucket.put("data", b"second", fence=lease)
+                os.kill(holder.pid, signal.SIGCONT)
+                lock_process.tell(holder, "write stale")
+                assert await lock_process.said(holder) == "lost held=False"
+                assert lease.held
+        finally:
+            os.kill(holder.pid, signal.SIGCONT)
+        assert (await bucket.get("data")).value == b"second"
+    finally:
+        holder.kill()
+        await holder.wait()
