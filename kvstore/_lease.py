@@ -121,6 +121,7 @@ class Lease:
         self._gone = asyncio.Event()  # set once held turned False
         self._writing = asyncio.Lock()  # one write of the lease key at a time
         self._renewer: asyncio.Task[None] | None = None
+        self._creating: asyncio.Future[int] | None = None  # the create of an acquisition
 
     # -- what users read ----------------------------------------------------------------------
 
@@ -187,10 +188,18 @@ class Lease:
             JetStreamError: the create failed otherwise.
         """
         sent = _now()
+        # Shielded: a caller cancelled meanwhile leaves the create to finish, so that
+        # _abandon learns whether it landed and gives the key back (a read right after the
+        # cancel could be answered before the server stored the create).
+        self._creating = asyncio.ensure_future(
+            self._bucket.create(self._key, self._record, ttl=self._ttl)
+        )
         try:
-            revision = await self._bucket.create(self._key, self._record, ttl=self._ttl)
+            revision = await asyncio.shield(self._creating)
         except KeyExistsError:
+            self._creating = None
             return False
+        self._creating = None
         self._token = self._revision = revision
         self._lost = None
         self._accepted(revision, sent)
@@ -212,8 +221,19 @@ class Lease:
         """After an acquisition cut short (cancelled while its create was in flight): give
         the key back if the create landed after all."""
         await self._stop_renewing()
-        self._ambiguous = True
         self._lose("acquisition cut short")
+        creating, self._creating = self._creating, None
+        if creating is None:
+            if self._revision:  # acquired: cut short after the create
+                await self._give_back()
+            return
+        try:
+            async with asyncio.timeout(_GIVE_BACK_TIMEOUT):
+                self._revision = await asyncio.shield(creating)
+        except (JetStreamError, TimeoutError) as exc:
+            creating.cancel()  # refused (nothing to give back), or the TTL will free it
+            _log.debug("lease %r: acquisition cut short: %s", self._key, exc)
+            return
         await self._give_back()
 
     async def _stop_renewing(self) -> None:
