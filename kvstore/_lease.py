@@ -210,7 +210,17 @@ class Lease:
         """Stop renewing and give the key back (a purge conditioned on this holder's
         revision, so the next waiter goes on at once); leaving the ``async with`` block does
         this, so call it only to let go earlier. A lost or released lease is left alone.
-        Never raises for the server: a release that fails leaves the key to its TTL."""
+        Never raises for the server: a release that fails leaves the key to its TTL. A
+        caller cancelled meanwhile is cancelled once the release is over (a purge cut short
+        would leave the key taken until its TTL runs out)."""
+        releasing = asyncio.ensure_future(self._release())
+        try:
+            await asyncio.shield(releasing)
+        except asyncio.CancelledError:
+            await asyncio.wait([releasing])
+            raise
+
+    async def _release(self) -> None:
         await self._stop_renewing()
         async with self._writing:
             if self._lost is None:
