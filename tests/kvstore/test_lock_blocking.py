@@ -64,9 +64,8 @@ def test_a_blocking_election_names_its_leader_and_observes_it(
             assert lease.value == b"node-1" and election.leader() == b"node-1"
             leaders = election.observe()
             assert next(leaders) == b"node-1"
-            with pytest.raises(kvstore.LockTimeoutError):
-                with election.campaign(b"node-2", timeout=0):
-                    pass
+            with pytest.raises(kvstore.LockTimeoutError), election.campaign(b"node-2", timeout=0):
+                pass
         with election.campaign(b"node-2"):
             assert next(leaders) == b"node-2"
         leaders.close()  # type: ignore[attr-defined]
