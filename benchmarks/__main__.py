@@ -11,6 +11,8 @@ python -m benchmarks --curves benchmarks/curves.json   # also the cost curves to
 python -m benchmarks --spark-read-keys 500000   # also natskv partition reads (spark extra)
 python -m benchmarks --spark-stream-rows 200000 # also the natskv stream writer (spark extra)
 python -m benchmarks.frames              # the protocol reader alone vs nats-py's parser (no server)
+python -m benchmarks --sizes --get-size 0 --cas-writes 0 --watch-rounds 0 --object-sizes \
+    --pcg-messages 0 --sync-ops 0 --rss-mib 0 --lock-ops 100   # locks and fenced put_many only
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from pathlib import Path
 
 import jetstream
 
-from . import consumer_groups, curves, kv_atomic, kv_watch, objects, rss, sync_client
+from . import consumer_groups, curves, kv_atomic, kv_watch, locks, objects, rss, sync_client
 from ._harness import Scenario, machine, table
 
 
@@ -38,6 +40,8 @@ async def measure(args: argparse.Namespace, url: str) -> list[Scenario]:
             scenarios.append(kv_atomic.cas_scenario(c, args.cas_writes))
         for scenario in scenarios:
             await scenario.run(args.rounds)
+        if args.lock_ops:
+            scenarios += await locks.measure(c.bucket, args.lock_ops, 100, args.rounds)
     if args.watch_rounds:
         for during in (False, True):
             for kind in kv_watch.KINDS:
@@ -79,6 +83,12 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="*", default=[10, 100, 1000])
     parser.add_argument("--get-size", type=int, default=100, help="0 skips the get_many run")
     parser.add_argument("--cas-writes", type=int, default=200, help="0 skips the CAS run")
+    parser.add_argument(
+        "--lock-ops",
+        type=int,
+        default=100,
+        help="lock acquire/release cycles per round, and a fenced put_many of 100 keys; 0 skips",
+    )
     parser.add_argument("--watch-keys", type=int, default=100_000)
     parser.add_argument("--watch-updates", type=int, default=20_000)
     parser.add_argument("--watch-rounds", type=int, default=3, help="0 skips the watch")
