@@ -3,10 +3,14 @@ the lease key, the server refuses the whole batch, nothing is stored, and the le
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 import pytest
 
 import jetstream
 import kvstore
+from jetstream import Keyring
 from tests.conftest import BucketFactory
 
 
@@ -107,3 +111,45 @@ async def test_a_user_condition_failing_in_a_fenced_batch_keeps_the_lease(
         assert lease.held
         await bucket.put("report.a", b"2", fence=lease)  # the lease's revision is still right
     assert (await bucket.get("report.a")).value == b"2"
+
+
+async def test_concurrent_fenced_writes_of_one_lease_all_land_and_keep_it(
+    bucket: kvstore.Bucket,
+) -> None:
+    async with bucket.lock("jobs.nightly", ttl=3) as lease:
+        writes = [bucket.put(f"report.{n}", b"v", fence=lease) for n in range(30)]
+        revisions = await asyncio.gather(*writes)  # each conditioned on the one before
+        assert len(set(revisions)) == 30 and lease.held
+        while lease.revision == max(revisions) + 1:  # until a renewal follows them
+            await asyncio.sleep(0.05)
+        assert lease.held
+    assert len(await bucket.keys("report.>")) == 30
+
+
+async def test_a_lease_used_after_its_block_fences_nothing(bucket: kvstore.Bucket) -> None:
+    async with bucket.lock("jobs.nightly", ttl=30) as lease:
+        pass
+    with pytest.raises(kvstore.LeaseLostError, match="released"):
+        await bucket.put("report.a", b"1", fence=lease)
+    assert await _stored_keys(bucket) == []
+
+
+@pytest.mark.parametrize("kind", ["encrypted", "codec"])
+async def test_leases_and_fences_work_through_encryption_and_key_codecs(
+    js: jetstream.JetStream, make_bucket: BucketFactory, kind: str
+) -> None:
+    made = await make_bucket(history=5, marker_ttl="1s")
+    options: dict[str, Any] = (
+        {"encryption": Keyring({"k1": bytes(range(32))}, primary="k1")}
+        if kind == "encrypted"
+        else {"key_codec": kvstore.Base64KeyCodec()}
+    )
+    bucket = await kvstore.open_bucket(js, made.name, **options)
+    election = bucket.election("leaders.indexer", ttl=3)
+    async with election.campaign(b"node\n1 \xff") as lease:
+        assert await election.leader() == b"node\n1 \xff"
+        await bucket.put_many({"report.a": b"1"}, fence=lease)
+        await _steal(bucket, "leaders.indexer")
+        with pytest.raises(kvstore.LeaseLostError):
+            await bucket.put("report.b", b"2", fence=lease)
+    assert await _stored_keys(bucket) == ["leaders.indexer", "report.a"]
