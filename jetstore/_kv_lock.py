@@ -13,6 +13,7 @@ import click
 
 import jetstream
 import kvstore
+from kvstore._lease import lease_seconds
 
 from ._connect import Settings, run, verb
 from ._output import EXIT_FAILED
@@ -67,6 +68,10 @@ def lock(
     renewed in time), the command is sent SIGTERM, then SIGKILL after --grace seconds, and
     the exit code is 1."""
     checked(key=name, ttl=ttl)
+    try:
+        lease_seconds(ttl)
+    except jetstream.ClientValidationError as exc:
+        raise click.UsageError(f"{type(exc).__name__}: {exc}") from None
 
     async def work(js: jetstream.JetStream) -> int:
         opened = await kvstore.open_bucket(js, bucket)

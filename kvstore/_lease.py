@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from nats.nuid import NUID
 
 from jetstream import NEVER, InvalidTTLError, JetStreamError, TTLValue
+from jetstream._protocol.ttl import parse_ttl
 
 from ._errors import (
     BucketNotFoundError,
@@ -36,7 +37,14 @@ if TYPE_CHECKING:
     from ._bucket import Bucket
     from ._core import BucketCore
 
-__all__ = ["MIN_LEASE_TTL", "Lease", "checked_lease_ttl", "fencing", "holder_value"]
+__all__ = [
+    "MIN_LEASE_TTL",
+    "Lease",
+    "checked_lease_ttl",
+    "fencing",
+    "holder_value",
+    "lease_seconds",
+]
 
 _log = logging.getLogger("kvstore")
 
@@ -64,19 +72,29 @@ def checked_lease_ttl(core: BucketCore, ttl: TTLValue) -> int:
             the bucket's ``marker_ttl`` where the server would stretch it, or above the
             bucket's ``max_age`` (which would remove the lease key before its TTL).
     """
-    seconds = core.checked_ttl(ttl)
+    seconds = lease_seconds(core.checked_ttl(ttl))
+    max_age = core.config.max_age
+    if max_age is not None and seconds > max_age.total_seconds():
+        raise InvalidTTLError(
+            f"lease TTL of {seconds}s exceeds bucket {core.name!r}'s max_age ({max_age}): "
+            "the server would remove the lease key first"
+        )
+    return seconds
+
+
+def lease_seconds(ttl: TTLValue) -> int:
+    """``ttl`` in whole seconds, if any lease can live on it (whatever the bucket).
+
+    Raises:
+        InvalidTTLError: not a TTL, ``"never"``, or below :data:`MIN_LEASE_TTL` (named).
+    """
+    seconds = parse_ttl(ttl)
     if seconds == NEVER:
         raise InvalidTTLError("a lease needs a TTL that runs out; 'never' would outlive a crash")
     if seconds < MIN_LEASE_TTL:
         raise InvalidTTLError(
             f"lease TTL of {seconds}s is too short: renewing every third of it needs at "
             f"least {MIN_LEASE_TTL}s"
-        )
-    max_age = core.config.max_age
-    if max_age is not None and seconds > max_age.total_seconds():
-        raise InvalidTTLError(
-            f"lease TTL of {seconds}s exceeds bucket {core.name!r}'s max_age ({max_age}): "
-            "the server would remove the lease key first"
         )
     return seconds
 

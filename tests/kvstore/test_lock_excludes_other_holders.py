@@ -30,20 +30,28 @@ def _check_journal(lines: list[str], holds: int) -> None:
         last_token = int(token_in)
 
 
+@pytest.mark.parametrize(
+    ("processes", "rounds"),
+    [(PROCESSES, ROUNDS), pytest.param(6, 40, marks=pytest.mark.locks_long)],
+)
 async def test_processes_taking_one_lock_never_hold_it_together(
-    nats_server: jetstream.EmbeddedServer, make_bucket: BucketFactory, tmp_path: Path
+    nats_server: jetstream.EmbeddedServer,
+    make_bucket: BucketFactory,
+    tmp_path: Path,
+    processes: int,
+    rounds: int,
 ) -> None:
     bucket = await make_bucket(history=1)
     journal = tmp_path / "journal"
-    processes = [
+    started = [
         await lock_process.start(
-            nats_server.url, bucket.name, "jobs.nightly", "journal", str(journal), str(ROUNDS)
+            nats_server.url, bucket.name, "jobs.nightly", "journal", str(journal), str(rounds)
         )
-        for _ in range(PROCESSES)
+        for _ in range(processes)
     ]
-    codes = await asyncio.wait_for(asyncio.gather(*(p.wait() for p in processes)), 120)
-    assert codes == [0] * PROCESSES
-    _check_journal(journal.read_text().splitlines(), PROCESSES * ROUNDS)
+    codes = await asyncio.wait_for(asyncio.gather(*(p.wait() for p in started)), 600)
+    assert codes == [0] * processes
+    _check_journal(journal.read_text().splitlines(), processes * rounds)
 
 
 async def test_tasks_taking_one_lock_never_hold_it_together(

@@ -21,7 +21,11 @@ after the kill, the marker's delivery and the create adding milliseconds; withou
 every TTL / 4, 2.0 to 3.8 s)."""
 
 
-@pytest.mark.parametrize("markers", [True, False], ids=["markers", "polling"])
+@pytest.mark.parametrize(
+    "markers",
+    [True, pytest.param(False, marks=pytest.mark.locks_long)],
+    ids=["markers", "polling"],
+)
 async def test_a_waiter_takes_over_from_a_killed_holder_within_ttl_and_a_bound(
     nats_server: jetstream.EmbeddedServer, make_bucket: BucketFactory, markers: bool
 ) -> None:
@@ -43,10 +47,15 @@ async def test_a_waiter_takes_over_from_a_killed_holder_within_ttl_and_a_bound(
     print(f"took over {took:.2f}s after the kill (TTL {TTL}s)")
 
 
+@pytest.mark.parametrize(
+    "trial", [0, *(pytest.param(n, marks=pytest.mark.locks_long) for n in range(1, 6))]
+)
 async def test_a_paused_holders_fenced_write_is_refused_after_another_took_the_lock(
-    nats_server: jetstream.EmbeddedServer, make_bucket: BucketFactory
+    nats_server: jetstream.EmbeddedServer, make_bucket: BucketFactory, trial: int
 ) -> None:
-    bucket = await make_bucket(history=5, marker_ttl="1s")
+    bucket = (
+        await make_bucket(history=5, marker_ttl="1s") if trial % 2 == 0 else await make_bucket()
+    )
     holder = await lock_process.start(nats_server.url, bucket.name, "jobs.nightly", "hold")
     try:
         assert (await lock_process.said(holder)).startswith("held ")
