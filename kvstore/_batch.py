@@ -12,6 +12,7 @@ from jetstream import (
     MessageNotFoundError,
     TTLValue,
     WrongLastSequenceError,
+    WrongTypeError,
 )
 from jetstream import headers as hdr
 from jetstream._protocol.limits import check_message_size, header_lines_size
@@ -81,7 +82,7 @@ class KeyBatch(AsyncResource):
         validate_limits(max_keys, timeout, deadline)
         if fence is not None:
             if not isinstance(fence, Lease):
-                raise ClientValidationError(f"fence must be a Lease, not {type(fence).__name__}")
+                raise WrongTypeError(f"fence must be a Lease, not {type(fence).__name__}")
             if fence.bucket != bucket.name:
                 raise ClientValidationError(
                     f"the lease on {fence.key!r} is of bucket {fence.bucket!r}, not {bucket.name!r}"

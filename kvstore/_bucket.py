@@ -396,7 +396,8 @@ class Bucket:
 
         Raises:
             ClientValidationError: ``max_keys``, ``timeout`` or ``deadline`` out of range, or
-                a ``fence`` of another bucket (or ``max_keys`` 1 with a fence).
+                a ``fence`` of another bucket (or ``max_keys`` 1 with a fence); WrongTypeError
+                for a ``fence`` that is not a :class:`Lease`.
         """
         return KeyBatch(
             self._core,
