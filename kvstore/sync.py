@@ -360,9 +360,11 @@ class TypedBucket(Generic[T]):
         """The values' encoding."""
         return self.aio.format
 
-    def put(self, key: str, value: T, *, ttl: TTLValue | None = None) -> int:
+    def put(
+        self, key: str, value: T, *, ttl: TTLValue | None = None, fence: Lease | None = None
+    ) -> int:
         """Blocking :meth:`kvstore.TypedBucket.put` (same errors)."""
-        return self.portal.call(self.aio.put(key, value, ttl=ttl))
+        return self.portal.call(self.aio.put(key, value, ttl=ttl, fence=_aio(fence)))
 
     def create(self, key: str, value: T, *, ttl: TTLValue | None = None) -> int:
         """Blocking :meth:`kvstore.TypedBucket.create` (same errors)."""
@@ -376,9 +378,9 @@ class TypedBucket(Generic[T]):
         """Blocking :meth:`kvstore.TypedBucket.get` (same errors)."""
         return self.portal.call(self.aio.get(key, revision=revision))
 
-    def delete(self, key: str, *, revision: int | None = None) -> int:
+    def delete(self, key: str, *, revision: int | None = None, fence: Lease | None = None) -> int:
         """Blocking :meth:`kvstore.TypedBucket.delete` (same errors)."""
-        return self.portal.call(self.aio.delete(key, revision=revision))
+        return self.portal.call(self.aio.delete(key, revision=revision, fence=_aio(fence)))
 
     def purge(self, key: str, *, ttl: TTLValue | None = None, revision: int | None = None) -> int:
         """Blocking :meth:`kvstore.TypedBucket.purge` (same errors)."""
@@ -392,10 +394,16 @@ class TypedBucket(Generic[T]):
         ttl: TTLValue | Mapping[str, TTLValue] | None = None,
         max_keys: int = DEFAULT_MAX_BATCH,
         deadline: float = DEFAULT_COMMIT_DEADLINE,
+        fence: Lease | None = None,
     ) -> dict[str, int]:
         """Blocking :meth:`kvstore.TypedBucket.put_many` (same errors)."""
         stored = self.aio.put_many(
-            items, expect=expect, ttl=ttl, max_keys=max_keys, deadline=deadline
+            items,
+            expect=expect,
+            ttl=ttl,
+            max_keys=max_keys,
+            deadline=deadline,
+            fence=_aio(fence),
         )
         return self.portal.call(stored)
 
@@ -407,10 +415,16 @@ class TypedBucket(Generic[T]):
         ttl: TTLValue | Mapping[str, TTLValue] | None = None,
         max_keys: int = DEFAULT_MAX_BATCH,
         deadline: float = DEFAULT_COMMIT_DEADLINE,
+        fence: Lease | None = None,
     ) -> KeyBatch:
         """As :meth:`kvstore.TypedBucket.prepare_many` (same errors)."""
         batch = self.aio.prepare_many(
-            items, expect=expect, ttl=ttl, max_keys=max_keys, deadline=deadline
+            items,
+            expect=expect,
+            ttl=ttl,
+            max_keys=max_keys,
+            deadline=deadline,
+            fence=_aio(fence),
         )
         return KeyBatch(batch, self.portal)
 

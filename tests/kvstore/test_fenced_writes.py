@@ -153,3 +153,16 @@ async def test_leases_and_fences_work_through_encryption_and_key_codecs(
         with pytest.raises(kvstore.LeaseLostError):
             await bucket.put("report.b", b"2", fence=lease)
     assert await _stored_keys(bucket) == ["leaders.indexer", "report.a"]
+
+
+async def test_typed_views_fence_their_writes_too(bucket: kvstore.Bucket) -> None:
+    counts = bucket.typed(dict[str, int])
+    async with bucket.lock("jobs.nightly", ttl=30) as lease:
+        await counts.put("report.a", {"n": 1}, fence=lease)
+        await counts.put_many({"report.b": {"n": 2}}, fence=lease)
+        await _steal(bucket, "jobs.nightly")
+        with pytest.raises(kvstore.LeaseLostError):
+            await counts.put_many({"report.c": {"n": 3}}, fence=lease)
+        with pytest.raises(kvstore.LeaseLostError):
+            await counts.delete("report.a", fence=lease)
+    assert await _stored_keys(bucket) == ["jobs.nightly", "report.a", "report.b"]
