@@ -198,23 +198,29 @@ class Lease:
 
     # -- acquiring, renewing, releasing -------------------------------------------------------
 
-    async def _take(self) -> bool:
-        """Create the lease key; False if another holder has it.
+    async def _take(self, *, over: int | None = None) -> bool:
+        """Create the lease key; False if another holder has it. ``over``: the revision of a
+        tombstone or expiry marker a watch just saw as the key's last message: written on
+        condition that it still is (one request, where a create over a tombstone needs
+        three), and False if it no longer is (the watch will show what came after it).
 
         Raises:
             MessageTTLDisabledError: the bucket has no per-message TTL (nothing stored).
             JetStreamError: the create failed otherwise.
         """
         sent = _now()
+        bucket = self._bucket
         # Shielded: a caller cancelled meanwhile leaves the create to finish, so that
         # _abandon learns whether it landed and gives the key back (a read right after the
         # cancel could be answered before the server stored the create).
         self._creating = asyncio.ensure_future(
-            self._bucket.create(self._key, self._record, ttl=self._ttl)
+            bucket.create(self._key, self._record, ttl=self._ttl)
+            if over is None
+            else bucket.update(self._key, self._record, over, ttl=self._ttl)
         )
         try:
             revision = await asyncio.shield(self._creating)
-        except KeyExistsError:
+        except (KeyExistsError, WrongRevisionError):
             self._creating = None
             return False
         self._creating = None

@@ -60,21 +60,24 @@ async def _acquire(bucket: Bucket, lease: Lease, timeout: float | None) -> None:
     # The watch starts before the next attempt, so no release after it goes unseen.
     async with bucket.watch(lease.key, updates_only=True, meta_only=True) as watcher:
         poll = poll_interval(bucket, lease.ttl)
-        while not await lease._take():
+        freed: int | None = None
+        while not await lease._take(over=freed):
             wait = poll if deadline is None else min(poll, deadline - loop.time())
             if wait <= 0:
                 assert timeout is not None
                 raise LockTimeoutError(lease.key, timeout)
-            await _until_freed(watcher, wait)
+            freed = await _until_freed(watcher, wait)
 
 
-async def _until_freed(watcher: KeyWatcher, seconds: float) -> None:
-    """Return when the watched key is freed (deleted, purged, expired) or after ``seconds``."""
+async def _until_freed(watcher: KeyWatcher, seconds: float) -> int | None:
+    """The revision of the tombstone or marker that freed the watched key (deleted, purged,
+    expired), or None after ``seconds`` without one."""
     try:
         async with asyncio.timeout(seconds) as scope:
             async for entry in watcher:
                 if entry.op is not Op.PUT:
-                    return
+                    return entry.revision
     except TimeoutError:
         if not scope.expired():
             raise  # the watch's own request timed out
+    return None
