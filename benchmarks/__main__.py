@@ -13,6 +13,9 @@ python -m benchmarks --spark-stream-rows 200000 # also the natskv stream writer 
 python -m benchmarks.frames              # the protocol reader alone vs nats-py's parser (no server)
 python -m benchmarks.replication         # what R3 costs: an R3 cluster vs one server (also part
                                          # of the full run, --replication-rounds; 0 skips it)
+python -m benchmarks --sizes --get-size 0 --cas-writes 0 --watch-rounds 0 --object-sizes \
+    --pcg-messages 0 --sync-ops 0 --rss-mib 0 --replication-rounds 0 --lock-ops 100
+                                         # locks and fenced put_many only
 """
 
 from __future__ import annotations
@@ -25,7 +28,17 @@ from pathlib import Path
 
 import jetstream
 
-from . import consumer_groups, curves, kv_atomic, kv_watch, objects, replication, rss, sync_client
+from . import (
+    consumer_groups,
+    curves,
+    kv_atomic,
+    kv_watch,
+    locks,
+    objects,
+    replication,
+    rss,
+    sync_client,
+)
 from ._harness import Scenario, machine, table
 
 
@@ -40,6 +53,8 @@ async def measure(args: argparse.Namespace, url: str) -> list[Scenario]:
             scenarios.append(kv_atomic.cas_scenario(c, args.cas_writes))
         for scenario in scenarios:
             await scenario.run(args.rounds)
+        if args.lock_ops:
+            scenarios += await locks.measure(c.bucket, args.lock_ops, 100, args.rounds)
     if args.watch_rounds:
         for during in (False, True):
             for kind in kv_watch.KINDS:
@@ -81,6 +96,12 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="*", default=[10, 100, 1000])
     parser.add_argument("--get-size", type=int, default=100, help="0 skips the get_many run")
     parser.add_argument("--cas-writes", type=int, default=200, help="0 skips the CAS run")
+    parser.add_argument(
+        "--lock-ops",
+        type=int,
+        default=100,
+        help="lock acquire/release cycles per round, and a fenced put_many of 100 keys; 0 skips",
+    )
     parser.add_argument("--watch-keys", type=int, default=100_000)
     parser.add_argument("--watch-updates", type=int, default=20_000)
     parser.add_argument("--watch-rounds", type=int, default=3, help="0 skips the watch")

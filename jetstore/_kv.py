@@ -16,6 +16,7 @@ from ._confirm import confirm
 from ._connect import Settings, run, verb
 from ._fields import bucket_fields
 from ._habits import VerbGroup, unlisted_arguments
+from ._kv_lock import lock
 from ._kv_read import get, get_many, history, keys, list_keys, watch
 from ._kv_write import create, delete, purge, put, put_many, update
 from ._output import emit_json, note, show_fields
@@ -41,7 +42,7 @@ _NOT_OURS = {
 )
 def kv() -> None:
     """KV buckets: add, info, ls, rm, compact; put, create, update, get, del, purge; history,
-    keys, watch; put-many, get-many."""
+    keys, watch; put-many, get-many; lock."""
 
 
 @click.command("add")
@@ -192,5 +193,5 @@ def compact(settings: Settings, bucket: str, older_than: timedelta, force: bool)
 
 
 _VERBS = (add, info, ls, rm, compact, put, create, update, delete, purge, put_many)
-for _command in (*_VERBS, get, get_many, history, keys, watch):
+for _command in (*_VERBS, get, get_many, history, keys, watch, lock):
     kv.add_command(_command)

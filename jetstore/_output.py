@@ -23,6 +23,7 @@ from typing import Any, Final
 import click
 
 import jetstream
+import kvstore
 
 from ._shown import json_text, shown
 
@@ -71,6 +72,8 @@ def exit_code_for(error: BaseException) -> int:
         return EXIT_USAGE
     if isinstance(error, _CONNECTION_ERRORS):
         return EXIT_CONNECTION
+    if isinstance(error, kvstore.LockTimeoutError):  # a lock held by another, not a network
+        return EXIT_FAILED
     if isinstance(error, TimeoutError):
         return EXIT_CONNECTION
     if isinstance(error, KeyboardInterrupt):

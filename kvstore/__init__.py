@@ -31,6 +31,7 @@ from ._codecs import (
     NoOpKeyCodec,
     PathKeyCodec,
 )
+from ._election import Election
 from ._errors import (
     BucketExistsError,
     BucketNotFoundError,
@@ -39,11 +40,14 @@ from ._errors import (
     KeyDecodeError,
     KeyExistsError,
     KeyNotFoundError,
+    LeaseLostError,
+    LockTimeoutError,
     ValueDecodeError,
     ValueEncodeError,
     WrongRevisionError,
 )
 from ._keys import validate_filter, validate_key
+from ._lease import MIN_LEASE_TTL, Lease
 from ._manage import (
     BucketOptions,
     create_bucket,
@@ -65,6 +69,7 @@ from ._watch import KeyWatcher
 
 __all__ = [
     "MAX_HISTORY",
+    "MIN_LEASE_TTL",
     "Base64KeyCodec",
     "BatchClosedError",
     "BatchTooLargeError",
@@ -76,6 +81,7 @@ __all__ = [
     "BucketStatus",
     "ChainKeyCodec",
     "CommitUnknownError",
+    "Election",
     "EncryptedKeyCodec",
     "Entry",
     "FilterNotSupportedError",
@@ -90,6 +96,9 @@ __all__ = [
     "KeyExistsError",
     "KeyNotFoundError",
     "KeyWatcher",
+    "Lease",
+    "LeaseLostError",
+    "LockTimeoutError",
     "NoOpKeyCodec",
     "Op",
     "PathKeyCodec",
@@ -124,9 +133,11 @@ _show_as(
     BucketConfig,
     BucketStatus,
     ChainKeyCodec,
+    Election,
     Entry,
     KeyBatch,
     KeyWatcher,
+    Lease,
     NoOpKeyCodec,
     Op,
     PathKeyCodec,

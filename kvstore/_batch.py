@@ -8,9 +8,11 @@ from jetstream import (
     AtomicBatch,
     BatchClosedError,
     BatchTooLargeError,
+    ClientValidationError,
     MessageNotFoundError,
     TTLValue,
     WrongLastSequenceError,
+    WrongTypeError,
 )
 from jetstream import headers as hdr
 from jetstream._protocol.limits import check_message_size, header_lines_size
@@ -24,6 +26,7 @@ from jetstream._resource import AsyncResource
 from ._core import BucketCore, BytesLike
 from ._errors import InvalidKeyError, KeyExistsError, WrongRevisionError
 from ._keys import validate_limits, validate_revision
+from ._lease import Fence, Lease, fencing
 from ._models import Op, op_from_headers
 
 __all__ = ["KeyBatch"]
@@ -60,6 +63,10 @@ class KeyBatch(AsyncResource):
     ``revision=``) are checked by the server at commit against the bucket as it was before the
     batch; if one fails nothing is stored and :class:`WrongRevisionError` (or
     :class:`KeyExistsError`) names the key.
+
+    A batch made with ``fence=lease`` also rewrites the lease key, conditioned on the lease's
+    revision, as its last write: if the lease was lost the server refuses the whole batch and
+    :class:`LeaseLostError` is raised (nothing stored); if stored, the lease is renewed.
     """
 
     def __init__(
@@ -70,8 +77,19 @@ class KeyBatch(AsyncResource):
         timeout: float | None = None,
         deadline: float = DEFAULT_COMMIT_DEADLINE,
         repeats: bool = False,
+        fence: Lease | None = None,
     ) -> None:
         validate_limits(max_keys, timeout, deadline)
+        if fence is not None:
+            if not isinstance(fence, Lease):
+                raise WrongTypeError(f"fence must be a Lease, not {type(fence).__name__}")
+            if fence.bucket != bucket.name:
+                raise ClientValidationError(
+                    f"the lease on {fence.key!r} is of bucket {fence.bucket!r}, not {bucket.name!r}"
+                )
+            if max_keys < 2:
+                raise ClientValidationError("a fenced batch needs max_keys >= 2 (one is the lease)")
+        self._fence = fence
         self._core = bucket
         self._max_keys = max_keys
         self._timeout = timeout
@@ -157,11 +175,31 @@ class KeyBatch(AsyncResource):
         """
         if self._closed:
             raise BatchClosedError("the batch was already committed or abandoned")
+        if self._fence is not None and key == self._fence.key:
+            raise InvalidKeyError(f"key {key!r} is the fence's lease key; the fence writes it")
         subject = self._core.subject(key)
         if key in self._keys:
             self._check_repeat(key, headers, expect)
-        if len(self._writes) >= self._max_keys:
-            raise BatchTooLargeError(f"a batch holds at most {self._max_keys} keys")
+        room = self._max_keys - (self._fence is not None)
+        if len(self._writes) >= room:
+            fenced = " besides the fence's lease key" if self._fence is not None else ""
+            raise BatchTooLargeError(f"a batch holds at most {room} keys{fenced}")
+        self._writes.append(
+            self._checked_write(key, subject, value, headers, expect=expect, create=create)
+        )
+        self._keys.add(key)
+
+    def _checked_write(
+        self,
+        key: str,
+        subject: str,
+        value: BytesLike,
+        headers: dict[str, str],
+        *,
+        expect: int | None,
+        create: bool = False,
+    ) -> _Write:
+        """One write, sealed (or ready to be) and checked to fit at the batch's next place."""
         data = self._core.payload(value)
         unsealed = False
         if self._core.value_stages and hdr.KV_OPERATION not in headers:
@@ -178,8 +216,7 @@ class KeyBatch(AsyncResource):
         if expect is not None:
             room += header_lines_size({hdr.EXPECTED_LAST_SUBJECT_SEQUENCE: str(expect)})
         check_message_size(self._core.js.nc, subject, headers, size, extra_headers=room)
-        self._writes.append(_Write(key, subject, data, headers, expect, create, unsealed))
-        self._keys.add(key)
+        return _Write(key, subject, data, headers, expect, create, unsealed)
 
     def _check_repeat(self, key: str, headers: dict[str, str], expect: int | None) -> None:
         """Raises InvalidKeyError: ``key`` is queued already, and this batch takes no repeats,
@@ -217,6 +254,7 @@ class KeyBatch(AsyncResource):
             WrongRevisionError: a revision condition failed; names the key (nothing stored).
             CommitUnknownError: the outcome could not be learned before the deadline.
             BucketNotFoundError: the bucket was deleted (by any client); nothing stored.
+            LeaseLostError: (a fenced batch) the lease is not held; nothing stored.
             JetStreamError: any other definite rejection (nothing stored).
         """
         if self._closed:
@@ -227,10 +265,26 @@ class KeyBatch(AsyncResource):
 
     async def _commit(self) -> dict[str, int]:
         writes = [await self._resolve_create(w) if w.create else w for w in self._writes]
+        if self._fence is None:
+            return await self._send(writes, None)
+        async with fencing(self._fence) as fence:
+            return await self._send(writes, fence)
+
+    async def _send(self, writes: list[_Write], fence: Fence | None) -> dict[str, int]:
+        if fence is not None:
+            # The lease key, rewritten (renewed) only if still at the lease's revision.
+            headers = self._core.ttl_headers(fence.ttl)
+            subject = self._core.subject(fence.key)
+            writes = [
+                *writes,
+                self._checked_write(
+                    fence.key, subject, fence.record, headers, expect=fence.revision
+                ),
+            ]
         batch = AtomicBatch(
             self._core.js,
             stream=self._core.stream,
-            max_messages=max(self._max_keys, 1),
+            max_messages=max(self._max_keys, len(writes)),
             timeout=self._timeout,
             deadline=self._deadline,
             seal=self._core.seal_deferred,
@@ -245,12 +299,21 @@ class KeyBatch(AsyncResource):
         try:
             ack = await batch.commit()
         except WrongLastSequenceError as exc:
+            if fence is not None and await self._fence_moved(fence):
+                raise fence.refused() from exc
             raise await self._conflict(writes, exc) from exc
-        self.revisions = {}
+        revisions = {}
         for write, seq in zip(writes, ack.sequences, strict=True):
             self._core.own_writes.note(write.subject, seq)
-            self.revisions[write.key] = seq
-        return self.revisions
+            revisions[write.key] = seq
+        if fence is not None:
+            fence.stored(revisions.pop(fence.key))
+        self.revisions = revisions
+        return revisions
+
+    async def _fence_moved(self, fence: Fence) -> bool:
+        """Whether the lease key is no longer where the fence expected it."""
+        return await self._core.latest_revision(fence.key) != fence.revision
 
     async def _resolve_create(self, write: _Write) -> _Write:
         """``create`` may overwrite a tombstone or an expiry marker: expect its revision."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
@@ -26,6 +27,7 @@ from ._batch import KeyBatch
 from ._codecs import KeyCodec
 from ._compact import compact_deletes
 from ._core import BucketCore, BytesLike, expecting
+from ._election import Election
 from ._encryption import EncryptionStage
 from ._errors import (
     InvalidKeyError,
@@ -36,7 +38,10 @@ from ._errors import (
 from ._keys import (
     checked_pairs,
     validate_revision,
+    validate_wait,
 )
+from ._lease import Lease, checked_lease_ttl
+from ._lock import held_lease
 from ._models import (
     BucketConfig,
     BucketStatus,
@@ -181,8 +186,19 @@ class Bucket:
 
     # -- writes -------------------------------------------------------------------------------
 
-    async def put(self, key: str, value: BytesLike, *, ttl: TTLValue | None = None) -> int:
+    async def put(
+        self,
+        key: str,
+        value: BytesLike,
+        *,
+        ttl: TTLValue | None = None,
+        fence: Lease | None = None,
+    ) -> int:
         """Store ``value`` under ``key``; return its revision.
+
+        With ``fence=lease`` the value is stored only while ``lease`` is held: it is sent as
+        an atomic batch with the lease key's rewrite, conditioned on the lease's revision
+        (see :meth:`batch`).
 
         Raises:
             InvalidKeyError, InvalidTTLError, ValueTooLargeError: bad input; nothing is sent.
@@ -192,8 +208,13 @@ class Bucket:
             WrongTypeError: ``value`` is not bytes-like.
             StorageLimitError: the bucket is full (``max_bytes``).
             BucketNotFoundError: the bucket was deleted (by any client).
+            LeaseLostError: (``fence``) the lease is not held; nothing stored.
             JetStreamError: any other server error.
         """
+        if fence is not None:
+            batch = self.batch(fence=fence)
+            batch.put(key, value, ttl=ttl)
+            return (await batch.commit())[key]
         return await self._core.write(key, value, self._core.ttl_headers(ttl))
 
     async def create(self, key: str, value: BytesLike, *, ttl: TTLValue | None = None) -> int:
@@ -258,16 +279,24 @@ class Bucket:
         validate_revision(revision, allow_zero=False)
         return await self._core.write_expecting(key, value, self._core.ttl_headers(ttl), revision)
 
-    async def delete(self, key: str, *, revision: int | None = None) -> int:
+    async def delete(
+        self, key: str, *, revision: int | None = None, fence: Lease | None = None
+    ) -> int:
         """Write a delete tombstone (history is kept); return its revision.
 
-        With ``revision``, only if that is the key's latest revision.
+        With ``revision``, only if that is the key's latest revision; with ``fence=lease``,
+        only while ``lease`` is held (as :meth:`put`).
 
         Raises:
             WrongRevisionError: ``revision`` was given and is not the latest.
             InvalidKeyError: bad key.
             BucketNotFoundError: the bucket was deleted (by any client).
+            LeaseLostError: (``fence``) the lease is not held; nothing stored.
         """
+        if fence is not None:
+            batch = self.batch(fence=fence)
+            batch.delete(key, revision=revision)
+            return (await batch.commit())[key]
         headers = self._core.delete_headers()
         if revision is None:
             return await self._core.write(key, b"", headers)
@@ -343,6 +372,7 @@ class Bucket:
         timeout: float | None = None,
         deadline: float = DEFAULT_COMMIT_DEADLINE,
         repeats: bool = False,
+        fence: Lease | None = None,
     ) -> KeyBatch:
         """An atomic multi-key write, as an async context manager::
 
@@ -358,11 +388,24 @@ class Bucket:
         ``repeats=True`` lets a key be written more than once (each write its own revision, in
         order: a change log applied as it came). See :class:`KeyBatch`.
 
+        ``fence=lease`` (a :class:`Lease` of this bucket) makes the batch also rewrite the
+        lease key, on condition that it is still at the lease's revision: once the lease is
+        lost (expired, taken by another holder) the server refuses the whole batch and
+        :class:`LeaseLostError` is raised, nothing stored. The rewrite renews the lease, and
+        takes one of the ``max_keys`` places; the batch may not write the lease key itself.
+
         Raises:
-            ClientValidationError: ``max_keys``, ``timeout`` or ``deadline`` out of range.
+            ClientValidationError: ``max_keys``, ``timeout`` or ``deadline`` out of range, or
+                a ``fence`` of another bucket (or ``max_keys`` 1 with a fence); WrongTypeError
+                for a ``fence`` that is not a :class:`Lease`.
         """
         return KeyBatch(
-            self._core, max_keys=max_keys, timeout=timeout, deadline=deadline, repeats=repeats
+            self._core,
+            max_keys=max_keys,
+            timeout=timeout,
+            deadline=deadline,
+            repeats=repeats,
+            fence=fence,
         )
 
     async def put_many(
@@ -373,12 +416,14 @@ class Bucket:
         ttl: TTLValue | Mapping[str, TTLValue] | None = None,
         max_keys: int = DEFAULT_MAX_BATCH,
         deadline: float = DEFAULT_COMMIT_DEADLINE,
+        fence: Lease | None = None,
     ) -> dict[str, int]:
         """Store several keys atomically: all of them or none. Returns ``{key: revision}``.
 
         ``expect`` maps keys to the revision they must have (0 = no live value, as
         :meth:`create`); ``ttl`` is one TTL for every key or a mapping of per-key TTLs. A key
-        may appear once. Everything is validated before anything is sent.
+        may appear once. Everything is validated before anything is sent. With
+        ``fence=lease`` the keys are stored only while ``lease`` is held (see :meth:`batch`).
 
         Raises:
             InvalidKeyError: a bad key, a repeated key, or an ``expect``/``ttl`` key not written.
@@ -389,9 +434,10 @@ class Bucket:
             WrongRevisionError, KeyExistsError: an ``expect`` condition failed; names the key.
             CommitUnknownError: the outcome could not be learned before the deadline.
             BucketNotFoundError: the bucket was deleted (by any client).
+            LeaseLostError: (``fence``) the lease is not held; nothing stored.
         """
         batch = self.prepare_many(
-            items, expect=expect, ttl=ttl, max_keys=max_keys, deadline=deadline
+            items, expect=expect, ttl=ttl, max_keys=max_keys, deadline=deadline, fence=fence
         )
         return await batch.commit()
 
@@ -403,6 +449,7 @@ class Bucket:
         ttl: TTLValue | Mapping[str, TTLValue] | None = None,
         max_keys: int = DEFAULT_MAX_BATCH,
         deadline: float = DEFAULT_COMMIT_DEADLINE,
+        fence: Lease | None = None,
     ) -> KeyBatch:
         """What :meth:`put_many` would send, checked and queued but not sent: ``await
         batch.commit()`` stores it. Preparing every batch of a large import first refuses bad
@@ -424,7 +471,7 @@ class Bucket:
             raise InvalidKeyError(
                 f"expect/ttl name keys that are not written: {sorted(map(repr, strays))}"
             )
-        batch = self.batch(max_keys=max_keys, deadline=deadline)
+        batch = self.batch(max_keys=max_keys, deadline=deadline, fence=fence)
         for key, value in pairs:
             key_ttl = ttls.get(key)
             revision = expect.get(key)
@@ -435,6 +482,51 @@ class Bucket:
             else:
                 batch.update(key, value, revision, ttl=key_ttl)
         return batch
+
+    # -- coordination -------------------------------------------------------------------------
+
+    def lock(
+        self, name: str, *, ttl: TTLValue = "10s", timeout: float | None = None
+    ) -> AbstractAsyncContextManager[Lease]:
+        """A lock on the key ``name``, held for the length of an ``async with`` block::
+
+            async with bucket.lock("jobs.nightly", ttl="10s", timeout=30) as lease:
+                await bucket.put_many({"report.day": b"..."}, fence=lease)
+
+        Entering waits (up to ``timeout`` seconds; None: for ever; 0: one attempt) until the
+        key is free and creates it with ``ttl``; the lease is renewed in the background
+        (every third of the TTL, by compare-and-set) and released (purged, conditioned on
+        its revision) when the block is left, so the next waiter goes on at once. A holder
+        that dies frees the key when its TTL runs out. ``lease.token`` is a fencing token,
+        ``lease.held`` turns False once the lease is lost; ``fence=lease`` on a write makes
+        the server refuse it then. See :class:`Lease` and docs/LOCKS.md.
+
+        Raises:
+            InvalidKeyError: a bad ``name`` (at once, nothing written).
+            InvalidTTLError: a bad ``ttl``: ``"never"``, below the minimum (3 s, named), below
+                ``marker_ttl`` (history > 1) or above ``max_age`` (at once, nothing written).
+            ClientValidationError: a negative ``timeout`` (at once).
+            LockTimeoutError: (entering) not acquired within ``timeout``; nothing held.
+            MessageTTLDisabledError: (entering) the bucket has no per-message TTL
+                (``allow_msg_ttl``); nothing written.
+            BucketNotFoundError: (entering) the bucket was deleted.
+        """
+        ttl_seconds = self._lease_ttl(name, ttl)
+        validate_wait(timeout)
+        return held_lease(self, name, b"", ttl_seconds, timeout)
+
+    def election(self, name: str, *, ttl: TTLValue = "10s") -> Election:
+        """A leader election on the key ``name`` whose leader holds a lease of ``ttl``
+        (see :class:`Election`).
+
+        Raises:
+            InvalidKeyError, InvalidTTLError: as :meth:`lock` (at once, nothing written).
+        """
+        return Election(self, name, self._lease_ttl(name, ttl))
+
+    def _lease_ttl(self, name: str, ttl: TTLValue) -> int:
+        self._core.subject(name)  # InvalidKeyError for a bad name, before anything is sent
+        return checked_lease_ttl(self._core, ttl)
 
     async def get_many(self, keys: Iterable[str]) -> Snapshot:
         """Read several keys as of one point in time: never half of a ``put_many``.

@@ -14,7 +14,9 @@ can catch a bucket problem by its KV name or by the JetStream condition undernea
     │   │   └── FilterNotSupportedError                   a wildcard the key codec cannot encode
     │   └── ValueEncodeError                              a typed view cannot encode this value
     ├── KeyDecodeError                                    a stored key the key codec cannot decode
-    └── ValueDecodeError                                  a stored value a typed view cannot decode
+    ├── ValueDecodeError                                  a stored value a typed view cannot decode
+    ├── LeaseLostError                                    a lease is no longer held
+    └── LockTimeoutError (also TimeoutError)              a lock was not acquired in time
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ __all__ = [
     "KeyDecodeError",
     "KeyExistsError",
     "KeyNotFoundError",
+    "LeaseLostError",
+    "LockTimeoutError",
     "ValueDecodeError",
     "ValueEncodeError",
     "WrongRevisionError",
@@ -128,6 +132,27 @@ class ValueDecodeError(JetStreamError):
         self.key = key
         self.revision = revision
         self.value = value
+
+
+class LeaseLostError(JetStreamError):
+    """A lease (of a lock or an election) is no longer held: a renewal or a fenced write was
+    refused by the server because the lease key changed (it expired, was released, or another
+    client holds it now), or the client could not renew it in time. A fenced write that raises
+    it stored nothing. ``key`` is the lease key, ``token`` the lease's fencing token."""
+
+    def __init__(self, key: str, token: int, reason: str) -> None:
+        super().__init__(f"lease on key {key!r} (token {token}) lost: {reason}")
+        self.key = key
+        self.token = token
+
+
+class LockTimeoutError(JetStreamError, TimeoutError):
+    """A lock (or an election) was not acquired within its ``timeout``; nothing is held."""
+
+    def __init__(self, key: str, timeout: float) -> None:
+        super().__init__(f"lock {key!r} not acquired within {timeout:g}s")
+        self.key = key
+        self.timeout = timeout
 
 
 def missing_bucket(js: JetStream, bucket: str) -> MissingStream:

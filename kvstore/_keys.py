@@ -210,6 +210,18 @@ def validate_limits(max_keys: object, timeout: object, deadline: object) -> None
         raise ClientValidationError(f"deadline must be seconds > 0: {deadline!r}")
 
 
+def validate_wait(timeout: object) -> None:
+    """Check a wait's ``timeout``: None (for ever) or seconds >= 0 (0: one attempt).
+
+    Raises:
+        ClientValidationError: out of range or of the wrong type.
+    """
+    if timeout is None or (timeout == 0 and not isinstance(timeout, bool)):
+        return
+    if not _positive_seconds(timeout):
+        raise ClientValidationError(f"timeout must be None or seconds >= 0: {timeout!r}")
+
+
 def _positive_seconds(value: object) -> bool:
     return not isinstance(value, bool) and isinstance(value, int | float) and 0 < value < 1e9
 

@@ -22,6 +22,7 @@ from ._value_problems import decode_problem, encode_problem
 if TYPE_CHECKING:
     from ._batch import KeyBatch
     from ._bucket import Bucket
+    from ._lease import Lease
     from ._snapshot import Snapshot
     from ._watch import KeyWatcher
 
@@ -172,15 +173,19 @@ class TypedBucket(Generic[T]):
 
     # -- writes -------------------------------------------------------------------------------
 
-    async def put(self, key: str, value: T, *, ttl: TTLValue | None = None) -> int:
-        """Store ``value`` under ``key``; return its revision (see :meth:`Bucket.put`).
+    async def put(
+        self, key: str, value: T, *, ttl: TTLValue | None = None, fence: Lease | None = None
+    ) -> int:
+        """Store ``value`` under ``key``; return its revision (see :meth:`Bucket.put`; with
+        ``fence=lease`` only while the lease is held).
 
         Raises:
             ValueEncodeError: ``value`` does not encode as (and decode back to) the type.
             InvalidKeyError, InvalidTTLError, ValueTooLargeError: bad input; nothing is sent.
+            LeaseLostError: (``fence``) the lease is not held; nothing stored.
             JetStreamError: as :meth:`Bucket.put`.
         """
-        return await self._bucket.put(key, self._encode(key, value), ttl=ttl)
+        return await self._bucket.put(key, self._encode(key, value), ttl=ttl, fence=fence)
 
     async def create(self, key: str, value: T, *, ttl: TTLValue | None = None) -> int:
         """Store ``value`` only if ``key`` has no live value (see :meth:`Bucket.create`).
@@ -203,13 +208,15 @@ class TypedBucket(Generic[T]):
         """
         return await self._bucket.update(key, self._encode(key, value), revision, ttl=ttl)
 
-    async def delete(self, key: str, *, revision: int | None = None) -> int:
+    async def delete(
+        self, key: str, *, revision: int | None = None, fence: Lease | None = None
+    ) -> int:
         """Write a delete tombstone (see :meth:`Bucket.delete`).
 
         Raises:
-            WrongRevisionError, InvalidKeyError: as :meth:`Bucket.delete`.
+            WrongRevisionError, InvalidKeyError, LeaseLostError: as :meth:`Bucket.delete`.
         """
-        return await self._bucket.delete(key, revision=revision)
+        return await self._bucket.delete(key, revision=revision, fence=fence)
 
     async def purge(
         self, key: str, *, ttl: TTLValue | None = None, revision: int | None = None
@@ -229,6 +236,7 @@ class TypedBucket(Generic[T]):
         ttl: TTLValue | Mapping[str, TTLValue] | None = None,
         max_keys: int = DEFAULT_MAX_BATCH,
         deadline: float = DEFAULT_COMMIT_DEADLINE,
+        fence: Lease | None = None,
     ) -> dict[str, int]:
         """Store several keys atomically (see :meth:`Bucket.put_many`); every value is encoded
         before anything is sent.
@@ -237,10 +245,10 @@ class TypedBucket(Generic[T]):
             ValueEncodeError: a value does not encode as the type (nothing is sent).
             InvalidKeyError, InvalidTTLError, ValueTooLargeError, BatchTooLargeError,
             WrongRevisionError, KeyExistsError, CommitUnknownError, WrongTypeError,
-            ClientValidationError: as :meth:`Bucket.put_many`.
+            ClientValidationError, LeaseLostError: as :meth:`Bucket.put_many`.
         """
         batch = self.prepare_many(
-            items, expect=expect, ttl=ttl, max_keys=max_keys, deadline=deadline
+            items, expect=expect, ttl=ttl, max_keys=max_keys, deadline=deadline, fence=fence
         )
         return await batch.commit()
 
@@ -252,6 +260,7 @@ class TypedBucket(Generic[T]):
         ttl: TTLValue | Mapping[str, TTLValue] | None = None,
         max_keys: int = DEFAULT_MAX_BATCH,
         deadline: float = DEFAULT_COMMIT_DEADLINE,
+        fence: Lease | None = None,
     ) -> KeyBatch:
         """What :meth:`put_many` would send, encoded, checked and queued but not sent (see
         :meth:`Bucket.prepare_many`): ``await batch.commit()`` stores it.
@@ -262,7 +271,7 @@ class TypedBucket(Generic[T]):
         """
         encoded = [(key, self._encode(key, value)) for key, value in checked_pairs(items)]
         return self._bucket.prepare_many(
-            encoded, expect=expect, ttl=ttl, max_keys=max_keys, deadline=deadline
+            encoded, expect=expect, ttl=ttl, max_keys=max_keys, deadline=deadline, fence=fence
         )
 
     # -- reads --------------------------------------------------------------------------------

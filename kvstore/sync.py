@@ -21,6 +21,7 @@ Each handle drives its async twin (``.aio``) on the connection's loop thread (se
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from datetime import datetime, timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -30,7 +31,7 @@ from jetstream._blocking.portal import Portal, ReadAheadIterator
 from jetstream._publish.atomic import DEFAULT_COMMIT_DEADLINE, DEFAULT_MAX_BATCH
 from jetstream.sync import JetStream
 
-from . import _batch, _bucket, _manage, _typed, _watch
+from . import _batch, _bucket, _election, _lease, _manage, _typed, _watch
 from ._codecs import KeyCodec
 from ._core import BytesLike
 from ._models import BucketConfig, BucketStatus, Entry
@@ -44,8 +45,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Bucket",
+    "Election",
     "KeyBatch",
     "KeyWatcher",
+    "Lease",
     "TypedBucket",
     "TypedWatcher",
     "create_bucket",
@@ -160,9 +163,16 @@ class Bucket:
         """As :attr:`kvstore.Bucket.max_key_length`."""
         return self.aio.max_key_length
 
-    def put(self, key: str, value: BytesLike, *, ttl: TTLValue | None = None) -> int:
+    def put(
+        self,
+        key: str,
+        value: BytesLike,
+        *,
+        ttl: TTLValue | None = None,
+        fence: Lease | None = None,
+    ) -> int:
         """Blocking :meth:`kvstore.Bucket.put` (same errors)."""
-        return self.portal.call(self.aio.put(key, value, ttl=ttl))
+        return self.portal.call(self.aio.put(key, value, ttl=ttl, fence=_aio(fence)))
 
     def create(self, key: str, value: BytesLike, *, ttl: TTLValue | None = None) -> int:
         """Blocking :meth:`kvstore.Bucket.create` (same errors)."""
@@ -178,9 +188,9 @@ class Bucket:
         """Blocking :meth:`kvstore.Bucket.get` (same errors)."""
         return self.portal.call(self.aio.get(key, revision=revision))
 
-    def delete(self, key: str, *, revision: int | None = None) -> int:
+    def delete(self, key: str, *, revision: int | None = None, fence: Lease | None = None) -> int:
         """Blocking :meth:`kvstore.Bucket.delete` (same errors)."""
-        return self.portal.call(self.aio.delete(key, revision=revision))
+        return self.portal.call(self.aio.delete(key, revision=revision, fence=_aio(fence)))
 
     def purge(self, key: str, *, ttl: TTLValue | None = None, revision: int | None = None) -> int:
         """Blocking :meth:`kvstore.Bucket.purge` (same errors)."""
@@ -194,10 +204,16 @@ class Bucket:
         ttl: TTLValue | Mapping[str, TTLValue] | None = None,
         max_keys: int = DEFAULT_MAX_BATCH,
         deadline: float = DEFAULT_COMMIT_DEADLINE,
+        fence: Lease | None = None,
     ) -> dict[str, int]:
         """Blocking :meth:`kvstore.Bucket.put_many`: all stored or none (same errors)."""
         stored = self.aio.put_many(
-            items, expect=expect, ttl=ttl, max_keys=max_keys, deadline=deadline
+            items,
+            expect=expect,
+            ttl=ttl,
+            max_keys=max_keys,
+            deadline=deadline,
+            fence=_aio(fence),
         )
         return self.portal.call(stored)
 
@@ -209,10 +225,16 @@ class Bucket:
         ttl: TTLValue | Mapping[str, TTLValue] | None = None,
         max_keys: int = DEFAULT_MAX_BATCH,
         deadline: float = DEFAULT_COMMIT_DEADLINE,
+        fence: Lease | None = None,
     ) -> KeyBatch:
         """As :meth:`kvstore.Bucket.prepare_many`: a batch to commit (same errors)."""
         batch = self.aio.prepare_many(
-            items, expect=expect, ttl=ttl, max_keys=max_keys, deadline=deadline
+            items,
+            expect=expect,
+            ttl=ttl,
+            max_keys=max_keys,
+            deadline=deadline,
+            fence=_aio(fence),
         )
         return KeyBatch(batch, self.portal)
 
@@ -227,13 +249,29 @@ class Bucket:
         timeout: float | None = None,
         deadline: float = DEFAULT_COMMIT_DEADLINE,
         repeats: bool = False,
+        fence: Lease | None = None,
     ) -> KeyBatch:
         """As :meth:`kvstore.Bucket.batch`: ``with bucket.batch() as b:`` commits on exit
         and abandons on an exception (same errors)."""
         batch = self.aio.batch(
-            max_keys=max_keys, timeout=timeout, deadline=deadline, repeats=repeats
+            max_keys=max_keys,
+            timeout=timeout,
+            deadline=deadline,
+            repeats=repeats,
+            fence=_aio(fence),
         )
         return KeyBatch(batch, self.portal)
+
+    def lock(
+        self, name: str, *, ttl: TTLValue = "10s", timeout: float | None = None
+    ) -> AbstractContextManager[Lease]:
+        """As :meth:`kvstore.Bucket.lock`: ``with bucket.lock(name) as lease:`` holds the
+        lock for the block (renewed on the loop thread meanwhile; same errors)."""
+        return _Holding(self.aio.lock(name, ttl=ttl, timeout=timeout), self.portal)
+
+    def election(self, name: str, *, ttl: TTLValue = "10s") -> Election:
+        """As :meth:`kvstore.Bucket.election` (same errors)."""
+        return Election(self.aio.election(name, ttl=ttl), self.portal)
 
     def keys(self, filters: str | list[str] = ">") -> Iterator[str]:
         """Blocking :meth:`kvstore.Bucket.keys`, a plain iterator (same errors)."""
@@ -322,9 +360,11 @@ class TypedBucket(Generic[T]):
         """The values' encoding."""
         return self.aio.format
 
-    def put(self, key: str, value: T, *, ttl: TTLValue | None = None) -> int:
+    def put(
+        self, key: str, value: T, *, ttl: TTLValue | None = None, fence: Lease | None = None
+    ) -> int:
         """Blocking :meth:`kvstore.TypedBucket.put` (same errors)."""
-        return self.portal.call(self.aio.put(key, value, ttl=ttl))
+        return self.portal.call(self.aio.put(key, value, ttl=ttl, fence=_aio(fence)))
 
     def create(self, key: str, value: T, *, ttl: TTLValue | None = None) -> int:
         """Blocking :meth:`kvstore.TypedBucket.create` (same errors)."""
@@ -338,9 +378,9 @@ class TypedBucket(Generic[T]):
         """Blocking :meth:`kvstore.TypedBucket.get` (same errors)."""
         return self.portal.call(self.aio.get(key, revision=revision))
 
-    def delete(self, key: str, *, revision: int | None = None) -> int:
+    def delete(self, key: str, *, revision: int | None = None, fence: Lease | None = None) -> int:
         """Blocking :meth:`kvstore.TypedBucket.delete` (same errors)."""
-        return self.portal.call(self.aio.delete(key, revision=revision))
+        return self.portal.call(self.aio.delete(key, revision=revision, fence=_aio(fence)))
 
     def purge(self, key: str, *, ttl: TTLValue | None = None, revision: int | None = None) -> int:
         """Blocking :meth:`kvstore.TypedBucket.purge` (same errors)."""
@@ -354,10 +394,16 @@ class TypedBucket(Generic[T]):
         ttl: TTLValue | Mapping[str, TTLValue] | None = None,
         max_keys: int = DEFAULT_MAX_BATCH,
         deadline: float = DEFAULT_COMMIT_DEADLINE,
+        fence: Lease | None = None,
     ) -> dict[str, int]:
         """Blocking :meth:`kvstore.TypedBucket.put_many` (same errors)."""
         stored = self.aio.put_many(
-            items, expect=expect, ttl=ttl, max_keys=max_keys, deadline=deadline
+            items,
+            expect=expect,
+            ttl=ttl,
+            max_keys=max_keys,
+            deadline=deadline,
+            fence=_aio(fence),
         )
         return self.portal.call(stored)
 
@@ -369,10 +415,16 @@ class TypedBucket(Generic[T]):
         ttl: TTLValue | Mapping[str, TTLValue] | None = None,
         max_keys: int = DEFAULT_MAX_BATCH,
         deadline: float = DEFAULT_COMMIT_DEADLINE,
+        fence: Lease | None = None,
     ) -> KeyBatch:
         """As :meth:`kvstore.TypedBucket.prepare_many` (same errors)."""
         batch = self.aio.prepare_many(
-            items, expect=expect, ttl=ttl, max_keys=max_keys, deadline=deadline
+            items,
+            expect=expect,
+            ttl=ttl,
+            max_keys=max_keys,
+            deadline=deadline,
+            fence=_aio(fence),
         )
         return KeyBatch(batch, self.portal)
 
@@ -545,3 +597,119 @@ class KeyBatch:
         tb: TracebackType | None,
     ) -> None:
         self.portal.call(self.aio.__aexit__(exc_type, exc, tb))
+
+
+class Lease:
+    """A held lease (:class:`kvstore.Lease`; ``aio`` is that twin), renewed on the
+    connection's loop thread while the ``with`` block runs."""
+
+    def __init__(self, lease: _lease.Lease, portal: Portal) -> None:
+        self.aio = lease
+        self.portal = portal
+
+    @property
+    def key(self) -> str:
+        """As :attr:`kvstore.Lease.key`."""
+        return self.aio.key
+
+    @property
+    def bucket(self) -> str:
+        """As :attr:`kvstore.Lease.bucket`."""
+        return self.aio.bucket
+
+    @property
+    def value(self) -> bytes:
+        """As :attr:`kvstore.Lease.value`."""
+        return self.aio.value
+
+    @property
+    def ttl(self) -> int:
+        """As :attr:`kvstore.Lease.ttl`."""
+        return self.aio.ttl
+
+    @property
+    def token(self) -> int:
+        """As :attr:`kvstore.Lease.token`."""
+        return self.aio.token
+
+    @property
+    def revision(self) -> int:
+        """As :attr:`kvstore.Lease.revision`."""
+        return self.aio.revision
+
+    @property
+    def held(self) -> bool:
+        """As :attr:`kvstore.Lease.held` (read on the loop thread)."""
+        return self.portal.call(_held(self.aio))
+
+    def wait_lost(self) -> None:
+        """Blocking :meth:`kvstore.Lease.wait_lost`."""
+        self.portal.call(self.aio.wait_lost())
+
+    def release(self) -> None:
+        """Blocking :meth:`kvstore.Lease.release`."""
+        self.portal.call(self.aio.release())
+
+    def __repr__(self) -> str:
+        return f"<blocking {self.aio!r}>"
+
+
+class Election:
+    """A leader election whose calls block (:class:`kvstore.Election`; ``aio`` is that
+    twin)."""
+
+    def __init__(self, election: _election.Election, portal: Portal) -> None:
+        self.aio = election
+        self.portal = portal
+
+    @property
+    def name(self) -> str:
+        """As :attr:`kvstore.Election.name`."""
+        return self.aio.name
+
+    @property
+    def ttl(self) -> int:
+        """As :attr:`kvstore.Election.ttl`."""
+        return self.aio.ttl
+
+    def campaign(
+        self, value: bytes, *, timeout: float | None = None
+    ) -> AbstractContextManager[Lease]:
+        """As :meth:`kvstore.Election.campaign`: ``with election.campaign(value) as lease:``
+        runs the block as leader (same errors)."""
+        return _Holding(self.aio.campaign(value, timeout=timeout), self.portal)
+
+    def leader(self) -> bytes | None:
+        """Blocking :meth:`kvstore.Election.leader` (same errors)."""
+        return self.portal.call(self.aio.leader())
+
+    def observe(self) -> Iterator[bytes]:
+        """Blocking :meth:`kvstore.Election.observe`, a plain iterator (same errors)."""
+        return ReadAheadIterator(self.portal, self.aio.observe())
+
+
+class _Holding(AbstractContextManager[Lease]):
+    """A lease held for a ``with`` block: the async context manager run on the loop."""
+
+    def __init__(self, holding: AbstractAsyncContextManager[_lease.Lease], portal: Portal) -> None:
+        self._holding = holding
+        self._portal = portal
+
+    def __enter__(self) -> Lease:
+        return Lease(self._portal.call(self._holding.__aenter__()), self._portal)
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        return self._portal.call(self._holding.__aexit__(exc_type, exc, tb))
+
+
+async def _held(lease: _lease.Lease) -> bool:
+    return lease.held
+
+
+def _aio(fence: Lease | None) -> _lease.Lease | None:
+    return None if fence is None else fence.aio

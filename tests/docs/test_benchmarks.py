@@ -31,7 +31,7 @@ def test_benchmark_runner_prints_a_table(tmp_path: Path) -> None:
         "--object-sizes", "1", "--object-rounds", "1", "--rss-mib", "4",
         "--pcg-messages", "100", "--pcg-rounds", "1", "--sync-ops", "10",
         "--sync-watch-keys", "100", "--sync-rounds", "1", "--replication-rounds", "0",
-        "--write", str(report), timeout=120,
+        "--lock-ops", "3", "--write", str(report), timeout=120,
     )  # fmt: skip
     text = report.read_text()
     for variant in (
@@ -41,6 +41,7 @@ def test_benchmark_runner_prints_a_table(tmp_path: Path) -> None:
         "acked fallback",
         "4-member elastic group, 4 processes", "4-member elastic group, 1 process", "1 consumer",
         "kvstore.sync (blocking)", "blocking client: 10 single puts", "watch a 100-key snapshot",
+        "kvstore lock() (async with)", "kvstore put_many(fence=lease)",
     ):  # fmt: skip
         assert variant in text
     assert "Machine:" in text and "nats-server" in text

@@ -31,6 +31,8 @@ CLASSES: list[tuple[type, type]] = [
     (kvstore.KeyWatcher, kvstore.sync.KeyWatcher),
     (kvstore.TypedWatcher, kvstore.sync.TypedWatcher),
     (kvstore.KeyBatch, kvstore.sync.KeyBatch),
+    (kvstore.Lease, kvstore.sync.Lease),
+    (kvstore.Election, kvstore.sync.Election),
     (objstore.ObjectStore, objstore.sync.ObjectStore),
     (objstore.ObjectReader, objstore.sync.ObjectReader),
     (pcgroups.GroupMember, pcgroups.sync.GroupMember),
@@ -70,6 +72,7 @@ RESULT_TWINS = {
     "AsyncListing": "Iterator",
     "StartingStream": "MessageStream",
     "Self": "",
+    "AbstractAsyncContextManager": "AbstractContextManager",
 }
 
 

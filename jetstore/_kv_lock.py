@@ -1,0 +1,122 @@
+"""``jetstore kv lock BUCKET NAME -- COMMAND...``: run a command while holding a lock, as
+``flock`` does, and stop it (SIGTERM, then SIGKILL) if the lease is lost."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+
+import click
+
+import jetstream
+import kvstore
+from kvstore._lease import lease_seconds
+
+from ._connect import Settings, run, verb
+from ._output import EXIT_FAILED
+from ._values import checked
+
+__all__ = ["lock"]
+
+_log = logging.getLogger("jetstore")
+
+EXIT_NOT_RUN = 127
+"""The command could not be started (not found, not executable), as a shell says."""
+TOKEN_VARIABLE = "JETSTORE_LEASE_TOKEN"
+
+
+@click.command("lock")
+@click.argument("bucket")
+@click.argument("name")
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+@click.option(
+    "--ttl",
+    default="30s",
+    show_default=True,
+    help="Lease TTL (at least 3s): how long a crashed holder keeps the lock.",
+)
+@click.option(
+    "--wait",
+    "wait",
+    type=click.FloatRange(min=0),
+    default=None,
+    help="Give up after this many seconds (exit 1); default: wait for ever; 0: try once.",
+)
+@click.option(
+    "--grace",
+    type=click.FloatRange(min=0),
+    default=5.0,
+    show_default=True,
+    help="Seconds between SIGTERM and SIGKILL when the lease is lost.",
+)
+@verb
+def lock(
+    settings: Settings,
+    bucket: str,
+    name: str,
+    command: tuple[str, ...],
+    ttl: str,
+    wait: float | None,
+    grace: float,
+) -> None:
+    """Run COMMAND (after --) while holding the lock NAME of BUCKET; exit with its code.
+
+    The command gets the fencing token in $JETSTORE_LEASE_TOKEN. If the lease is lost (not
+    renewed in time), the command is sent SIGTERM, then SIGKILL after --grace seconds, and
+    the exit code is 1."""
+    checked(key=name, ttl=ttl)
+    try:
+        lease_seconds(ttl)
+    except jetstream.ClientValidationError as exc:
+        raise click.UsageError(f"{type(exc).__name__}: {exc}") from None
+
+    async def work(js: jetstream.JetStream) -> int:
+        opened = await kvstore.open_bucket(js, bucket)
+        async with opened.lock(name, ttl=ttl, timeout=wait) as lease:
+            env = {**os.environ, TOKEN_VARIABLE: str(lease.token)}
+            try:
+                child = await asyncio.create_subprocess_exec(*command, env=env)
+            except OSError as exc:
+                click.echo(f"jetstore: cannot run {command[0]!r}: {exc.strerror}", err=True)
+                return EXIT_NOT_RUN
+            return await _run_while_held(child, lease, grace)
+
+    run(settings, work)
+
+
+async def _run_while_held(
+    child: asyncio.subprocess.Process, lease: kvstore.Lease, grace: float
+) -> int:
+    """The child's exit code (128 + N if a signal N ended it), or EXIT_FAILED once the lease
+    was lost and the child stopped. The child is stopped too if this is cancelled (Ctrl-C,
+    SIGTERM)."""
+    exited = asyncio.ensure_future(child.wait())
+    lost = asyncio.ensure_future(lease.wait_lost())
+    try:
+        await asyncio.wait({exited, lost}, return_when=asyncio.FIRST_COMPLETED)
+        if exited.done():
+            code = exited.result()
+            return 128 - code if code < 0 else code
+        click.echo(f"jetstore: lease on {lease.key!r} lost: stopping the command", err=True)
+        await _stop(child, grace)
+        return EXIT_FAILED
+    finally:
+        lost.cancel()
+        if child.returncode is None:
+            await _stop(child, grace)
+        exited.cancel()
+
+
+async def _stop(child: asyncio.subprocess.Process, grace: float) -> None:
+    """SIGTERM, then SIGKILL after ``grace`` seconds; returns once the child has ended."""
+    with contextlib.suppress(ProcessLookupError):
+        child.send_signal(signal.SIGTERM)
+    try:
+        await asyncio.wait_for(asyncio.shield(child.wait()), grace)
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError):
+            child.kill()
+        await child.wait()

@@ -1,0 +1,74 @@
+"""The blocking twins of locks and elections (kvstore.sync): the same leases, fences and
+errors without async."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+import pytest
+
+import jetstream.sync
+import kvstore
+import kvstore.sync
+
+
+def test_a_blocking_lock_fences_writes_and_excludes_other_threads(
+    sync_js: jetstream.sync.JetStream, unique_name: Callable[[str], str]
+) -> None:
+    name = unique_name("kv")
+    bucket = kvstore.sync.create_bucket(sync_js, name, marker_ttl="1s")
+    try:
+        inside: list[int] = []
+        overlaps: list[int] = []
+
+        def hold(n: int) -> None:
+            for _ in range(3):
+                with bucket.lock("jobs.nightly", ttl=3, timeout=30) as lease:
+                    if inside:
+                        overlaps.append(n)
+                    inside.append(n)
+                    bucket.put(f"report.{n}", b"done", fence=lease)
+                    assert lease.held and lease.revision > lease.token
+                    inside.remove(n)
+                assert not lease.held
+
+        threads = [threading.Thread(target=hold, args=(n,)) for n in range(3)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert overlaps == []
+        assert sorted(bucket.keys("report.>")) == ["report.0", "report.1", "report.2"]
+        with bucket.lock("jobs.nightly", ttl=3) as lease:
+            bucket.purge("jobs.nightly")  # taken away behind the holder's back
+            with pytest.raises(kvstore.LeaseLostError):
+                bucket.put_many({"report.3": b"late"}, fence=lease)
+            lease.wait_lost()
+            assert not lease.held
+        with pytest.raises(kvstore.InvalidTTLError, match="at least 3s"):
+            bucket.lock("jobs.nightly", ttl=1)
+    finally:
+        kvstore.sync.delete_bucket(sync_js, name)
+
+
+def test_a_blocking_election_names_its_leader_and_observes_it(
+    sync_js: jetstream.sync.JetStream, unique_name: Callable[[str], str]
+) -> None:
+    name = unique_name("kv")
+    bucket = kvstore.sync.create_bucket(sync_js, name)
+    try:
+        election = bucket.election("leaders.indexer", ttl=3)
+        assert election.leader() is None
+        with election.campaign(b"node-1") as lease:
+            assert lease.value == b"node-1" and election.leader() == b"node-1"
+            leaders = election.observe()
+            assert next(leaders) == b"node-1"
+            with pytest.raises(kvstore.LockTimeoutError), election.campaign(b"node-2", timeout=0):
+                pass
+        with election.campaign(b"node-2"):
+            assert next(leaders) == b"node-2"
+        leaders.close()  # type: ignore[attr-defined]
+        assert election.leader() is None
+    finally:
+        kvstore.sync.delete_bucket(sync_js, name)
