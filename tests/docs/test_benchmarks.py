@@ -86,7 +86,7 @@ def test_spark_benchmark_runs(spark: object) -> None:
     pytest.importorskip("pyspark", reason="needs the 'spark' extra")
     from benchmarks.spark_kv import measure
 
-    output = measure(2000, spark)
+    output = measure(500, spark)
     assert "natskv write" in output and "per-row put loop" in output
 
 
@@ -97,7 +97,7 @@ def test_spark_stream_benchmark_runs(spark: object) -> None:
     pytest.importorskip("pyspark", reason="needs the 'spark' extra")
     from benchmarks.spark_stream import measure
 
-    output = measure(2000, spark)
+    output = measure(500, spark)
     for variant in ("natskv batch write", "natskv stream write", "foreachBatch, a put per row"):
         assert f"| {variant}" in output
 

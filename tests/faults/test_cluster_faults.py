@@ -29,10 +29,17 @@ from tests.faults.conftest import (
 pytestmark = pytest.mark.faults
 
 RECORD_KEYS = 20
-# Delays (ms) between starting a put_many and killing the leader. CI runs these; set
-# JETSTORE_FAULT_TRIALS=N for a longer sweep (the delays repeat).
-COMMIT_RACE_DELAYS_MS = [0, 1, 2, 3, 5, 10, 20, 30]
-TRIALS = int(os.environ.get("JETSTORE_FAULT_TRIALS", len(COMMIT_RACE_DELAYS_MS)))
+# Delays (ms) between starting a put_many and killing the leader: CI runs five spread over the
+# window (a trial is a leader kill and restart, ~7 s); JETSTORE_FAULT_TRIALS=N sweeps N trials
+# over every delay of SWEEP_DELAYS_MS (they repeat).
+CI_DELAYS_MS = [0, 2, 5, 10, 30]
+SWEEP_DELAYS_MS = [0, 1, 2, 3, 5, 10, 20, 30]
+_SWEEP = os.environ.get("JETSTORE_FAULT_TRIALS")
+DELAYS_MS = (
+    [SWEEP_DELAYS_MS[i % len(SWEEP_DELAYS_MS)] for i in range(int(_SWEEP))]
+    if _SWEEP
+    else CI_DELAYS_MS
+)
 
 
 async def test_leader_kill_racing_put_many_commits(cluster: EmbeddedCluster) -> None:
@@ -41,8 +48,7 @@ async def test_leader_kill_racing_put_many_commits(cluster: EmbeddedCluster) -> 
     async with await cluster.connect(timeout=2.0) as js:
         bucket = await kvstore.create_bucket(js, "race", replicas=3)
         outcomes: dict[int, Outcome] = {}
-        for trial in range(TRIALS):
-            delay_ms = COMMIT_RACE_DELAYS_MS[trial % len(COMMIT_RACE_DELAYS_MS)]
+        for trial, delay_ms in enumerate(DELAYS_MS):
             writing = asyncio.create_task(bucket.put_many(record(trial, RECORD_KEYS), deadline=45))
             await asyncio.sleep(delay_ms / 1000)
             leader = await kill_leader(cluster, js, bucket.stream)
