@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import signal
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, Generic, TypeVar
 
@@ -24,6 +25,12 @@ __all__ = ["spark"]
 
 _counter = itertools.count()
 T = TypeVar("T")
+
+# A suite started in the background (`cmd &` in a script, nohup) inherits SIGINT ignored, and
+# so would every CLI process the tests start: Ctrl-C, which those tests send as a terminal does,
+# would never reach them. The suite runs as if started from a terminal.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture

@@ -261,13 +261,18 @@ async def test_consume_no_ack_gives_back_and_a_deleted_group_ends_it(
     await pcgroups.add_members(js, stream, "g", ["only"])
     await js.publish(f"{stream}.k", b"\x00\xff binary")
 
+    # An elastic member's consumer lives ack_wait past its last pull (orbit's
+    # inactive_threshold): long enough here for the second process to start on a busy machine
+    # and get the given-back message from the same consumer.
+    ack_wait = ("--ack-wait", "60s")
     peek = jetstore(
-        "cg", "elastic", "consume", stream, "g", "only", "--count", "1", "--no-ack", *url
-    )
+        "cg", "elastic", "consume", stream, "g", "only", "--count", "1", "--no-ack",
+        *ack_wait, *url,
+    )  # fmt: skip
     assert peek.code == 0 and peek.text == f"0 {stream}.k: <9 bytes>\n", peek.err
     taken = jetstore(
         "cg", "elastic", "consume", stream, "g", "only", "--count", "1", "--json",
-        "--confirm-acks", *url,
+        "--confirm-acks", *ack_wait, *url,
     )  # fmt: skip
     message = json.loads(taken.out)
     assert message["delivered"] == 2 and message["data"] is None  # given back, not lost
