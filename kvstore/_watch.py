@@ -40,12 +40,19 @@ def entry_from(
     """The entry ``message`` stands for (``meta``: its metadata, when already parsed;
     ``headers_only``: delivered without its value)."""
     meta = meta or message.metadata
+    # A put without a TTL in a bucket without value stages (which read headers of their own)
+    # needs no header: its block (put_many's batch headers, anything a peer added) is then
+    # never parsed.
+    if not bucket.value_stages and message.lacks_headers(_ENTRY_HEADERS):
+        headers = _NO_HEADERS
+    else:
+        headers = message.headers
     return bucket.entry_of(
         message.subject,
         message.data,
         meta.stream_seq,
         meta.time,
-        entry_headers(bucket, message),
+        headers,
         meta.pending,
         headers_only=headers_only,
     )
@@ -53,15 +60,7 @@ def entry_from(
 
 _ENTRY_HEADERS = (hdr.KV_OPERATION.encode(), hdr.MARKER_REASON.encode(), hdr.TTL.encode())
 """The headers an entry is made of: its op (see ``op_from_headers``) and its TTL."""
-
-
-def entry_headers(bucket: BucketCore, message: PullMessage) -> dict[str, str]:
-    """The headers :meth:`BucketCore.entry_of` needs from ``message``: none for a put without
-    a TTL in a bucket without value stages (the stages read their own headers), whose header
-    block (batch headers of ``put_many``, anything a peer added) is then never parsed."""
-    if not bucket.value_stages and message.lacks_headers(_ENTRY_HEADERS):
-        return {}
-    return message.headers
+_NO_HEADERS: dict[str, str] = {}  # never changed: entry_of only reads headers
 
 
 class KeyWatcher(AsyncResource):
