@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import logging
 import math
+import time
 from typing import TYPE_CHECKING, Any, Final
 
 from .. import headers as hdr
@@ -142,7 +143,11 @@ class Puller:
         self._ping_inbox = nc.new_inbox()
         self._subscribed = True
         self._reconnects = nc.stats.get("reconnects", 0)
-        self._loop = asyncio.get_running_loop()
+        self._loop = loop = asyncio.get_running_loop()
+        # The loop's clock, read for every message: asyncio's own is time.monotonic behind
+        # a Python method, called directly here (another loop's, e.g. uvloop's, as it is).
+        asyncio_clock = type(loop).time is asyncio.BaseEventLoop.time
+        self._clock = time.monotonic if asyncio_clock else loop.time
         self._last_activity = self._loop.time()
         await self._pull_more()
         self._monitor = asyncio.create_task(self._watch())
@@ -250,7 +255,7 @@ class Puller:
     # -- incoming -----------------------------------------------------------------------------
 
     def _receive(self, message: PullMessage) -> None:
-        now = self._last_activity = self._loop.time()
+        now = self._last_activity = self._clock()
         if message.reply:  # a delivery, whatever headers its writer gave it (see status_of)
             message.refreshed_at = now
             if self._pin is not None:
