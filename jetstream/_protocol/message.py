@@ -230,18 +230,13 @@ def parse_ack_reply(reply: str) -> AckReply:
         tokens, base = _ack_tokens(reply)
         tokens = tokens[base - 2 :]
     try:
-        micros = int(tokens[7]) // 1_000
-        if 0 <= micros < _FLOAT_EXACT_MICROS:  # time_of_ns, inline
-            time = datetime.fromtimestamp(micros / 1_000_000, UTC)
-        else:
-            time = _EPOCH + timedelta(microseconds=micros)
         return AckReply(
             tokens[2],
             tokens[3],
             int(tokens[4]),
             int(tokens[5]),
             int(tokens[6]),
-            time,
+            time_of_ns(int(tokens[7])),
             int(tokens[8]),
         )
     except (ValueError, IndexError, OverflowError) as exc:
