@@ -344,8 +344,10 @@ class BucketCore:
         Only the caller knows that it asked for no values: a ``Nats-Msg-Size`` header can be
         stored by any client, and taking it for the sign made a plain value slipped into an
         encrypted bucket read as if it had been decrypted."""
-        op = op_from_headers(headers)
-        key = self.decode_key(subject[len(self.prefix) :])
+        op = op_from_headers(headers) if headers else Op.PUT  # most messages of a watch
+        key = subject[len(self.prefix) :]
+        if self.key_codec is not None:
+            key = self.decode_key(key)
         if op is not Op.PUT:
             # A tombstone or marker has no value. A peer may still send one with a payload,
             # which no stage opens (in an encrypted bucket it is unauthenticated): never
@@ -357,16 +359,9 @@ class BucketCore:
             except DecryptionError as exc:
                 exc.key = key  # the stage knows the stored key; callers name the user key
                 raise
-        return Entry(
-            bucket=self.name,
-            key=key,
-            value=value,
-            revision=revision,
-            created=created,
-            op=op,
-            delta=delta,
-            ttl=self.stored_ttl(headers) if hdr.TTL in headers else None,
-        )
+        ttl = self.stored_ttl(headers) if headers and hdr.TTL in headers else None
+        # Positional: cheaper than keywords, once per event of a watch.
+        return Entry(self.name, key, value, revision, created, op, delta, ttl)
 
 
 def expecting(headers: dict[str, str], revision: int) -> dict[str, str]:

@@ -10,6 +10,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Self
 
 from jetstream import AckReply, AsyncListing, ClientValidationError, OrderedConsumer, PullMessage
+from jetstream import headers as hdr
 from jetstream._consume.scan import scan_stream
 from jetstream._resource import AsyncResource
 
@@ -39,15 +40,27 @@ def entry_from(
     """The entry ``message`` stands for (``meta``: its metadata, when already parsed;
     ``headers_only``: delivered without its value)."""
     meta = meta or message.metadata
+    # A put without a TTL in a bucket without value stages (which read headers of their own)
+    # needs no header: its block (put_many's batch headers, anything a peer added) is then
+    # never parsed.
+    if not bucket.value_stages and message.lacks_headers(_ENTRY_HEADERS):
+        headers = _NO_HEADERS
+    else:
+        headers = message.headers
     return bucket.entry_of(
         message.subject,
         message.data,
         meta.stream_seq,
         meta.time,
-        message.headers,
+        headers,
         meta.pending,
         headers_only=headers_only,
     )
+
+
+_ENTRY_HEADERS = (hdr.KV_OPERATION.encode(), hdr.MARKER_REASON.encode(), hdr.TTL.encode())
+"""The headers an entry is made of: its op (see ``op_from_headers``) and its TTL."""
+_NO_HEADERS: dict[str, str] = {}  # never changed: entry_of only reads headers
 
 
 class KeyWatcher(AsyncResource):
@@ -124,6 +137,13 @@ class KeyWatcher(AsyncResource):
         return self
 
     async def __anext__(self) -> Entry:
+        # The per-event path: a message already here, in order, becomes the entry without
+        # the awaits of _next_entry (which handles everything else).
+        message = self._consumer.next_nowait() if self._started else None
+        if message is not None:
+            entry = self._entry_of(message)
+            if entry is not None:
+                return entry
         entry = await self._next_entry(until_initial_done=False)
         assert entry is not None
         return entry
@@ -160,14 +180,21 @@ class KeyWatcher(AsyncResource):
             message = consumer.next_nowait() or await self._next_message(until_initial_done)
             if message is None:
                 return None
-            try:
-                entry = entry_from(self._core, message, headers_only=self._meta_only)
-            except KeyDecodeError as exc:
-                _skip_foreign(self._core, exc)
-                continue
-            if self._ignore_deletes and entry.op is not Op.PUT:
-                continue
-            return entry
+            entry = self._entry_of(message)
+            if entry is not None:
+                return entry
+
+    def _entry_of(self, message: PullMessage) -> Entry | None:
+        """The entry ``message`` stands for; None if the watch leaves it out (a key the key
+        codec cannot decode, a tombstone or marker with ``ignore_deletes``)."""
+        try:
+            entry = entry_from(self._core, message, headers_only=self._meta_only)
+        except KeyDecodeError as exc:
+            _skip_foreign(self._core, exc)
+            return None
+        if self._ignore_deletes and entry.op is not Op.PUT:
+            return None
+        return entry
 
     async def _next_message(self, until_initial_done: bool) -> PullMessage | None:
         """The next message, from the server (the watch ends with BucketNotFoundError once

@@ -34,6 +34,7 @@ class DeliveryInbox:
         self, js: ApiClient, receive: Callable[[PullMessage], None], *, sized: bool
     ) -> None:
         self._js = js
+        self._nc = js.nc
         self._receive = receive
         self._sized = sized
         self._sub: Any = None
@@ -87,7 +88,13 @@ class DeliveryInbox:
         size = 0  # only bytes mode counts sizes: as the server does, the whole frame
         if self._sized:
             size = len(subject) + len(reply) + len(block or b"") + len(data)
-        self._receive(framed_message(subject, reply, block, data, size, self._js.nc))
+        try:  # framed_message's common case inline: this runs for every delivery
+            message = PullMessage(
+                subject.decode(), reply.decode(), data, None, size, self._nc, header_block=block
+            )
+        except UnicodeDecodeError:
+            message = framed_message(subject, reply, block, data, size, self._nc)
+        self._receive(message)
 
     async def _on_msg(self, msg: Msg) -> None:
         """A delivery through nats-py's pipeline (a client the caller opened)."""

@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import logging
 import math
+import time
 from typing import TYPE_CHECKING, Any, Final
 
 from .. import headers as hdr
@@ -142,7 +143,11 @@ class Puller:
         self._ping_inbox = nc.new_inbox()
         self._subscribed = True
         self._reconnects = nc.stats.get("reconnects", 0)
-        self._loop = asyncio.get_running_loop()
+        self._loop = loop = asyncio.get_running_loop()
+        # The loop's clock, read for every message: asyncio's own is time.monotonic behind
+        # a Python method, called directly here (another loop's, e.g. uvloop's, as it is).
+        asyncio_clock = type(loop).time is asyncio.BaseEventLoop.time
+        self._clock = time.monotonic if asyncio_clock else loop.time
         self._last_activity = self._loop.time()
         await self._pull_more()
         self._monitor = asyncio.create_task(self._watch())
@@ -190,9 +195,7 @@ class Puller:
         """The caller took ``message`` from the queue: free its room in the window. Kept
         alive, one that waited long gets an in-progress on its way out, so that the caller
         has nearly all of its ``ack_wait``."""
-        window = self._window
-        window.taken(message.size)
-        if window.has_room():  # cheap, and false for most messages
+        if self._window.taken(message.size):  # false for most messages
             self._schedule_pull()
         keeper = self._keeper
         if keeper is not None and keeper.stale(message, self._loop.time()):
@@ -252,12 +255,11 @@ class Puller:
     # -- incoming -----------------------------------------------------------------------------
 
     def _receive(self, message: PullMessage) -> None:
-        now = self._last_activity = self._loop.time()
-        headers = message.headers
+        now = self._last_activity = self._clock()
         if message.reply:  # a delivery, whatever headers its writer gave it (see status_of)
             message.refreshed_at = now
             if self._pin is not None:
-                self._pin.seen(headers)
+                self._pin.seen(message.headers)  # else a delivery's headers are left unparsed
             self._window.delivered(message.size)
             if message.undecodable:
                 self.undecodable_seen = True
@@ -270,6 +272,7 @@ class Puller:
             if self._keeper is not None and self._planned > now + self._keeper.every:
                 self._kick()  # the watch sleeps past this message's refresh
             return
+        headers = message.headers
         status, description = st.status_of(headers)
         if status is not None and not self._stopped:
             self._on_status(status, description, headers)

@@ -45,13 +45,18 @@ class PullMessage:
     ``undecodable`` marks a delivery whose subject (or reply subject) is not UTF-8 (see
     :mod:`jetstream._protocol.text`); its ``subject`` then holds the bytes as lone surrogates.
     Consumers skip such messages (:func:`skipped`); callers never receive one.
+
+    ``headers`` may be None with the raw ``header_block`` given instead: the block is parsed
+    on the first read of :attr:`headers` (a watch reads no header of most messages, see
+    :meth:`lacks_headers`).
     """
 
     __slots__ = (
+        "_block",
+        "_headers",
         "_meta",
         "_nc",
         "data",
-        "headers",
         "refreshed_at",
         "reply",
         "size",
@@ -64,14 +69,17 @@ class PullMessage:
         subject: str,
         reply: str,
         data: bytes,
-        headers: dict[str, str],
+        headers: dict[str, str] | None,
         size: int,
         nc: Client,
         undecodable: bool = False,
+        *,
+        header_block: bytes | None = None,
     ) -> None:
         self.subject = subject
         self.data = data
-        self.headers = headers  # not copied
+        self._headers = headers  # not copied
+        self._block = header_block
         self.reply = reply
         self.size = size
         self._nc = nc
@@ -80,6 +88,30 @@ class PullMessage:
         self.refreshed_at = 0.0
         """Event-loop time of its delivery to a consume, or of its last :meth:`in_progress`:
         its ``ack_wait`` runs from about then."""
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """The message's headers (an inline status as ``Status``/``Description``), as
+        :func:`~jetstream._protocol.message.parse_headers` reads them."""
+        headers = self._headers
+        if headers is None:
+            block = self._block
+            self._headers = headers = parse_headers(block) if block else {}
+        return headers
+
+    def lacks_headers(self, names: tuple[bytes, ...]) -> bool:
+        """Whether the message certainly has none of the headers ``names`` (ASCII), told
+        without parsing a block not parsed yet: a name absent from the block's bytes cannot
+        be one of its headers (False may still mean none, e.g. a name inside a value)."""
+        headers = self._headers
+        if headers is not None:
+            return not any(name.decode() in headers for name in names)
+        block = self._block
+        if block:
+            for name in names:  # a loop, not any(): this runs for every event of a watch
+                if name in block:
+                    return False
+        return True
 
     @property
     def metadata(self) -> AckReply:
@@ -160,14 +192,18 @@ def framed_message(
     subject: bytes, reply: bytes, block: bytes | None, data: bytes, size: int, nc: Client
 ) -> PullMessage:
     """A routed frame as a :class:`PullMessage`, decoded by the one policy of
-    :mod:`jetstream._protocol.text`: a subject or reply that is not UTF-8 makes it undecodable."""
-    headers = parse_headers(block) if block else {}
+    :mod:`jetstream._protocol.text`: a subject or reply that is not UTF-8 makes it undecodable.
+    Its header block is parsed when first read."""
     try:
-        return PullMessage(subject.decode(), reply.decode(), data, headers, size, nc)
+        return PullMessage(
+            subject.decode(), reply.decode(), data, None, size, nc, header_block=block
+        )
     except UnicodeDecodeError:
         escaped = subject.decode("utf-8", "surrogateescape")
         back = reply.decode("utf-8", "surrogateescape")
-        return PullMessage(escaped, back, data, headers, size, nc, undecodable=True)
+        return PullMessage(
+            escaped, back, data, None, size, nc, undecodable=True, header_block=block
+        )
 
 
 def skipped(message: PullMessage, stream: str) -> UndecodableMessageError:

@@ -91,7 +91,7 @@ class PullWindow:
         self._bytes_cap: int | None = None
         self._expires_cap: float | None = None
         self._sent: collections.deque[tuple[float, PullRequest]] = collections.deque()
-        self._limit, self._threshold = self._limits()  # recomputed when a cap is learned
+        self._set_limits()  # again when a cap is learned
 
     # -- what the window holds ----------------------------------------------------------------
 
@@ -102,6 +102,11 @@ class PullWindow:
     @property
     def outstanding_bytes(self) -> int:
         return self.pending_bytes + self.buffered_bytes
+
+    def _set_limits(self) -> None:
+        self._limit, self._threshold = self._limits()
+        # The room a pull needs, but in bytes mode (where a message too large raises it).
+        self._wanted = min(max(1, self._limit - self._threshold), self._limit)
 
     def _limits(self) -> tuple[int, int]:
         """(limit, threshold) in the unit in use, shrunk to a consumer limit learned."""
@@ -123,12 +128,12 @@ class PullWindow:
 
     def has_room(self) -> bool:
         """Whether the room left is enough for a pull (whatever the time): the cheap test
-        before :meth:`request`, on the path of every message taken."""
-        limit = self._limit
-        wanted = max(1, limit - self._threshold)
-        if self._bytes_mode:
-            wanted = max(wanted, self._need_bytes)
-        return self._room() >= min(wanted, limit)  # a message that never fits: full pulls
+        before :meth:`request`."""
+        if not self._bytes_mode:
+            return self._limit - self.pending_msgs - self.buffered_msgs >= self._wanted
+        # A message that never fits (need_bytes above the limit): full pulls.
+        wanted = min(max(self._wanted, self._need_bytes), self._limit)
+        return self._limit - self.pending_bytes - self.buffered_bytes >= wanted
 
     def request(self, now: float) -> PullRequest | None:
         """The pull to send now, counted as pending; None when none is due."""
@@ -172,10 +177,14 @@ class PullWindow:
         self._not_before = 0.0
         self._delivered_since_end = True
 
-    def taken(self, size: int) -> None:
-        """The caller took a delivered message."""
+    def taken(self, size: int) -> bool:
+        """The caller took a delivered message; returns :meth:`has_room` (this is on the path
+        of every message taken: one call, not two)."""
         self.buffered_msgs -= 1
         self.buffered_bytes -= size
+        if not self._bytes_mode:
+            return self._limit - self.pending_msgs - self.buffered_msgs >= self._wanted
+        return self.has_room()
 
     def ended(self, msgs: int, size: int, now: float, *, too_large: bool = False) -> bool:
         """A pull ended undelivered ``msgs``/``size`` (``Nats-Pending-*``); ``too_large`` for a
@@ -202,7 +211,7 @@ class PullWindow:
             self._bytes_cap = max(1, int(value))
         elif limit is Limit.EXPIRES and value is not None:
             self._expires_cap = value
-        self._limit, self._threshold = self._limits()
+        self._set_limits()
         pull = self._refused_pull(limit)
         if pull is not None:
             self._give_back(pull.batch, pull.max_bytes)

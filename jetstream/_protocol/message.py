@@ -224,16 +224,20 @@ def parse_ack_reply(reply: str) -> AckReply:
     Raises:
         ValueError: not a JetStream ack subject.
     """
-    tokens, base = _ack_tokens(reply)
+    tokens = reply.split(".")
+    # The 9-token form inline: this runs for every delivered message (a watch's events).
+    if len(tokens) != 9 or tokens[0] != "$JS" or tokens[1] != "ACK":
+        tokens, base = _ack_tokens(reply)
+        tokens = tokens[base - 2 :]
     try:
         return AckReply(
-            tokens[base],
-            tokens[base + 1],
-            int(tokens[base + 2]),
-            int(tokens[base + 3]),
-            int(tokens[base + 4]),
-            time_of_ns(int(tokens[base + 5])),
-            int(tokens[base + 6]),
+            tokens[2],
+            tokens[3],
+            int(tokens[4]),
+            int(tokens[5]),
+            int(tokens[6]),
+            time_of_ns(int(tokens[7])),
+            int(tokens[8]),
         )
     except (ValueError, IndexError, OverflowError) as exc:
         raise ValueError(f"not a JetStream ack reply: {reply!r}") from exc

@@ -70,6 +70,7 @@ class FrameParser(Parser):
             self._parts, self._held, self._wanted = [], 0, 0
         nc: Any = self.nc
         routes = self._routes
+        stats = nc.stats
         end = len(data)
         pos = 0
         while pos < end:
@@ -98,7 +99,6 @@ class FrameParser(Parser):
                 else:  # nats-py's decode would end its reading task: the connection goes deaf
                     await nc._error_cb(_undecodable(args[1], sid))
                 continue
-            stats = nc.stats
             stats["in_msgs"] += 1
             stats["in_bytes"] += len(payload)
             try:
