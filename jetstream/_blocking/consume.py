@@ -23,18 +23,26 @@ __all__ = ["Consumer", "MessageStream", "PullMessage"]
 
 class PullMessage:
     """A delivered message (:class:`jetstream.PullMessage`) whose acknowledgements block.
-    ``subject``, ``data``, ``headers``, ``reply`` and ``size`` are the message's own."""
+    ``subject``, ``data``, ``reply`` and ``size`` are the message's own."""
 
-    __slots__ = ("aio", "data", "headers", "portal", "reply", "size", "subject")
+    __slots__ = ("aio", "data", "portal", "reply", "size", "subject")
 
     def __init__(self, message: aio_message.PullMessage, portal: Portal) -> None:
         self.aio = message
         self.portal = portal
         self.subject = message.subject
         self.data = message.data
-        self.headers = message.headers
         self.reply = message.reply
         self.size = message.size
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """As :attr:`jetstream.PullMessage.headers` (parsed when first read)."""
+        return self.aio.headers
+
+    def lacks_headers(self, names: tuple[bytes, ...]) -> bool:
+        """As :meth:`jetstream.PullMessage.lacks_headers`."""
+        return self.aio.lacks_headers(names)
 
     @property
     def metadata(self) -> AckReply:
