@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from jetstream import JetStreamError, Keyring
 from jetstream._crypto.hidden_payload import PayloadHidden
@@ -24,7 +24,7 @@ from ._once import StoredAlready, WriteTag
 from ._paths import check_root, open_under_root
 from ._upload import put_object
 
-__all__ = ["UploadItem", "UploadOutcome", "upload_many"]
+__all__ = ["UploadItem", "UploadOutcome", "upload_into", "upload_many"]
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -97,13 +97,24 @@ async def upload_many(
         except StoreNotFoundError as exc:
             error = f"{type(exc).__name__}: {exc}"
             return [UploadOutcome(item.name, error=error) for item in items]
-        limit = asyncio.Semaphore(concurrency)
+        return await upload_into(store, items, chunk_size, concurrency, root)
 
-        async def one(item: UploadItem) -> UploadOutcome:
-            async with limit:
-                return await _upload(store, item, chunk_size, root)
 
-        return list(await asyncio.gather(*(one(item) for item in items)))
+async def upload_into(
+    store: StoreCore,
+    items: Sequence[UploadItem],
+    chunk_size: int,
+    concurrency: int,
+    root: str | None,
+) -> list[UploadOutcome]:
+    """:func:`upload_many`'s uploads, on a bound store, with checked options and names."""
+    limit = asyncio.Semaphore(concurrency)
+
+    async def one(item: UploadItem) -> UploadOutcome:
+        async with limit:
+            return await _upload(store, item, chunk_size, root)
+
+    return list(await asyncio.gather(*(one(item) for item in items)))
 
 
 def _refuse_duplicates(items: list[UploadItem]) -> None:

@@ -12,11 +12,11 @@ import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import pyarrow as pa
-from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 
-from jetstream import BatchTooLargeError, JetStreamError
+from jetstream import BatchTooLargeError
 from jetstream._options import run_sync
+from jetstream._spark_task import TaskId
 
 from ._options import Options
 from ._progress import RawRow, query_key, task_key
@@ -26,30 +26,6 @@ from ._sink_store import Limits, Report, store_rows
 __all__ = ["KVSinkCommit", "KVStreamWriter", "TaskId"]
 
 _log = logging.getLogger("kvstore.spark")
-
-
-@dataclasses.dataclass(frozen=True)
-class TaskId:
-    """Which rows a task writes: partition ``partition`` of micro-batch ``batch`` of the
-    query ``query`` (its id, kept in the checkpoint: the same after a restart)."""
-
-    query: str
-    batch: int
-    partition: int
-
-    @classmethod
-    def current(cls) -> TaskId:
-        """The running Spark task's (Spark sets these for every task of a streaming query).
-
-        Raises:
-            JetStreamError: not inside a streaming query's task.
-        """
-        context = TaskContext.get()
-        query = None if context is None else context.getLocalProperty("sql.streaming.queryId")
-        batch = None if context is None else context.getLocalProperty("streaming.sql.batchId")
-        if context is None or query is None or batch is None:
-            raise JetStreamError("natskv: a stream writer runs only in a streaming query's tasks")
-        return cls(query, int(batch), context.partitionId())
 
 
 @dataclasses.dataclass
@@ -84,7 +60,7 @@ class KVStreamWriter(DataSourceStreamArrowWriter):
             As ``store_rows``: bad rows, a replay that differs, a failed batch (the error's
             note says what the task had stored).
         """
-        task = TaskId.current()
+        task = TaskId.current("natskv")
         rows = _rows(iterator, self.opts)
         if self.opts.atomicity == "microBatch":
             if len(rows) > self.limits.capacity:  # fail the task now, not the commit later
