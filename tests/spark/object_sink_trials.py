@@ -104,6 +104,14 @@ def contents(url: str, name: str, names: list[str], keyring: Any = None) -> Cont
     return run_sync(read)
 
 
+def names(url: str, name: str) -> list[str]:
+    async def read() -> list[str]:
+        async with await jetstream.connect(url) as js:
+            return [i.name async for i in (await objstore.open_store(js, name)).list()]
+
+    return run_sync(read)
+
+
 def last_seq(url: str, name: str) -> int:
     async def read() -> int:
         async with await jetstream.connect(url) as js:

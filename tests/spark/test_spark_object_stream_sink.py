@@ -119,7 +119,7 @@ def test_bad_options_and_columns_are_refused_when_the_query_starts(
 ) -> None:
     name = unique_name("os")
     trials.store(nats_server.url, name)
-    more = {} if option is None else {option: value}
+    more = {} if option is None or value is None else {option: value}
     source = ObjectsDataSource({**trials.options(nats_server.url, name), **more})
     with pytest.raises(error, match=message):
         source.streamWriter(schema, False)
