@@ -203,7 +203,7 @@ def hook(folder: Path, objects: int, action: str, micro_batch: int = 1) -> dict[
 
 
 def wait_for(path: Path, what: str) -> None:
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 300  # a Spark start on a loaded machine
     while not path.exists():
         assert time.monotonic() < deadline, f"never {what}"
         time.sleep(0.02)

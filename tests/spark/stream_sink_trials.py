@@ -149,7 +149,7 @@ def last_seq(url: str, name: str) -> int:
 def wait_for(path: Path, what: str, alive: Callable[[], bool] = lambda: True) -> None:
     """Poll for a file the hooked writer creates (it runs in another process), while the
     process that should create it is ``alive``."""
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 300  # a Spark start on a loaded machine
     while not path.exists():
         assert alive() and time.monotonic() < deadline, f"never {what}"
         time.sleep(0.02)

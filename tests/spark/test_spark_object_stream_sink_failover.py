@@ -25,7 +25,7 @@ from tests.spark.stream_sink_trials import wait_for as wait_while  # noqa: E402
 pytestmark = [pytest.mark.spark, pytest.mark.spark_long]
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(900)
 def test_the_driver_killed_mid_micro_batch(
     spark: SparkSession,
     nats_server: jetstream.EmbeddedServer,
@@ -46,7 +46,7 @@ def test_the_driver_killed_mid_micro_batch(
     assert trials.contents(nats_server.url, name, list(contents)) == contents
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(900)
 def test_a_python_worker_killed_mid_write_and_its_task_retried_by_spark(
     nats_server: jetstream.EmbeddedServer,
     unique_name: Callable[[str], str],
@@ -68,7 +68,7 @@ def test_a_python_worker_killed_mid_write_and_its_task_retried_by_spark(
     assert trials.contents(nats_server.url, name, list(contents)) == contents
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(900)
 def test_the_server_restarted_mid_micro_batch(
     spark: SparkSession, unique_name: Callable[[str], str], tmp_path: Path
 ) -> None:
