@@ -93,7 +93,7 @@ class KVStreamWriter(DataSourceStreamArrowWriter):
     ) -> Report:
         async with self.opts.connection.session() as js:
             bucket = await writable_bucket(js, self.opts)
-            key = task_key(task.query, task.partition)
+            key = task_key(task.query, task.partition, self.opts.path_keys)
             return await store_rows(bucket, rows, key, task.batch, self.limits, on_batch=stored)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
@@ -116,7 +116,7 @@ class KVStreamWriter(DataSourceStreamArrowWriter):
             return Report()
         async with self.opts.connection.session() as js:
             bucket = await writable_bucket(js, self.opts)
-            key = query_key(messages[0].task.query)
+            key = query_key(messages[0].task.query, self.opts.path_keys)
             return await store_rows(bucket, rows, key, batch, self.limits, whole=True)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
