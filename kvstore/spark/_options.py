@@ -103,12 +103,12 @@ def parse_options(options: Mapping[str, str], mode: str) -> Options:
     bucket = named_option(options, "bucket")
     validate_bucket_name(bucket)
     patterns = [f.strip() for f in (str_option(options, "keys", ">") or ">").split(",")]
-    for pattern in patterns:
-        validate_filter(pattern)
     key_codecs = _key_codecs(options)
     codec = _codec(key_codecs)
     if codec is not None:  # filters are given as keys are: encoded as the codec stores them
         patterns = [encode_filter(codec, pattern) for pattern in patterns]
+    for pattern in patterns:
+        validate_filter(pattern)
     filters = tuple(distinct_filters(patterns))  # the server refuses overlapping filters
     max_records = str_option(options, "maxRecordsPerTrigger")
     key_file = str_option(options, "keyFile")
