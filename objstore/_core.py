@@ -18,10 +18,10 @@ from jetstream._protocol.ttl import parse_ttl_at_least
 
 from ._encryption import OVERHEAD, cipher_for
 from ._errors import InvalidObjectMetaError, StoreNotFoundError, missing_store
-from ._models import ObjectInfo, meta_subject, stream_name
+from ._models import ObjectInfo, meta_subject, store_config_from_stream, stream_name
 from ._trust import info_from_message
 
-__all__ = ["StoreCore", "store_info"]
+__all__ = ["StoreCore", "open_core", "store_info"]
 
 _log = logging.getLogger("objstore")
 
@@ -123,3 +123,23 @@ async def store_info(js: JetStream, name: str) -> StreamInfo:
     if f"$O.{name}.M.>" not in info.config.subjects:
         raise StoreNotFoundError(name, f"stream {info.config.name!r} is not an object store")
     return info
+
+
+async def open_core(js: JetStream, name: str, *, encryption: Keyring | None = None) -> StoreCore:
+    """The core of an existing store, bound with the options its stream records (as
+    :func:`objstore.open_store` binds a handle), for helpers that work on it directly.
+
+    Raises:
+        ClientValidationError: ``encryption`` is not a Keyring.
+        StoreNotFoundError: no such store.
+    """
+    cipher_for(encryption, False)  # bad options: before anything is sent
+    info = await store_info(js, name)
+    return StoreCore(
+        js,
+        name,
+        direct=info.config.allow_direct,
+        marker_ttl=store_config_from_stream(info.config).marker_ttl,
+        batched=info.config.allow_batched,
+        encryption=encryption,
+    )

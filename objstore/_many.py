@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from jetstream import JetStreamError, Keyring
 from jetstream._crypto.hidden_payload import PayloadHidden
@@ -15,14 +15,16 @@ from jetstream._errors import check_count
 from jetstream._options import ConnectionOptions
 
 from ._checks import check_chunk_size
+from ._core import StoreCore, open_core
 from ._encryption import cipher_for
 from ._errors import DuplicateObjectNameError, StoreNotFoundError
-from ._manage import open_store
-from ._models import DEFAULT_CHUNK_SIZE
+from ._io import Source
+from ._models import DEFAULT_CHUNK_SIZE, ObjectInfo
+from ._once import StoredAlready, WriteTag
 from ._paths import check_root, open_under_root
-from ._store import ObjectStore
+from ._upload import put_object
 
-__all__ = ["UploadItem", "UploadOutcome", "upload_many"]
+__all__ = ["UploadItem", "UploadOutcome", "upload_into", "upload_many"]
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -33,6 +35,8 @@ class UploadItem(PayloadHidden):
     name: str
     path: str | None = None
     data: bytes | None = None
+    once: WriteTag | None = None
+    """Part of a write whose attempts may repeat: stored once (see ``objstore._once``)."""
 
     _payload = "data"
 
@@ -46,6 +50,9 @@ class UploadOutcome:
     digest: str | None = None
     chunks: int | None = None
     error: str | None = None
+    found: bool = False
+    """The item's ``once`` tag was found on the name's record: an earlier attempt stored it,
+    nothing was sent now (size, digest and chunks are the stored object's)."""
 
 
 async def upload_many(
@@ -86,17 +93,28 @@ async def upload_many(
     _refuse_duplicates(items)
     async with connection.session() as js:
         try:
-            store = await open_store(js, store_name, encryption=encryption)
+            store = await open_core(js, store_name, encryption=encryption)
         except StoreNotFoundError as exc:
             error = f"{type(exc).__name__}: {exc}"
             return [UploadOutcome(item.name, error=error) for item in items]
-        limit = asyncio.Semaphore(concurrency)
+        return await upload_into(store, items, chunk_size, concurrency, root)
 
-        async def one(item: UploadItem) -> UploadOutcome:
-            async with limit:
-                return await _upload(store, item, chunk_size, root)
 
-        return list(await asyncio.gather(*(one(item) for item in items)))
+async def upload_into(
+    store: StoreCore,
+    items: Sequence[UploadItem],
+    chunk_size: int,
+    concurrency: int,
+    root: str | None,
+) -> list[UploadOutcome]:
+    """:func:`upload_many`'s uploads, on a bound store, with checked options and names."""
+    limit = asyncio.Semaphore(concurrency)
+
+    async def one(item: UploadItem) -> UploadOutcome:
+        async with limit:
+            return await _upload(store, item, chunk_size, root)
+
+    return list(await asyncio.gather(*(one(item) for item in items)))
 
 
 def _refuse_duplicates(items: list[UploadItem]) -> None:
@@ -112,18 +130,25 @@ def _refuse_duplicates(items: list[UploadItem]) -> None:
 
 
 async def _upload(
-    store: ObjectStore, item: UploadItem, chunk_size: int, root: str | None
+    store: StoreCore, item: UploadItem, chunk_size: int, root: str | None
 ) -> UploadOutcome:
     if (item.path is None) == (item.data is None):
         return UploadOutcome(item.name, error="give exactly one of a path or data")
     try:
         if item.path is not None and root is not None:
             with open_under_root(item.path, root) as file:
-                info = await store.put(item.name, file, chunk_size=chunk_size)
+                info = await _put(store, item, file, chunk_size)
         else:
             source = item.path if item.path is not None else item.data
             assert source is not None
-            info = await store.put(item.name, source, chunk_size=chunk_size)
+            info = await _put(store, item, source, chunk_size)
+    except StoredAlready as found:
+        info = found.info
+        return UploadOutcome(item.name, info.size, info.digest, info.chunks, found=True)
     except (JetStreamError, OSError, TypeError, ValueError) as exc:
         return UploadOutcome(item.name, error=f"{type(exc).__name__}: {exc}")
     return UploadOutcome(item.name, size=info.size, digest=info.digest, chunks=info.chunks)
+
+
+async def _put(store: StoreCore, item: UploadItem, source: Source, chunk_size: int) -> ObjectInfo:
+    return await put_object(store, item.name, source, chunk_size=chunk_size, once=item.once)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 
 import msgspec
@@ -210,13 +210,15 @@ async def replace_record(
     in_doubt: list[str],
     known: MetaRecord | None,
     caller_gone: CallerGone = lambda: False,
+    check: Callable[[MetaRecord | None], None] = lambda record: None,
 ) -> ObjectInfo | None:
     """Make ``info`` the record of its name whatever is there (an upload's commit: the last
     writer wins) and return the record it replaced (None if none), read right before the write
     that succeeded, so its chunks, and only those, can be purged.
 
     ``known`` is the record read before the upload began: the first write is conditional on
-    it (no extra read on the way to the commit); after a conflict the record is read again.
+    it (no extra read on the way to the commit); after a conflict the record is read again,
+    and ``check`` may refuse it by raising (nothing is written then).
     ``in_doubt`` receives the ``Nats-Msg-Id`` of a write whose outcome is unknown when this
     raises (empty: nothing was stored). The first try uses ``msg_id``, later ones ``msg_id-N``.
 
@@ -226,6 +228,8 @@ async def replace_record(
     """
     for attempt in attempts(f"upload of {info.name!r}"):
         replaced = known if attempt == 0 else await read_record(store, info.name, strict=False)
+        if attempt:
+            check(replaced)
         stop_if_gone(attempt, caller_gone, f"upload of {info.name!r}")
         attempt_id = msg_id if attempt == 0 else f"{msg_id}-{attempt}"
         in_doubt[:] = [attempt_id]

@@ -22,9 +22,8 @@ from jetstream import (
 )
 from jetstream import headers as hdr
 from jetstream._protocol.bucket_config import validate_bucket_name
-from jetstream._protocol.ttl import format_ttl
 
-from ._checks import check_chunk_size, check_record_text, validate_object_name
+from ._checks import check_record_text, validate_object_name
 from ._cleanup import remove_orphans
 from ._core import StoreCore, store_info
 from ._download import DEFAULT_STALL_TIMEOUT, ChunkReader, check_stall_timeout
@@ -45,7 +44,7 @@ from ._models import (
 )
 from ._rekey import rekey_store
 from ._rewrites import delete_object, rename, update_in_place, write_link
-from ._upload import Progress, upload
+from ._upload import Progress, put_object
 
 __all__ = ["ObjectReader", "ObjectStore", "bound_store", "open_store"]
 
@@ -186,25 +185,17 @@ class ObjectStore:
         is stored, the commit (meta record, then the replaced version's chunks purged) still
         finishes in the background: either way nothing is left behind.
         """
-        validate_object_name(name)
-        chunk_size = check_chunk_size(chunk_size)
-        check_record_text(description, meta, headers)
-        ttl_headers = {hdr.TTL: format_ttl(self._core.checked_ttl(ttl))} if ttl is not None else {}
-        # A chunk and its headers must fit the server's max_payload (it would drop the
-        # connection otherwise): shrink the chunks to fit (sealed chunks are larger).
-        chunk_size = min(chunk_size, self._core.chunk_room(ttl_headers))
-        async with self._core.missing:
-            return await upload(
-                self._core,
-                name,
-                source,
-                ttl_headers=ttl_headers,
-                chunk_size=chunk_size,
-                description=description,
-                headers=headers,
-                metadata=meta,
-                progress=progress,
-            )
+        return await put_object(
+            self._core,
+            name,
+            source,
+            ttl=ttl,
+            meta=meta,
+            description=description,
+            headers=headers,
+            chunk_size=chunk_size,
+            progress=progress,
+        )
 
     async def delete(self, name: str) -> None:
         """Delete an object: a ``deleted`` meta record replaces it (only if it is still the

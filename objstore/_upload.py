@@ -39,25 +39,68 @@ from jetstream import (
     PermissionDeniedError,
     ServerError,
     StreamNotFoundError,
+    TTLValue,
 )
+from jetstream import headers as hdr
+from jetstream._protocol.ttl import format_ttl
 from jetstream._resource import aclose_iterator
 
+from ._checks import check_chunk_size, check_record_text, validate_object_name
 from ._core import StoreCore
 from ._download import WINDOW_BYTES
 from ._encryption import OVERHEAD
-from ._errors import UploadFailedError
+from ._errors import DuplicateObjectNameError, UploadFailedError
 from ._finish import CallerGone, run_attempts_to_end, run_to_end
 from ._io import Source, chunks_of, digest_text
 from ._meta import MetaRecord, check_record_fits, read_record, replace_record, write_record
-from ._models import ObjectInfo, ObjectMetaOptions, chunk_subject
+from ._models import DEFAULT_CHUNK_SIZE, ObjectInfo, ObjectMetaOptions, chunk_subject
+from ._once import WRITE_HEADER, StoredAlready, WriteTag
 
-__all__ = ["Progress", "upload"]
+__all__ = ["Progress", "put_object", "upload"]
 
 Sealer = Callable[[int, bool, bytes], bytes]
 """``seal(index, last, chunk) -> stored bytes``: a chunk's encryption."""
 
 Progress = Callable[[int, int | None], None]
 """``progress(bytes_done, total_or_None)``, called after each chunk is sent."""
+
+
+async def put_object(
+    store: StoreCore,
+    name: str,
+    source: Source,
+    *,
+    ttl: TTLValue | None = None,
+    meta: dict[str, str] | None = None,
+    description: str = "",
+    headers: dict[str, list[str]] | None = None,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+    progress: Progress | None = None,
+    once: WriteTag | None = None,
+) -> ObjectInfo:
+    """:meth:`ObjectStore.put` (which says what it raises), on the store's core; with
+    ``once``, an upload of a write whose attempts may repeat (``_once``: StoredAlready when
+    an earlier attempt stored it)."""
+    validate_object_name(name)
+    chunk_size = check_chunk_size(chunk_size)
+    check_record_text(description, meta, headers)
+    ttl_headers = {hdr.TTL: format_ttl(store.checked_ttl(ttl))} if ttl is not None else {}
+    # A chunk and its headers must fit the server's max_payload (it would drop the
+    # connection otherwise): shrink the chunks to fit (sealed chunks are larger).
+    chunk_size = min(chunk_size, store.chunk_room(ttl_headers))
+    async with store.missing:
+        return await upload(
+            store,
+            name,
+            source,
+            ttl_headers=ttl_headers,
+            chunk_size=chunk_size,
+            description=description,
+            headers=headers,
+            metadata=meta,
+            progress=progress,
+            once=once,
+        )
 
 
 async def upload(
@@ -72,11 +115,16 @@ async def upload(
     metadata: dict[str, str] | None,
     progress: Progress | None,
     replacing: MetaRecord | None = None,
+    once: WriteTag | None = None,
 ) -> ObjectInfo:
     """Upload ``source`` as ``name``; with ``replacing`` (rekey) only if that record is still
     the name's record when the upload commits (else UploadFailedError from a
-    WrongLastSequenceError, the new chunks removed)."""
+    WrongLastSequenceError, the new chunks removed). With ``once`` the record carries the tag,
+    and a record found carrying it (before the chunks are sent, or at the commit) raises
+    StoredAlready, nothing of this upload stored (see ``_once``)."""
     cipher = store.cipher
+    if once is not None:
+        headers = {**(headers or {}), WRITE_HEADER: [once.text]}
     stored_chunk_size = chunk_size + OVERHEAD if cipher is not None else chunk_size
     nuid = NUID().next().decode()
     draft = ObjectInfo(
@@ -95,6 +143,7 @@ async def upload(
     chunks, total = chunks_of(source, chunk_size)  # bad sources raise before anything is sent
     try:
         previous = await read_record(store, name, strict=False)  # the commit depends on it
+        _check_once(once, previous)
         publisher = await _publisher(store, stored_chunk_size)
     except BaseException:
         await aclose_iterator(chunks)  # from here on, _send_chunks closes them
@@ -121,8 +170,15 @@ async def upload(
     if replacing is not None:
         return await run_to_end(_commit_over(store, info, ttl_headers, replacing, subject))
     return await run_attempts_to_end(
-        lambda caller_gone: _commit(store, info, ttl_headers, previous, subject, caller_gone)
+        lambda caller_gone: _commit(store, info, ttl_headers, previous, subject, caller_gone, once)
     )
+
+
+def _check_once(once: WriteTag | None, record: MetaRecord | None) -> None:
+    """Raises StoredAlready when ``record`` is the one ``once`` stored (DuplicateObjectNameError
+    when another part of its write stored the name)."""
+    if once is not None and record is not None and record.readable and once.holds(record.info):
+        raise StoredAlready(record.info)
 
 
 async def _commit_over(
@@ -153,6 +209,7 @@ async def _commit(
     previous: MetaRecord | None,
     subject: str,
     caller_gone: CallerGone,
+    once: WriteTag | None = None,
 ) -> ObjectInfo:
     """Write the meta record, then purge the chunks of the record it replaced; when the meta
     record was surely not stored, purge the new chunks instead (UploadFailedError)."""
@@ -166,6 +223,7 @@ async def _commit(
             in_doubt=in_doubt,
             known=previous,
             caller_gone=caller_gone,
+            check=functools.partial(_check_once, once),
         )
     except MessageIdInProcessError as exc:  # an earlier send is in flight: it may be stored
         raise _unknown(info.name, in_doubt, exc) from exc
@@ -227,9 +285,13 @@ async def _abandon(
             f"upload of {name!r} failed: the stream {store.stream} has no allow_batched "
             f"(changed since it was checked); uploads now use acked publishes, retry it: {exc}"
         ) from exc
-    if isinstance(exc, Exception) and not isinstance(exc, UploadFailedError):
+    if isinstance(exc, Exception) and not isinstance(exc, _PASSED):
         raise UploadFailedError(f"upload of {name!r} failed: {exc}") from exc
     raise exc
+
+
+# Raised as they are: what they say already implies that nothing of this upload is stored.
+_PASSED = (UploadFailedError, StoredAlready, DuplicateObjectNameError)
 
 
 async def _settle_and_purge(store: StoreCore, subject: str, publisher: _Publisher | None) -> bool:

@@ -65,6 +65,9 @@ than the history) is left out, as before.
 Rows: ``key string, value binary, revision long, created timestamp, op string`` (``op`` is
 ``PUT``, ``DEL``, ``PURGE`` or ``EXPIRED``).
 
+Key codecs (all modes): ``keyCodec`` (``base64``, ``path``, or ``path,base64``): keys are
+written, read and filtered as a bucket opened with that codec sees them.
+
 Encrypted buckets (all modes): ``keyFile`` names a key file (``jetstream.Keyring.from_file``,
 see docs/CODECS.md; it must exist at that path on the driver and every executor: the keys are
 never shipped with the job), ``allowPlaintext`` (false) reads plain values too. Written values

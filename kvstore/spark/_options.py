@@ -4,7 +4,7 @@ stream), before any task runs; and the encryption a task builds from them."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from jetstream import ClientValidationError, Keyring
 from jetstream._options import (
@@ -18,15 +18,23 @@ from jetstream._options import (
 )
 from jetstream._protocol.bucket_config import validate_bucket_name
 
+from .._codecs import (
+    Base64KeyCodec,
+    ChainKeyCodec,
+    KeyCodec,
+    PathKeyCodec,
+    encode_filter,
+)
 from .._encryption import EncryptionStage
 from .._keys import distinct_filters, validate_filter
 from .._models import subject_prefix
 
 __all__ = ["Options", "encryption_stage", "parse_options"]
 
-_COMMON = (*CONNECTION_OPTIONS, "bucket", "path", "keyFile", "allowPlaintext")
+_COMMON = (*CONNECTION_OPTIONS, "bucket", "path", "keyFile", "allowPlaintext", "keyCodec")
 _WRITE = (*_COMMON, "keyColumn", "valueColumn", "ttlColumn", "batchSize")
 _ATOMICITY = ("task", "microBatch")
+_KEY_CODECS: dict[str, Callable[[], KeyCodec]] = {"base64": Base64KeyCodec, "path": PathKeyCodec}
 _ON_BAD_ROW = ("fail", "skip")
 _KNOWN = {
     "write": (*_WRITE,),
@@ -64,6 +72,18 @@ class Options:
     """Stream writes: ``task`` (each task's rows in atomic batches) or ``microBatch``."""
     on_bad_row: str = "fail"
     """Stream writes: ``fail`` the micro-batch on a bad row, or ``skip`` it (logged)."""
+    key_codecs: tuple[str, ...] = ()
+    """``keyCodec``: the codecs keys go through (in order; names, so the options pickle)."""
+
+    @property
+    def path_keys(self) -> bool:
+        """Keys are paths first (``keyCodec=path``...): the writer's progress keys too."""
+        return self.key_codecs[:1] == ("path",)
+
+    @property
+    def key_codec(self) -> KeyCodec | None:
+        """The key codec of ``keyCodec`` (None: keys are stored as given)."""
+        return _codec(self.key_codecs)
 
     @property
     def subjects(self) -> list[str]:
@@ -83,6 +103,10 @@ def parse_options(options: Mapping[str, str], mode: str) -> Options:
     bucket = named_option(options, "bucket")
     validate_bucket_name(bucket)
     patterns = [f.strip() for f in (str_option(options, "keys", ">") or ">").split(",")]
+    key_codecs = _key_codecs(options)
+    codec = _codec(key_codecs)
+    if codec is not None:  # filters are given as keys are: encoded as the codec stores them
+        patterns = [encode_filter(codec, pattern) for pattern in patterns]
     for pattern in patterns:
         validate_filter(pattern)
     filters = tuple(distinct_filters(patterns))  # the server refuses overlapping filters
@@ -115,7 +139,33 @@ def parse_options(options: Mapping[str, str], mode: str) -> Options:
         allow_plaintext=allow_plaintext,
         atomicity=_choice(options, "atomicity", _ATOMICITY),
         on_bad_row=_choice(options, "onBadRow", _ON_BAD_ROW),
+        key_codecs=key_codecs,
     )
+
+
+def _codec(names: tuple[str, ...]) -> KeyCodec | None:
+    codecs = [_KEY_CODECS[name]() for name in names]
+    if len(codecs) > 1:
+        return ChainKeyCodec(*codecs)
+    return codecs[0] if codecs else None
+
+
+def _key_codecs(options: Mapping[str, str]) -> tuple[str, ...]:
+    """The ``keyCodec`` names: ``base64``, ``path``, or several, comma-separated, applied in
+    order (``path,base64``).
+
+    Raises:
+        ClientValidationError: another name (the message lists the known ones).
+    """
+    text = str_option(options, "keyCodec", "") or ""
+    names = tuple(name.strip().lower() for name in text.split(",") if name.strip())
+    for name in names:
+        if name not in _KEY_CODECS:
+            raise ClientValidationError(
+                f"option 'keyCodec' takes {', '.join(_KEY_CODECS)} (comma-separated to chain "
+                f"them): {text!r}"
+            )
+    return names
 
 
 def _choice(options: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:

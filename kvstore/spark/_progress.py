@@ -24,7 +24,9 @@ from .._bucket import Bucket
 from .._errors import KeyNotFoundError
 
 __all__ = [
+    "PATH_PREFIX",
     "PREFIX",
+    "RESERVED",
     "Progress",
     "RowDigest",
     "SinkProgressError",
@@ -35,6 +37,9 @@ __all__ = [
 
 PREFIX = "_jetstore.sink."
 """Keys the stream writer keeps its progress under; rows may not write them."""
+PATH_PREFIX = "_jetstore/sink/"
+"""The same, for a bucket written through ``keyCodec=path`` (which refuses dots in keys)."""
+RESERVED = (PREFIX, PATH_PREFIX)
 
 RawRow = tuple[Any, Any, Any]
 """One input row as the DataFrame holds it: key, value, ttl."""
@@ -47,14 +52,17 @@ class SinkProgressError(JetStreamError):
     Nothing more of the task is stored."""
 
 
-def task_key(query_id: str, partition: int) -> str:
-    """The progress key of one task's rows (``atomicity=task``)."""
+def task_key(query_id: str, partition: int, path_keys: bool = False) -> str:
+    """The progress key of one task's rows (``atomicity=task``); ``path_keys``: as a path
+    (through ``keyCodec=path`` it is stored as the dotted key)."""
+    if path_keys:
+        return f"{PATH_PREFIX}{query_id}/{partition}"
     return f"{PREFIX}{query_id}.{partition}"
 
 
-def query_key(query_id: str) -> str:
+def query_key(query_id: str, path_keys: bool = False) -> str:
     """The progress key of a query storing whole micro-batches (``atomicity=microBatch``)."""
-    return f"{PREFIX}{query_id}"
+    return f"{PATH_PREFIX if path_keys else PREFIX}{query_id}"
 
 
 class _Stored(msgspec.Struct, frozen=True):

@@ -123,7 +123,7 @@ async def _read_snapshot(
                 js, stream, opts.subjects, part.first, part.last, part.up_to, part.check
             )
     return [
-        row(message, prefix, projection, stage, opts.bucket)
+        row(message, prefix, projection, stage, opts.bucket, opts.key_codec)
         for message in messages
         if opts.include_deletes or op_from_headers(message.headers) is Op.PUT
     ]

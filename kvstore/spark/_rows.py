@@ -17,6 +17,7 @@ from pyspark.sql.types import (
 from jetstream import StoredMessage
 from jetstream._options import read_columns
 
+from .._codecs import KeyCodec
 from .._encryption import EncryptionStage
 from .._models import Op, op_from_headers
 from .._stages import ValueContext
@@ -60,7 +61,10 @@ def row(
     projection: tuple[tuple[str, bool], ...],
     stage: EncryptionStage | None = None,
     bucket: str = "",
+    codec: KeyCodec | None = None,
 ) -> tuple[Any, ...]:
+    """One row of ``message``: its key decoded by ``codec`` (KeyDecodeError fails the task
+    for a key not written through it), its value decrypted by ``stage``."""
     key = message.subject[len(prefix) :]
     op = op_from_headers(message.headers)
     value = message.data if op is Op.PUT else b""  # as Entry: tombstones have no value
@@ -68,7 +72,7 @@ def row(
         context = ValueContext(bucket, key, message.headers, message.seq)
         value = stage.open(value, context)  # DecryptionError fails the task
     values: dict[str, Any] = {
-        "key": key,
+        "key": key if codec is None else codec.decode_key(key),
         "value": value,
         "revision": message.seq,
         "created": message.time,

@@ -59,7 +59,8 @@ async def first_seq(opts: Options) -> int:
 
 
 async def writable_bucket(js: JetStream, opts: Options) -> Bucket:
-    """The bucket a task writes, encrypting with the key file's keys where the task runs.
+    """The bucket a task writes, encrypting with the key file's keys where the task runs, its
+    keys through the ``keyCodec``.
 
     Raises:
         BucketNotFoundError: no such bucket; InvalidKeyringError: a bad key file.
@@ -69,6 +70,7 @@ async def writable_bucket(js: JetStream, opts: Options) -> Bucket:
         opts.bucket,
         encryption=None if opts.key_file is None else Keyring.from_file(opts.key_file),
         allow_plaintext=opts.allow_plaintext,
+        key_codec=opts.key_codec,
     )
 
 

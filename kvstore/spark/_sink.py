@@ -12,11 +12,11 @@ import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import pyarrow as pa
-from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 
-from jetstream import BatchTooLargeError, JetStreamError
+from jetstream import BatchTooLargeError
 from jetstream._options import run_sync
+from jetstream._spark_task import TaskId
 
 from ._options import Options
 from ._progress import RawRow, query_key, task_key
@@ -26,30 +26,6 @@ from ._sink_store import Limits, Report, store_rows
 __all__ = ["KVSinkCommit", "KVStreamWriter", "TaskId"]
 
 _log = logging.getLogger("kvstore.spark")
-
-
-@dataclasses.dataclass(frozen=True)
-class TaskId:
-    """Which rows a task writes: partition ``partition`` of micro-batch ``batch`` of the
-    query ``query`` (its id, kept in the checkpoint: the same after a restart)."""
-
-    query: str
-    batch: int
-    partition: int
-
-    @classmethod
-    def current(cls) -> TaskId:
-        """The running Spark task's (Spark sets these for every task of a streaming query).
-
-        Raises:
-            JetStreamError: not inside a streaming query's task.
-        """
-        context = TaskContext.get()
-        query = None if context is None else context.getLocalProperty("sql.streaming.queryId")
-        batch = None if context is None else context.getLocalProperty("streaming.sql.batchId")
-        if context is None or query is None or batch is None:
-            raise JetStreamError("natskv: a stream writer runs only in a streaming query's tasks")
-        return cls(query, int(batch), context.partitionId())
 
 
 @dataclasses.dataclass
@@ -84,7 +60,7 @@ class KVStreamWriter(DataSourceStreamArrowWriter):
             As ``store_rows``: bad rows, a replay that differs, a failed batch (the error's
             note says what the task had stored).
         """
-        task = TaskId.current()
+        task = TaskId.current("natskv")
         rows = _rows(iterator, self.opts)
         if self.opts.atomicity == "microBatch":
             if len(rows) > self.limits.capacity:  # fail the task now, not the commit later
@@ -117,7 +93,7 @@ class KVStreamWriter(DataSourceStreamArrowWriter):
     ) -> Report:
         async with self.opts.connection.session() as js:
             bucket = await writable_bucket(js, self.opts)
-            key = task_key(task.query, task.partition)
+            key = task_key(task.query, task.partition, self.opts.path_keys)
             return await store_rows(bucket, rows, key, task.batch, self.limits, on_batch=stored)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
@@ -140,7 +116,7 @@ class KVStreamWriter(DataSourceStreamArrowWriter):
             return Report()
         async with self.opts.connection.session() as js:
             bucket = await writable_bucket(js, self.opts)
-            key = query_key(messages[0].task.query)
+            key = query_key(messages[0].task.query, self.opts.path_keys)
             return await store_rows(bucket, rows, key, batch, self.limits, whole=True)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:

@@ -15,7 +15,7 @@ from jetstream import BatchTooLargeError, ClientValidationError, WrongLastSequen
 from .._batch import KeyBatch
 from .._bucket import Bucket
 from .._errors import InvalidKeyError, KeyExistsError, WrongRevisionError
-from ._progress import PREFIX, Progress, RawRow, RowDigest, SinkProgressError, read_progress
+from ._progress import RESERVED, Progress, RawRow, RowDigest, SinkProgressError, read_progress
 
 __all__ = ["Report", "store_rows"]
 
@@ -236,8 +236,10 @@ def _queue_row(batch: KeyBatch, key: object, value: object, ttl: object) -> None
     """
     if not isinstance(key, str):
         raise InvalidKeyError(f"keys must be strings, got {type(key).__name__}")
-    if key.startswith(PREFIX):
-        raise InvalidKeyError(f"key {key!r}: keys under {PREFIX!r} are the stream writer's own")
+    if key.startswith(RESERVED):
+        raise InvalidKeyError(
+            f"key {key!r}: keys under {RESERVED[0]!r} are the stream writer's own"
+        )
     if value is None:
         batch.delete(key)
     else:

@@ -151,5 +151,5 @@ async def _read_range(
                     headers=message.headers,
                     data=message.data,
                 )
-                rows.append(row(stored, prefix, projection, stage, opts.bucket))
+                rows.append(row(stored, prefix, projection, stage, opts.bucket, opts.key_codec))
     return rows

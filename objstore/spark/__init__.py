@@ -1,6 +1,7 @@
 """PySpark helpers for object stores: ``upload_objects`` (executors upload, a DataFrame of
-outcomes comes back) and the ``natsobj`` format that lists a store's objects. Needs the
-``spark`` extra (``pip install 'jetstore[spark]'``).
+outcomes comes back) and the ``natsobj`` format that lists a store's objects and, as a
+streaming sink, stores one object per row exactly once. Needs the ``spark`` extra
+(``pip install 'jetstore[spark]'``).
 
 ::
 
@@ -10,12 +11,19 @@ outcomes comes back) and the ``natsobj`` format that lists a store's objects. Ne
     )
     register(spark)
     spark.read.format("natsobj").option("servers", url).load("artifacts")
+    (files.writeStream.format("natsobj").option("servers", url)      # name + data or path
+       .option("checkpointLocation", ckpt).start("artifacts"))       # each object once
 
 ``natsobj`` options (names are case-insensitive; an unknown option is refused with the list of
 known ones): the connection options of ``natskv`` (``servers``, ``connectTimeout``,
 ``connectAttempts``, ``requestTimeout``, ``retryDeadline``, credentials), ``store`` (or the
 load path), ``limit`` (at most this many rows, 0 = all) and ``includeDeleted`` (false: also
-list deleted objects).
+list deleted objects). ``writeStream``: ``nameColumn``, ``dataColumn``, ``pathColumn``
+(``name``, ``data``, ``path``), ``chunkSize``, ``concurrency``, ``allowedRoot``, ``keyFile``,
+``onBadRow`` (``fail``/``skip``). Each object's meta record carries its task's tag
+(``Jetstore-Write: <queryId>/<batchId>/<partition>``) and is written only over the record
+read before, so a replayed or racing attempt finds the tag and stores nothing again;
+docs/SPARK.md states the guarantee and its limits.
 """
 
 from __future__ import annotations

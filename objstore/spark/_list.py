@@ -8,6 +8,7 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceReader
 from pyspark.sql.types import StructType
 
+from jetstream import ClientValidationError
 from jetstream._options import (
     CONNECTION_OPTIONS,
     ConnectionOptions,
@@ -22,6 +23,7 @@ from jetstream._protocol.bucket_config import validate_bucket_name
 
 from .._core import store_info
 from .._manage import open_store
+from ._sink import ObjectStreamWriter, check_store, sink_options
 
 __all__ = ["LIST_SCHEMA", "ObjectsDataSource"]
 
@@ -42,6 +44,25 @@ class ObjectsDataSource(DataSource):
 
     def schema(self) -> str:
         return LIST_SCHEMA
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> ObjectStreamWriter:
+        """Validate options, columns and the store at planning time.
+
+        Raises:
+            ClientValidationError: ``complete`` output mode, a bad or unknown option.
+            InvalidKeyringError: a ``keyFile`` that cannot be read or is not a key file.
+            ColumnError: no name column, neither a data nor a path column, or a wrong type.
+            StoreNotFoundError: no such store (names it).
+            ConnectionFailedError: no server reachable.
+        """
+        if overwrite:
+            raise ClientValidationError(
+                "natsobj streams take outputMode('append') or ('update'); 'complete' would "
+                "need the store emptied first"
+            )
+        opts = sink_options(self.options, schema)
+        run_sync(lambda: check_store(opts))  # fail at planning, before any task runs
+        return ObjectStreamWriter(opts)
 
     def reader(self, schema: StructType) -> _ListReader:
         """Validate the options and check the store exists, at planning time.

@@ -52,7 +52,7 @@ def test_each_pages_snippets_run_as_one_program(
 
 
 @pytest.mark.spark
-@pytest.mark.timeout(300)  # six Spark jobs, and the session's start if it is the first
+@pytest.mark.timeout(400)  # seven Spark jobs, and the session's start if it is the first
 def test_the_spark_page_runs(
     spark: object,  # noqa: F811
     nats_server: jetstream.EmbeddedServer,
@@ -65,6 +65,9 @@ def test_the_spark_page_runs(
         (row,) = namespace["results"].collect()  # type: ignore[attr-defined]
         assert row["error"] is None and row["size"] == len(b"day,sales\n1,42\n")
         assert [r["name"] for r in namespace["objects"].collect()] == ["q3.csv"]  # type: ignore[attr-defined]
+        snapshots = spark.read.format("natsobj").option("servers", nats_server.url)  # type: ignore[attr-defined]
+        listed = snapshots.load("snapshots").collect()
+        assert sorted((r["name"], r["size"]) for r in listed) == [("user.1", 3), ("user.2", 5)]
         shouted = (
             spark.read.format("natskv")  # type: ignore[attr-defined]
             .option("servers", nats_server.url)

@@ -1,7 +1,8 @@
 """A Spark driver in a process of its own, for the test that SIGKILLs one mid micro-batch:
 ``python -m tests.spark.stream_sink_driver '<json>'`` runs ``start_query`` into
-``natskv_hooked`` with the options in the JSON (``inputs``, ``checkpoint``, ``options``, and
-``master``, ``local[2]`` unless given: ``local[2,3]`` retries a failed task) until the query
+``natskv_hooked`` (or, with ``"format": "natsobj_hooked"``, object_sink_trials' query into
+it) with the options in the JSON (``inputs``, ``checkpoint``, ``options``, and ``master``,
+``local[2]`` unless given: ``local[2,3]`` retries a failed task) until the query
 ends (then it creates the file ``done`` names, if given) or the process is killed."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from typing import Any
 
 
 def main() -> None:
@@ -17,7 +19,11 @@ def main() -> None:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
 
-    from tests.spark.stream_sink_trials import HookedSource, start_query
+    from tests.spark import object_sink_trials, stream_sink_trials
+
+    trials: Any = (
+        object_sink_trials if args.get("format") == "natsobj_hooked" else stream_sink_trials
+    )
 
     spark = (
         SparkSession.builder.master(args.get("master", "local[2]"))
@@ -31,10 +37,9 @@ def main() -> None:
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
-    spark.dataSource.register(HookedSource)
-    query = start_query(
-        spark, args["inputs"], args["checkpoint"], "natskv_hooked", **args["options"]
-    )
+    spark.dataSource.register(trials.HookedSource)
+    fmt = trials.HookedSource.name()
+    query = trials.start_query(spark, args["inputs"], args["checkpoint"], fmt, **args["options"])
     query.awaitTermination()
     if "done" in args:  # the query ended (a test without a kill waits for this)
         open(args["done"], "w").close()

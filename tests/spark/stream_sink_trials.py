@@ -1,10 +1,11 @@
-"""What the stream-writer trials share: their input files (and each key's revisions when every row
-is stored once), reads of the bucket, a driver in a process of its own, and format
-``natskv_hooked``: the natskv stream writer, stopped at a chosen point of a micro-batch. When
-partition 0 of micro-batch ``hookMicroBatch`` has stored ``hookBatches`` atomic batches, it
-creates ``<hookDir>/reached`` (once per hook directory) and then, by ``hookAction``: ``kill``
-SIGKILLs its own Python worker, ``pause`` waits until ``<hookDir>/go`` exists (meanwhile the
-test restarts the server, or SIGKILLs the driver). The other options are natskv's."""
+"""What the stream-writer trials share: their input files (and each key's revisions when every
+row is stored once), reads of the bucket, a driver in a process of its own, and format
+``natskv_hooked``: the natskv stream writer, stopped at a chosen point of a micro-batch.
+When partition 0 of micro-batch ``hookMicroBatch`` has stored ``hookBatches`` atomic
+batches, it creates ``<hookDir>/reached`` (once per hook directory) and then, by
+``hookAction``: ``kill`` SIGKILLs its own Python worker, ``pause`` waits until
+``<hookDir>/go`` exists (meanwhile the test restarts the server, or SIGKILLs the driver).
+The other options are natskv's."""
 
 from __future__ import annotations
 
@@ -148,7 +149,7 @@ def last_seq(url: str, name: str) -> int:
 def wait_for(path: Path, what: str, alive: Callable[[], bool] = lambda: True) -> None:
     """Poll for a file the hooked writer creates (it runs in another process), while the
     process that should create it is ``alive``."""
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 300  # a Spark start on a loaded machine
     while not path.exists():
         assert alive() and time.monotonic() < deadline, f"never {what}"
         time.sleep(0.02)
@@ -172,7 +173,8 @@ def driver(
     inputs: str, checkpoint: Path, options: dict[str, str], **more: str
 ) -> Iterator[Callable[[], bool]]:
     """A Spark driver in a process of its own (tests/spark/stream_sink_driver.py) running
-    ``start_query`` into ``natskv_hooked``; gives a function telling whether it still runs,
+    ``start_query`` into ``natskv_hooked`` (``format="natsobj_hooked"``: the object trials'
+    query into theirs); gives a function telling whether it still runs,
     and SIGKILLs it with its JVM on the way out, as a lost machine."""
     args = {"inputs": inputs, "checkpoint": str(checkpoint), "options": options, **more}
     paths = [str(ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]

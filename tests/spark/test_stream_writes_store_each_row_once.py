@@ -147,6 +147,7 @@ async def test_a_replay_with_other_rows_fails_and_stores_nothing_more(
         ("a key", kvstore.InvalidKeyError),
         (None, kvstore.InvalidKeyError),
         ("_jetstore.sink.query-1.0", kvstore.InvalidKeyError),
+        ("_jetstore/sink/query-1/0", kvstore.InvalidKeyError),  # the same, as a path
     ],
 )
 async def test_a_bad_row_fails_the_task_before_anything_is_stored(
@@ -230,3 +231,19 @@ async def test_through_a_key_codec_any_text_is_a_key_and_replays_still_store_onc
         again = await store_rows(bucket, rows, KEY, 0, LIMITS)
         assert (first.stored, again.stored, again.skipped) == (20, 0, 20)
         assert await _stored(bucket, rows) == _applied_once(rows)
+
+
+async def test_through_a_path_codec_the_progress_key_is_a_path_and_replays_store_once(
+    make_bucket: BucketFactory, nats_server: jetstream.EmbeddedServer
+) -> None:
+    name = (await make_bucket(history=64)).name
+    rows: list[Row] = [(f"/srv/app{i % 3}/conf", f"v{i}".encode(), None) for i in range(20)]
+    key = task_key("query-1", 0, path_keys=True)
+    async with await jetstream.connect(nats_server.url) as js:
+        bucket = await kvstore.open_bucket(js, name, key_codec=kvstore.PathKeyCodec())
+        first = await store_rows(bucket, rows, key, 0, LIMITS)
+        again = await store_rows(bucket, rows, key, 0, LIMITS)
+        assert (first.stored, again.stored, again.skipped) == (20, 0, 20)
+        assert await _stored(bucket, rows) == _applied_once(rows)
+        plain = await kvstore.open_bucket(js, name)
+        assert (await plain.get("_jetstore.sink.query-1.0")).value  # stored as the dotted key
