@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import logging
 import os
 import signal
+import sys
+from collections.abc import Callable
 
 import click
 
@@ -78,13 +81,39 @@ def lock(
         async with opened.lock(name, ttl=ttl, timeout=wait) as lease:
             env = {**os.environ, TOKEN_VARIABLE: str(lease.token)}
             try:
-                child = await asyncio.create_subprocess_exec(*command, env=env)
+                child = await asyncio.create_subprocess_exec(
+                    *command, env=env, preexec_fn=_dies_with_parent()
+                )
             except OSError as exc:
                 click.echo(f"jetstore: cannot run {command[0]!r}: {exc.strerror}", err=True)
                 return EXIT_NOT_RUN
             return await _run_while_held(child, lease, grace)
 
     run(settings, work)
+
+
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def _dies_with_parent() -> Callable[[], None] | None:
+    """What the child runs before exec so that the kernel kills it (SIGKILL) if jetstore
+    dies without stopping it (kill -9, OOM): nobody renews the lease then, and the server
+    frees it after its TTL; the command must not run on beside the next holder. Linux only
+    (None elsewhere: there a killed jetstore leaves the command running).
+
+    Everything is looked up before the fork: the child runs only the call itself."""
+    if sys.platform != "linux":
+        return None
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    parent = os.getpid()
+    kill = int(signal.SIGKILL)
+
+    def die_with_parent() -> None:
+        prctl(_PR_SET_PDEATHSIG, kill, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before the call: too late to ask
+            os._exit(EXIT_NOT_RUN)
+
+    return die_with_parent
 
 
 async def _run_while_held(

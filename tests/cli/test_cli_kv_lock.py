@@ -4,6 +4,8 @@ fencing token in its environment, exits with its code, and stops it when the lea
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import signal
 import subprocess
 
@@ -97,6 +99,32 @@ async def test_sigterm_stops_the_command_and_releases_the_lock(
             pass
     finally:
         close_process(process)
+
+
+async def test_the_command_does_not_outlive_a_killed_jetstore(
+    nats_server: jetstream.EmbeddedServer, make_bucket: BucketFactory
+) -> None:
+    # kill -9 of jetstore: nobody renews the lease, which the server frees after its TTL;
+    # a command left running then would run beside the next holder's.
+    bucket = await make_bucket()
+    process = subprocess.Popen(  # noqa: ASYNC220 (starting it is quick; reading waits)
+        [*cli_command("kv", "lock", bucket.name, "jobs.nightly"), "-s", nats_server.url,
+         "--ttl", "60s", "--", "sh", "-c", "echo $$; exec sleep 60"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=cli_env(), cwd=ROOT,
+    )  # fmt: skip
+    child = 0
+    try:
+        assert process.stdout is not None
+        child = int(await asyncio.to_thread(process.stdout.readline))
+        process.kill()
+        await asyncio.to_thread(process.wait)
+        # The command holds the pipe's other end: end of file once it has ended.
+        async with asyncio.timeout(20):
+            assert await asyncio.to_thread(process.stdout.read) == b""
+    finally:
+        close_process(process)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child, signal.SIGKILL)
 
 
 @pytest.mark.parametrize(("name", "ttl"), [("jobs.*", "30s"), ("jobs.nightly", "1s")])
