@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sys
 import time
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
@@ -397,6 +398,14 @@ async def fencing(lease: Lease) -> AsyncIterator[Fence]:
         yield Fence(lease)
 
 
+_CLOCK: int | None = getattr(
+    time, {"linux": "CLOCK_BOOTTIME", "darwin": "CLOCK_MONOTONIC"}.get(sys.platform, ""), None
+)
+"""The clock, of those that run on while the machine is suspended, as the server's TTL does
+(a laptop or VM asleep past the TTL would read its lease as held otherwise):
+``time.monotonic()`` stops during a suspend on Linux and macOS, not on Windows."""
+
+
 def _now() -> float:
-    # The event loop's clock (asyncio.timeout counts on it too), readable from any thread.
-    return time.monotonic()
+    # Only differences of it are used, also as durations for the event loop's timers.
+    return time.monotonic() if _CLOCK is None else time.clock_gettime(_CLOCK)
