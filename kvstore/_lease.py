@@ -200,7 +200,8 @@ class Lease:
     # -- acquiring, renewing, releasing -------------------------------------------------------
 
     async def _take(self, *, over: int | None = None) -> bool:
-        """Create the lease key; False if another holder has it. ``over``: the revision of a
+        """Create the lease key; False if another holder has it, or if the server's answer
+        came too late to count on the lease (given back). ``over``: the revision of a
         tombstone or expiry marker a watch just saw as the key's last message: written on
         condition that it still is (one request, where a create over a tombstone needs
         three), and False if it no longer is (the watch will show what came after it).
@@ -226,8 +227,12 @@ class Lease:
             return False
         self._creating = None
         self._token = self._revision = revision
-        self._lost = None
         self._accepted(revision, sent)
+        if self._expired():  # answered too late to count on (a stalled server): not held
+            await self._give_back()
+            self._token = self._revision = 0
+            return False
+        self._lost = None
         self._renewer = asyncio.ensure_future(self._renew_forever())
         return True
 
