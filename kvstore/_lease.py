@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from nats.nuid import NUID
 
-from jetstream import NEVER, InvalidTTLError, JetStreamError, TTLValue
+from jetstream import NEVER, ConnectionClosedError, InvalidTTLError, JetStreamError, TTLValue
 from jetstream._protocol.ttl import parse_ttl
 
 from ._errors import (
@@ -296,6 +296,9 @@ class Lease:
                         await self._renew()
                 except (WrongRevisionError, KeyNotFoundError, BucketNotFoundError) as exc:
                     self._lose(f"renewal refused: {exc}")
+                    return
+                except ConnectionClosedError as exc:  # for good: nothing can renew it now
+                    self._lose(f"cannot renew: {exc}")
                     return
                 except (JetStreamError, TimeoutError) as exc:
                     _log.warning("lease %r: renewal failed, retrying: %s", self._key, exc)
