@@ -23,7 +23,14 @@ from typing import TYPE_CHECKING
 
 from nats.nuid import NUID
 
-from jetstream import NEVER, ConnectionClosedError, InvalidTTLError, JetStreamError, TTLValue
+from jetstream import (
+    NEVER,
+    ConnectionClosedError,
+    InvalidTTLError,
+    JetStreamError,
+    TTLValue,
+    ValueTooLargeError,
+)
 from jetstream._protocol.ttl import parse_ttl
 
 from ._errors import (
@@ -41,6 +48,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MIN_LEASE_TTL",
     "Lease",
+    "check_lease_value",
     "checked_lease_ttl",
     "fencing",
     "holder_value",
@@ -100,8 +108,26 @@ def lease_seconds(ttl: TTLValue) -> int:
     return seconds
 
 
+_HOLDER_LENGTH = 22  # a NUID
+
+
 def _record(holder: str, value: bytes) -> bytes:
     return holder.encode() + b"\n" + value
+
+
+def check_lease_value(value: bytes, max_value_size: int, bucket: str) -> None:
+    """Refuse a lease value the bucket could not store with the holder id before it.
+
+    Raises:
+        ValueTooLargeError: ``value`` with the record's holder id exceeds ``max_value_size``.
+    """
+    room = max_value_size - _HOLDER_LENGTH - 1
+    if max_value_size > 0 and len(value) > room:
+        raise ValueTooLargeError(
+            f"a lease value in bucket {bucket!r} may be at most {room} bytes (its "
+            f"max_value_size {max_value_size}, less the holder id stored with it): "
+            f"{len(value)} given"
+        )
 
 
 def holder_value(record: bytes) -> tuple[str, bytes] | None:
