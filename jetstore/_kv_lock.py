@@ -134,7 +134,7 @@ class _Command:
         self.process = process
         self._group = group
 
-    def signal(self, number: signal.Signals) -> None:
+    def send(self, number: signal.Signals) -> None:
         with contextlib.suppress(ProcessLookupError):
             if self._group:
                 os.killpg(self.process.pid, number)
@@ -144,10 +144,10 @@ class _Command:
     async def stop(self, grace: float) -> None:
         """SIGTERM, then SIGKILL to what is left once the command ended or after ``grace``
         seconds; returns once the command has ended."""
-        self.signal(signal.SIGTERM)
+        self.send(signal.SIGTERM)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.shield(self.process.wait()), grace)
-        self.signal(signal.SIGKILL)
+        self.send(signal.SIGKILL)
         await self.process.wait()
 
 
