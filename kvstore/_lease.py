@@ -18,8 +18,8 @@ import contextlib
 import logging
 import sys
 import time
-from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
+from collections.abc import AsyncIterator, Awaitable
+from typing import TYPE_CHECKING, TypeVar
 
 from nats.nuid import NUID
 
@@ -51,11 +51,14 @@ __all__ = [
     "check_lease_value",
     "checked_lease_ttl",
     "fencing",
+    "finished",
     "holder_value",
     "lease_seconds",
 ]
 
 _log = logging.getLogger("kvstore")
+
+T = TypeVar("T")
 
 MIN_LEASE_TTL = 3
 """Seconds: a lease is renewed every third of its TTL, which leaves two thirds (at least 2 s)
@@ -269,12 +272,7 @@ class Lease:
         Never raises for the server: a release that fails leaves the key to its TTL. A
         caller cancelled meanwhile is cancelled once the release is over (a purge cut short
         would leave the key taken until its TTL runs out)."""
-        releasing = asyncio.ensure_future(self._release())
-        try:
-            await asyncio.shield(releasing)
-        except asyncio.CancelledError:
-            await asyncio.wait([releasing])
-            raise
+        await finished(self._release())
 
     async def _release(self) -> None:
         await self._stop_renewing()
@@ -438,6 +436,20 @@ _CLOCK: int | None = getattr(
 """The clock, of those that run on while the machine is suspended, as the server's TTL does
 (a laptop or VM asleep past the TTL would read its lease as held otherwise):
 ``time.monotonic()`` stops during a suspend on Linux and macOS, not on Windows."""
+
+
+async def finished(awaitable: Awaitable[T]) -> T:
+    """Await ``awaitable`` to its end even if the caller is cancelled meanwhile; the cancel
+    is raised once it is over. For writes of a lease key: one cut short in flight leaves its
+    outcome unknown, and a read to learn it may be answered before the write lands."""
+    task = asyncio.ensure_future(awaitable)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        await asyncio.wait([task])
+        if not task.cancelled():
+            task.exception()  # retrieved: the caller was cancelled, it sees no outcome
+        raise
 
 
 def _now() -> float:
