@@ -53,7 +53,7 @@ TOKEN_VARIABLE = "JETSTORE_LEASE_TOKEN"
     type=click.FloatRange(min=0),
     default=5.0,
     show_default=True,
-    help="Seconds between SIGTERM and SIGKILL when the lease is lost.",
+    help="Seconds the command has, once sent SIGTERM (lease lost, Ctrl-C), before SIGKILL.",
 )
 @click.option(
     "--foreground",
