@@ -26,7 +26,7 @@ from jetstream._resource import AsyncResource
 from ._core import BucketCore, BytesLike
 from ._errors import InvalidKeyError, KeyExistsError, WrongRevisionError
 from ._keys import validate_limits, validate_revision
-from ._lease import Fence, Lease, fencing
+from ._lease import Fence, Lease, fencing, finished
 from ._models import Op, op_from_headers
 
 __all__ = ["KeyBatch"]
@@ -268,7 +268,8 @@ class KeyBatch(AsyncResource):
         if self._fence is None:
             return await self._send(writes, None)
         async with fencing(self._fence) as fence:
-            return await self._send(writes, fence)
+            # To its end even if cancelled: the lease must learn whether its key moved.
+            return await finished(self._send(writes, fence))
 
     async def _send(self, writes: list[_Write], fence: Fence | None) -> dict[str, int]:
         if fence is not None:

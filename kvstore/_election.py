@@ -10,7 +10,7 @@ from jetstream._errors import check_bytes_like
 
 from ._errors import KeyNotFoundError
 from ._keys import validate_wait
-from ._lease import Lease, holder_value
+from ._lease import Lease, check_lease_value, holder_value
 from ._lock import held_lease
 from ._models import Op
 
@@ -58,11 +58,14 @@ class Election:
 
         Raises:
             WrongTypeError: ``value`` is not bytes-like (at once, nothing written).
+            ValueTooLargeError: ``value`` does not fit the bucket's ``max_value_size`` with
+                the holder id the lease stores before it (at once, nothing written).
             ClientValidationError: a negative ``timeout``.
             LockTimeoutError: (entering) not elected within ``timeout`` seconds.
             MessageTTLDisabledError: (entering) the bucket has no per-message TTL.
         """
         data = bytes(check_bytes_like(value, "value"))
+        check_lease_value(data, self._bucket.config.max_value_size, self._bucket.name)
         validate_wait(timeout)
         return held_lease(self._bucket, self._name, data, self._ttl, timeout)
 

@@ -16,13 +16,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sys
 import time
-from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
+from collections.abc import AsyncIterator, Awaitable
+from typing import TYPE_CHECKING, TypeVar
 
 from nats.nuid import NUID
 
-from jetstream import NEVER, InvalidTTLError, JetStreamError, TTLValue
+from jetstream import (
+    NEVER,
+    ConnectionClosedError,
+    InvalidTTLError,
+    JetStreamError,
+    TTLValue,
+    ValueTooLargeError,
+)
 from jetstream._protocol.ttl import parse_ttl
 
 from ._errors import (
@@ -40,13 +48,17 @@ if TYPE_CHECKING:
 __all__ = [
     "MIN_LEASE_TTL",
     "Lease",
+    "check_lease_value",
     "checked_lease_ttl",
     "fencing",
+    "finished",
     "holder_value",
     "lease_seconds",
 ]
 
 _log = logging.getLogger("kvstore")
+
+T = TypeVar("T")
 
 MIN_LEASE_TTL = 3
 """Seconds: a lease is renewed every third of its TTL, which leaves two thirds (at least 2 s)
@@ -99,8 +111,26 @@ def lease_seconds(ttl: TTLValue) -> int:
     return seconds
 
 
+_HOLDER_LENGTH = 22  # a NUID
+
+
 def _record(holder: str, value: bytes) -> bytes:
     return holder.encode() + b"\n" + value
+
+
+def check_lease_value(value: bytes, max_value_size: int, bucket: str) -> None:
+    """Refuse a lease value the bucket could not store with the holder id before it.
+
+    Raises:
+        ValueTooLargeError: ``value`` with the record's holder id exceeds ``max_value_size``.
+    """
+    room = max_value_size - _HOLDER_LENGTH - 1
+    if max_value_size > 0 and len(value) > room:
+        raise ValueTooLargeError(
+            f"a lease value in bucket {bucket!r} may be at most {room} bytes (its "
+            f"max_value_size {max_value_size}, less the holder id stored with it): "
+            f"{len(value)} given"
+        )
 
 
 def holder_value(record: bytes) -> tuple[str, bytes] | None:
@@ -199,7 +229,8 @@ class Lease:
     # -- acquiring, renewing, releasing -------------------------------------------------------
 
     async def _take(self, *, over: int | None = None) -> bool:
-        """Create the lease key; False if another holder has it. ``over``: the revision of a
+        """Create the lease key; False if another holder has it, or if the server's answer
+        came too late to count on the lease (given back). ``over``: the revision of a
         tombstone or expiry marker a watch just saw as the key's last message: written on
         condition that it still is (one request, where a create over a tombstone needs
         three), and False if it no longer is (the watch will show what came after it).
@@ -225,8 +256,12 @@ class Lease:
             return False
         self._creating = None
         self._token = self._revision = revision
-        self._lost = None
         self._accepted(revision, sent)
+        if self._expired():  # answered too late to count on (a stalled server): not held
+            await self._give_back()
+            self._token = self._revision = 0
+            return False
+        self._lost = None
         self._renewer = asyncio.ensure_future(self._renew_forever())
         return True
 
@@ -237,12 +272,7 @@ class Lease:
         Never raises for the server: a release that fails leaves the key to its TTL. A
         caller cancelled meanwhile is cancelled once the release is over (a purge cut short
         would leave the key taken until its TTL runs out)."""
-        releasing = asyncio.ensure_future(self._release())
-        try:
-            await asyncio.shield(releasing)
-        except asyncio.CancelledError:
-            await asyncio.wait([releasing])
-            raise
+        await finished(self._release())
 
     async def _release(self) -> None:
         await self._stop_renewing()
@@ -290,6 +320,9 @@ class Lease:
                         await self._renew()
                 except (WrongRevisionError, KeyNotFoundError, BucketNotFoundError) as exc:
                     self._lose(f"renewal refused: {exc}")
+                    return
+                except ConnectionClosedError as exc:  # for good: nothing can renew it now
+                    self._lose(f"cannot renew: {exc}")
                     return
                 except (JetStreamError, TimeoutError) as exc:
                     _log.warning("lease %r: renewal failed, retrying: %s", self._key, exc)
@@ -397,6 +430,28 @@ async def fencing(lease: Lease) -> AsyncIterator[Fence]:
         yield Fence(lease)
 
 
+_CLOCK: int | None = getattr(
+    time, {"linux": "CLOCK_BOOTTIME", "darwin": "CLOCK_MONOTONIC"}.get(sys.platform, ""), None
+)
+"""The clock, of those that run on while the machine is suspended, as the server's TTL does
+(a laptop or VM asleep past the TTL would read its lease as held otherwise):
+``time.monotonic()`` stops during a suspend on Linux and macOS, not on Windows."""
+
+
+async def finished(awaitable: Awaitable[T]) -> T:
+    """Await ``awaitable`` to its end even if the caller is cancelled meanwhile; the cancel
+    is raised once it is over. For writes of a lease key: one cut short in flight leaves its
+    outcome unknown, and a read to learn it may be answered before the write lands."""
+    task = asyncio.ensure_future(awaitable)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        await asyncio.wait([task])
+        if not task.cancelled():
+            task.exception()  # retrieved: the caller was cancelled, it sees no outcome
+        raise
+
+
 def _now() -> float:
-    # The event loop's clock (asyncio.timeout counts on it too), readable from any thread.
-    return time.monotonic()
+    # Only differences of it are used, also as durations for the event loop's timers.
+    return time.monotonic() if _CLOCK is None else time.clock_gettime(_CLOCK)

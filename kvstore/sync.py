@@ -647,8 +647,8 @@ class Lease:
         self.portal.call(self.aio.wait_lost())
 
     def release(self) -> None:
-        """Blocking :meth:`kvstore.Lease.release`."""
-        self.portal.call(self.aio.release())
+        """Blocking :meth:`kvstore.Lease.release` (not cut short by Ctrl-C)."""
+        self.portal.call(self.aio.release(), cancel_on_interrupt=False)
 
     def __repr__(self) -> str:
         return f"<blocking {self.aio!r}>"
@@ -696,7 +696,22 @@ class _Holding(AbstractContextManager[Lease]):
         self._portal = portal
 
     def __enter__(self) -> Lease:
-        return Lease(self._portal.call(self._holding.__aenter__()), self._portal)
+        entered: list[_lease.Lease] = []
+
+        async def enter() -> _lease.Lease:
+            lease = await self._holding.__aenter__()
+            entered.append(lease)
+            return lease
+
+        try:
+            return Lease(self._portal.call(enter()), self._portal)
+        except KeyboardInterrupt as exc:
+            # Ctrl-C as the lease was taken: the portal's cancel came too late, and no
+            # ``with`` block will release it.
+            if entered:
+                leaving = self._holding.__aexit__(type(exc), exc, exc.__traceback__)
+                self._portal.call(leaving, cancel_on_interrupt=False)
+            raise
 
     def __exit__(
         self,
@@ -704,7 +719,10 @@ class _Holding(AbstractContextManager[Lease]):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> bool | None:
-        return self._portal.call(self._holding.__aexit__(exc_type, exc, tb))
+        # Not cancelled by Ctrl-C: a release cut short (or never started) would leave the
+        # lease renewed on the loop thread for ever.
+        leaving = self._holding.__aexit__(exc_type, exc, tb)
+        return self._portal.call(leaving, cancel_on_interrupt=False)
 
 
 async def _held(lease: _lease.Lease) -> bool:

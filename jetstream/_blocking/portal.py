@@ -61,8 +61,10 @@ class Portal:
         """Whether :meth:`close` was called."""
         return self._closed
 
-    def call(self, awaitable: Awaitable[T]) -> T:
-        """Run ``awaitable`` on the loop and return its result.
+    def call(self, awaitable: Awaitable[T], *, cancel_on_interrupt: bool = True) -> T:
+        """Run ``awaitable`` on the loop and return its result. ``cancel_on_interrupt=False``
+        is for clean-ups (a lock's release): Ctrl-C lets the operation run on, waits briefly
+        for it to end, and is raised.
 
         Raises:
             ConnectionClosedError: the portal is closed (also to calls still waiting when it
@@ -70,7 +72,8 @@ class Portal:
             UsedAfterForkError: this process is a fork of the one that opened the portal.
             WrongEventLoopError: called from the portal's own thread (from a callback running
                 on its loop), where waiting would deadlock: await the async API there.
-            KeyboardInterrupt: Ctrl-C while waiting; the operation was cancelled.
+            KeyboardInterrupt: Ctrl-C while waiting; the operation was cancelled (unless
+                ``cancel_on_interrupt=False``).
             Whatever the awaitable raises, unchanged.
         """
         try:
@@ -104,24 +107,60 @@ class Portal:
             started.append(task)
             task.add_done_callback(finish)
 
-        try:
-            self._loop.call_soon_threadsafe(start)
-        except RuntimeError:  # the loop closed between the check and here
-            _close_unawaited(awaitable)
-            raise _closed_error() from None
-        self._wait(done, started)
+        def schedule() -> None:
+            try:
+                self._loop.call_soon_threadsafe(start)
+            except RuntimeError:  # the loop closed between the check and here
+                _close_unawaited(awaitable)
+                raise _closed_error() from None
+
+        def never_started() -> None:
+            if not ended:
+                finish(None)
+
+        self._wait(schedule, done, started, ended, never_started, cancel_on_interrupt)
         return _outcome(ended[0])
 
-    def _wait(self, done: threading.Lock, started: list[asyncio.Future[T]]) -> None:
+    def _wait(
+        self,
+        schedule: Callable[[], None],
+        done: threading.Lock,
+        started: list[asyncio.Future[T]],
+        ended: list[asyncio.Future[T] | None],
+        never_started: Callable[[], None],
+        cancel_on_interrupt: bool,
+    ) -> None:
         try:
+            schedule()
             done.acquire()
-        except KeyboardInterrupt:
-            # ``start`` was scheduled first: the loop runs callbacks in order, so the task
-            # exists (or was never made) by the time this cancel runs.
-            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
-                self._loop.call_soon_threadsafe(lambda: started and started[0].cancel())
-            done.acquire(timeout=_CANCEL_GRACE)
+        except KeyboardInterrupt:  # also one that came while ``start`` was being scheduled
+            if ended:  # it ended as Ctrl-C came (the latch may be taken already)
+                raise
+            if cancel_on_interrupt:
+                self._cancel_and_wait(done, started, never_started)
+            else:
+                done.acquire(timeout=_CANCEL_GRACE)
             raise
+
+    def _cancel_and_wait(
+        self,
+        done: threading.Lock,
+        started: list[asyncio.Future[T]],
+        never_started: Callable[[], None],
+    ) -> None:
+        """After Ctrl-C: cancel the call's operation and wait briefly for it to end."""
+
+        def cancel() -> None:
+            # ``start``, if scheduled at all, was scheduled first: the loop runs callbacks in
+            # order, so the task exists by now unless it never will.
+            if started:
+                started[0].cancel()
+            else:
+                never_started()
+
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+            self._loop.call_soon_threadsafe(cancel)
+        done.acquire(timeout=_CANCEL_GRACE)
 
     def submit(self, awaitable: Awaitable[Any]) -> None:
         """Start ``awaitable`` on the loop without waiting for it (a clean-up from a

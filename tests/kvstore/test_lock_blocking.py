@@ -3,6 +3,9 @@ errors without async."""
 
 from __future__ import annotations
 
+import os
+import random
+import signal
 import threading
 from collections.abc import Callable
 
@@ -71,4 +74,44 @@ def test_a_blocking_election_names_its_leader_and_observes_it(
         leaders.close()  # type: ignore[attr-defined]
         assert election.leader() is None
     finally:
+        kvstore.sync.delete_bucket(sync_js, name)
+
+
+def test_ctrl_c_as_a_blocking_lock_is_taken_never_leaves_it_held(
+    sync_js: jetstream.sync.JetStream, unique_name: Callable[[str], str]
+) -> None:
+    # Ctrl-C lands at varying points of `with bucket.lock(...)`: while the call is handed
+    # to the loop, while the lock is taken, as it was just taken, inside the block, while it
+    # is released. Whatever it cut short, nothing may be left holding the lock (a renewer
+    # on the loop thread would keep it for ever).
+    name = unique_name("kv")
+    bucket = kvstore.sync.create_bucket(sync_js, name)
+    interrupted = threading.Event()
+
+    def ctrl_c(signum: int, frame: object) -> None:
+        interrupted.set()
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, ctrl_c)
+    delays = random.Random(0)
+    try:
+        for _ in range(60):
+            interrupted.clear()
+            timer = threading.Timer(
+                delays.uniform(0.0, 0.004), os.kill, (os.getpid(), signal.SIGINT)
+            )
+            timer.start()
+            try:
+                with bucket.lock("jobs.nightly", ttl=30, timeout=0):
+                    pass
+                timer.join()
+                while not interrupted.is_set():  # Ctrl-C after the block lands here
+                    pass
+            except KeyboardInterrupt:
+                pass
+            timer.join()
+            with pytest.raises(kvstore.KeyNotFoundError):
+                bucket.get("jobs.nightly")  # not held by anyone
+    finally:
+        signal.signal(signal.SIGINT, previous)
         kvstore.sync.delete_bucket(sync_js, name)

@@ -77,6 +77,18 @@ async def test_a_candidate_value_that_is_not_bytes_is_refused(bucket: kvstore.Bu
         bucket.election("leaders.indexer").campaign("node-1")  # type: ignore[arg-type]
 
 
+async def test_a_candidate_value_too_large_for_the_lease_record_is_refused_at_once(
+    make_bucket: BucketFactory,
+) -> None:
+    bucket = await make_bucket(max_value_size=100)
+    election = bucket.election("leaders.indexer")
+    with pytest.raises(kvstore.ValueTooLargeError, match="at most 77 bytes"):
+        election.campaign(b"x" * 90)  # fits the bucket, not with the lease's holder id
+    assert await _messages(bucket) == 0
+    async with election.campaign(b"x" * 77, timeout=0):
+        assert await election.leader() == b"x" * 77
+
+
 async def test_a_bucket_without_per_message_ttl_cannot_hold_a_lock(
     js: jetstream.JetStream, peer: JetStreamContext, unique_name: Callable[[str], str]
 ) -> None:
