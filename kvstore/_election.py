@@ -4,18 +4,14 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING
 
 from jetstream._errors import check_bytes_like
 
 from ._errors import KeyNotFoundError
 from ._keys import validate_wait
-from ._lease import Lease, check_lease_value, holder_value
+from ._lease import Lease, LeaseBucket, check_lease_value, holder_value
 from ._lock import held_lease
 from ._models import Op
-
-if TYPE_CHECKING:
-    from ._bucket import Bucket
 
 __all__ = ["Election"]
 
@@ -35,7 +31,7 @@ class Election:
     ``marker_ttl``; see docs/LOCKS.md).
     """
 
-    def __init__(self, bucket: Bucket, name: str, ttl: int) -> None:
+    def __init__(self, bucket: LeaseBucket, name: str, ttl: int) -> None:
         self._bucket = bucket
         self._name = name
         self._ttl = ttl

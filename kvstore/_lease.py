@@ -19,7 +19,7 @@ import logging
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from nats.nuid import NUID
 
@@ -42,12 +42,14 @@ from ._errors import (
 )
 
 if TYPE_CHECKING:
-    from ._bucket import Bucket
     from ._core import BucketCore
+    from ._models import BucketConfig, Entry
+    from ._watch import KeyWatcher
 
 __all__ = [
     "MIN_LEASE_TTL",
     "Lease",
+    "LeaseBucket",
     "check_lease_value",
     "checked_lease_ttl",
     "fencing",
@@ -57,6 +59,34 @@ __all__ = [
 ]
 
 _log = logging.getLogger("kvstore")
+
+
+class LeaseBucket(Protocol):
+    """The calls of :class:`kvstore.Bucket` that leases, locks and elections are made of (a
+    protocol, so that they need not import the bucket that offers them)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def config(self) -> BucketConfig: ...
+
+    async def create(self, key: str, value: bytes, *, ttl: TTLValue | None = None) -> int: ...
+
+    async def update(
+        self, key: str, value: bytes, revision: int, *, ttl: TTLValue | None = None
+    ) -> int: ...
+
+    async def purge(
+        self, key: str, *, ttl: TTLValue | None = None, revision: int | None = None
+    ) -> int: ...
+
+    async def get(self, key: str, *, revision: int | None = None) -> Entry: ...
+
+    def watch(
+        self, keys: str | list[str] = ">", *, updates_only: bool = False, meta_only: bool = False
+    ) -> KeyWatcher: ...
+
 
 T = TypeVar("T")
 
@@ -153,7 +183,7 @@ class Lease:
     lost (:class:`LeaseLostError`, nothing stored).
     """
 
-    def __init__(self, bucket: Bucket, key: str, value: bytes, ttl: int) -> None:
+    def __init__(self, bucket: LeaseBucket, key: str, value: bytes, ttl: int) -> None:
         self._bucket = bucket
         self._key = key
         self._value = value

@@ -10,11 +10,10 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
 from ._errors import LockTimeoutError
-from ._lease import Lease
+from ._lease import Lease, LeaseBucket
 from ._models import Op
 
 if TYPE_CHECKING:
-    from ._bucket import Bucket
     from ._watch import KeyWatcher
 
 __all__ = ["held_lease", "poll_interval"]
@@ -22,7 +21,7 @@ __all__ = ["held_lease", "poll_interval"]
 _POLLS_PER_TTL = 4
 
 
-def poll_interval(bucket: Bucket, ttl: int) -> float:
+def poll_interval(bucket: LeaseBucket, ttl: int) -> float:
     """Seconds between create attempts of a waiter with no event to wake it. Without
     ``marker_ttl`` a lease that expires (its holder died) leaves no trace a watch sees:
     waiters try every quarter TTL. With markers the watch sees the expiry, and the attempt
@@ -32,7 +31,7 @@ def poll_interval(bucket: Bucket, ttl: int) -> float:
 
 @contextlib.asynccontextmanager
 async def held_lease(
-    bucket: Bucket, key: str, value: bytes, ttl: int, timeout: float | None
+    bucket: LeaseBucket, key: str, value: bytes, ttl: int, timeout: float | None
 ) -> AsyncIterator[Lease]:
     """The lease on ``key`` for the length of the block, released when it is left.
 
@@ -52,7 +51,7 @@ async def held_lease(
         await lease.release()
 
 
-async def _acquire(bucket: Bucket, lease: Lease, timeout: float | None) -> None:
+async def _acquire(bucket: LeaseBucket, lease: Lease, timeout: float | None) -> None:
     loop = asyncio.get_running_loop()
     deadline = None if timeout is None else loop.time() + timeout
     if await lease._take():
