@@ -23,7 +23,7 @@ from jetstream._options import run_sync  # noqa: E402
 from jetstream.testing import EmbeddedCluster  # noqa: E402
 from tests.spark import object_sink_trials as trials  # noqa: E402
 from tests.spark.object_sink_trials import OBJECTS, HookedSource  # noqa: E402
-from tests.spark.stream_sink_trials import converged, driver  # noqa: E402
+from tests.spark.stream_sink_trials import converged, driver, forget_commit  # noqa: E402
 from tests.spark.stream_sink_trials import wait_for as wait_while  # noqa: E402
 
 pytestmark = [pytest.mark.spark, pytest.mark.spark_long]
@@ -102,9 +102,11 @@ def test_the_server_restarted_mid_micro_batch(
 def test_the_stream_leader_killed_mid_micro_batch(
     spark: SparkSession, unique_name: Callable[[str], str], tmp_path: Path
 ) -> None:
-    """An R3 store whose stream leader is killed (kill -9) while partition 0 of micro-batch 1
-    waits after 2 objects; the task then uploads its other objects (of up to 10 chunks) through
-    the election, and the query is restarted from its checkpoint (whether or not it failed)."""
+    """An R3 store whose stream leader is killed (kill -9) while partition 0 of micro-batch 2,
+    the last, waits after 2 objects; the task then uploads its other objects (of up to 10
+    chunks) through the election. The query is restarted from its checkpoint with the killed
+    node still down, and replays micro-batch 2 (if the first run committed it, its commit-log
+    entry is removed first): the replay finds what is stored on the new leader."""
     spark.dataSource.register(HookedSource)
     name = unique_name("os")
     inputs, contents = trials.inputs(tmp_path / "in")
@@ -119,23 +121,24 @@ def test_the_stream_leader_killed_mid_micro_batch(
 
         killed = None
         with trials.meta_writes(urls, name) as writes:
-            options = trials.options(urls, name, **trials.hook(tmp_path, 2, "pause"))
+            hook = trials.hook(tmp_path, 2, "pause", micro_batch=2)
+            options = trials.options(urls, name, **hook)
             query = trials.start_query(spark, inputs, str(checkpoint), "natsobj_hooked", **options)
             try:
                 trials.wait_for(tmp_path / "reached", "paused mid micro-batch")
-                stored = trials.names(urls, name)  # micro-batch 0, and 2 of micro-batch 1
+                stored = trials.names(urls, name)  # micro-batches 0 and 1, 2 of micro-batch 2
                 killed = run_sync(leader)
                 cluster.nodes[killed].kill()
             finally:
                 (tmp_path / "go").touch()
-            # The task may fail during the election (the uploads it finished stay stored):
-            # the restart from the checkpoint replays the micro-batch.
-            with contextlib.suppress(StreamingQueryException):
+            with contextlib.suppress(StreamingQueryException):  # a task failed in the election
                 query.awaitTermination()
-            print("DEBUG first query:", query.exception())
-            trials.run(spark, inputs, checkpoint, **trials.options(urls, name))
+            if (checkpoint / "commits" / "2").exists():
+                forget_commit(checkpoint, 2)
+            replay = trials.run(spark, inputs, checkpoint, **trials.options(urls, name))
+            assert replay.lastProgress["batchId"] == 2
         cluster.nodes[killed].start()
         converged(cluster, f"OBJ_{name}")
-        assert len(stored) == OBJECTS + 2
+        assert len(stored) == 2 * OBJECTS + 2
         assert sorted(writes) == sorted(contents), "each object's meta record written once"
         assert trials.contents(urls, name, list(contents)) == contents
