@@ -99,14 +99,21 @@ def test_the_server_restarted_mid_micro_batch(
 
 
 @pytest.mark.timeout(900)
+@pytest.mark.parametrize(
+    "patience",
+    [{}, {"retryDeadline": "0.5", "requestTimeout": "0.5"}],
+    ids=["waiting_out_the_election", "giving_up_midway"],
+)
 def test_the_stream_leader_killed_mid_micro_batch(
-    spark: SparkSession, unique_name: Callable[[str], str], tmp_path: Path
+    spark: SparkSession, unique_name: Callable[[str], str], tmp_path: Path, patience: dict[str, str]
 ) -> None:
     """An R3 store whose stream leader is killed (kill -9) while partition 0 of micro-batch 2,
     the last, waits after 2 objects; the task then uploads its other objects (of up to 10
-    chunks) through the election. The query is restarted from its checkpoint with the killed
-    node still down, and replays micro-batch 2 (if the first run committed it, its commit-log
-    entry is removed first): the replay finds what is stored on the new leader."""
+    chunks) through the election: with the default ``retryDeadline`` it waits the election
+    out, with 0.5 s it gives up midway (uploads and meta records of unknown outcome). The
+    query is restarted from its checkpoint with the killed node still down, and replays
+    micro-batch 2 (if the first run committed it, its commit-log entry is removed first): the
+    replay finds what is stored on the new leader."""
     spark.dataSource.register(HookedSource)
     name = unique_name("os")
     inputs, contents = trials.inputs(tmp_path / "in")
@@ -122,7 +129,7 @@ def test_the_stream_leader_killed_mid_micro_batch(
         killed = None
         with trials.meta_writes(urls, name) as writes:
             hook = trials.hook(tmp_path, 2, "pause", micro_batch=2)
-            options = trials.options(urls, name, **hook)
+            options = trials.options(urls, name, **hook, **patience)
             query = trials.start_query(spark, inputs, str(checkpoint), "natsobj_hooked", **options)
             try:
                 trials.wait_for(tmp_path / "reached", "paused mid micro-batch")
