@@ -1,8 +1,9 @@
 """The long trials of ``writeStream.format("natsobj")`` (``-m spark_long``): the driver (a
 process of its own, with its JVM) SIGKILLed mid micro-batch, a Python worker killed while
-Spark retries its task, the server restarted and the stream leader of an R3 store killed
-mid micro-batch, each after partition 0 of micro-batch 1 stored some of its objects; every
-row's object must end up stored whole, its meta record written once."""
+Spark retries its task and the server restarted, each after partition 0 of micro-batch 1
+stored some of its objects, and the stream leader of an R3 store killed after partition 0 of
+micro-batch 2 did; every row's object must end up stored whole, its meta record written
+once."""
 
 from __future__ import annotations
 
@@ -110,7 +111,8 @@ def test_the_stream_leader_killed_mid_micro_batch(
     """An R3 store whose stream leader is killed (kill -9) while partition 0 of micro-batch 2,
     the last, waits after 2 objects; the task then uploads its other objects (of up to 10
     chunks) through the election: with the default ``retryDeadline`` it waits the election
-    out, with 0.5 s it gives up midway (uploads and meta records of unknown outcome). The
+    out, with 0.5 s it fails wherever the election catches it (reopening the store, or an
+    upload or meta record of unknown outcome) and so does the query. The
     query is restarted from its checkpoint with the killed node still down, and replays
     micro-batch 2 (if the first run committed it, its commit-log entry is removed first): the
     replay finds what is stored on the new leader."""
