@@ -87,10 +87,12 @@ def options(url: str, name: str, **more: str) -> dict[str, str]:
     return {"servers": url, "store": name, "chunkSize": "1024", **more}
 
 
-def store(url: str, name: str) -> None:
+def store(url: str, name: str, **options: Any) -> None:
+    """Create store ``name`` (``options``: StoreOptions, e.g. ``replicas``)."""
+
     async def create() -> None:
         async with await jetstream.connect(url) as js:
-            await objstore.create_store(js, name)
+            await objstore.create_store(js, name, **options)
 
     run_sync(create)
 

@@ -155,6 +155,19 @@ def wait_for(path: Path, what: str, alive: Callable[[], bool] = lambda: True) ->
         time.sleep(0.02)
 
 
+def converged(cluster: Any, stream: str) -> None:
+    """Wait until every replica of ``cluster`` (an EmbeddedCluster) holds ``stream`` up to the
+    same last sequence: a read goes through a consumer that may sit on any replica, the
+    restarted one included."""
+    deadline = time.monotonic() + 60
+    while True:
+        states = [cluster.stream_state(i, stream) or {} for i in range(len(cluster.nodes))]
+        if len({state.get("last_seq") for state in states}) == 1:
+            return
+        assert time.monotonic() < deadline, f"replicas never converged: {states}"
+        time.sleep(0.1)
+
+
 def run(spark: Any, inputs: str, checkpoint: Path, fmt: str = "natskv", **opts: str) -> Any:
     query = start_query(spark, inputs, str(checkpoint), fmt, **opts)
     query.awaitTermination()

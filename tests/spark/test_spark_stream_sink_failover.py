@@ -6,7 +6,6 @@ order per key."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -45,18 +44,6 @@ def _cluster_revisions(cluster: EmbeddedCluster, name: str, keys: list[str]) -> 
     return run_sync(read)
 
 
-def _converged(cluster: EmbeddedCluster, stream: str) -> None:
-    """Wait until every replica holds the stream up to the same last sequence: a history is
-    read through a consumer that may sit on any replica, the restarted one included."""
-    deadline = time.monotonic() + 60
-    while True:
-        states = [cluster.stream_state(i, stream) or {} for i in range(len(cluster.nodes))]
-        if len({state.get("last_seq") for state in states}) == 1:
-            return
-        assert time.monotonic() < deadline, f"replicas never converged: {states}"
-        time.sleep(0.1)
-
-
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("batches", [1, 3, 6])
 def test_the_stream_leader_killed_mid_micro_batch(
@@ -89,7 +76,7 @@ def test_the_stream_leader_killed_mid_micro_batch(
             (tmp_path / "go").touch()
         query.awaitTermination()
         cluster.nodes[killed].start()
-        _converged(cluster, f"KV_{name}")
+        trials.converged(cluster, f"KV_{name}")
         found = _cluster_revisions(cluster, name, list(expected))
         assert trials.differences(found, expected) == []
 
