@@ -368,12 +368,20 @@ class AtomicBatch(AsyncResource):
             try:
                 ack = await self._send(batch_id)
                 return self._checked(ack, batch_id, resolved=fence.in_doubt)
-            except DuplicateMessageIdError:
+            except DuplicateMessageIdError as exc:
                 if not fence.retried:  # the caller's Msg-Id was used before this batch
                     raise
                 # An earlier attempt committed, whatever it answered (a leader change can
                 # abandon a batch that a quorum already stored).
-                return await self._committed_earlier(deadline)
+                found = await self._committed_earlier(deadline)
+                if found is not None:
+                    return found
+                # "Duplicate", yet the leader holds no such batch: after a partition or an
+                # election a server that has not caught up may say either. Ask again (a resend
+                # that commits settles it too) until the deadline.
+                if loop.time() >= deadline:
+                    why = "committed, but its messages are no longer stored"
+                    raise self._unknown(why) from exc
             except _RETRYABLE as exc:
                 denied = self._js.denials.recent(m.subject for m in self._messages)
                 if denied is not None:  # a refused message leaves a gap: it can never commit
@@ -562,16 +570,19 @@ class AtomicBatch(AsyncResource):
             msg_ids=[m.msg_id for m in self._messages if m.msg_id],
         )
 
-    async def _committed_earlier(self, deadline: float) -> BatchAck:
+    async def _committed_earlier(self, deadline: float) -> BatchAck | None:
         """The server refused a resend as a duplicate: an earlier attempt committed (or, with
-        the caller's own Msg-Id on the last message, that id was used by another write)."""
+        the caller's own Msg-Id on the last message, that id was used by another write).
+        Where it is stored; None when our own id was refused yet no such batch is stored
+        (purged since, or a server not caught up yet).
+
+        Raises:
+            DuplicateMessageIdError: the caller's own Msg-Id was used by another write.
+        """
         found = await self._find_stored(deadline)
-        if found is not None:
-            return found
-        if not self._own_fence:
+        if found is None and not self._own_fence:
             raise DuplicateMessageIdError("the last message's Nats-Msg-Id was used before")
-        # The server said "duplicate" to our own id, yet the messages are gone (purged).
-        raise self._unknown("committed, but its messages are no longer stored")
+        return found
 
     async def _find_stored(self, deadline: float) -> BatchAck | None:
         """Look the batch up by message id, retrying while the server is unreachable."""
