@@ -59,7 +59,8 @@ def test_bad_arguments_report_the_server_output() -> None:
 async def test_a_paused_server_times_out_requests_and_recovers_on_resume() -> None:
     async with (
         jetstream.EmbeddedServer() as server,
-        await jetstream.connect(server.url, timeout=0.5) as js,
+        # retry_deadline: how long a request keeps retrying a silent server (20 s by default)
+        await jetstream.connect(server.url, timeout=0.5, retry_deadline=2) as js,
     ):
         await js.account_info()
         server.pause()
