@@ -146,6 +146,17 @@ def last_seq(url: str, name: str) -> int:
     return run_sync(read)
 
 
+def hook(folder: Path, batches: int, action: str, micro_batch: int = 1) -> dict[str, str]:
+    """The ``natskv_hooked`` options that stop partition 0 of ``micro_batch`` after it stored
+    ``batches`` atomic batches, by ``action`` (``kill`` or ``pause``; see the module)."""
+    return {
+        "hookDir": str(folder),
+        "hookMicroBatch": str(micro_batch),
+        "hookBatches": str(batches),
+        "hookAction": action,
+    }
+
+
 def wait_for(path: Path, what: str, alive: Callable[[], bool] = lambda: True) -> None:
     """Poll for a file the hooked writer creates (it runs in another process), while the
     process that should create it is ``alive``."""

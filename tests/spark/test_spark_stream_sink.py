@@ -70,12 +70,7 @@ def test_a_python_worker_killed_mid_micro_batch(
     name = unique_name("ss")
     trials.bucket(nats_server.url, name)
     inputs, expected = trials.inputs(tmp_path / "in")
-    hook = {
-        "hookDir": str(tmp_path),
-        "hookMicroBatch": "1",
-        "hookBatches": "3",
-        "hookAction": "kill",
-    }
+    hook = trials.hook(tmp_path, 3, "kill")
     options = trials.options(nats_server.url, name, **hook)
     with pytest.raises(PySparkException, match=r"(?i)crash|worker|exit"):
         trials.run(hooked, inputs, tmp_path / "checkpoint", "natskv_hooked", **options)
@@ -89,12 +84,7 @@ def test_a_server_restarted_mid_micro_batch(
 ) -> None:
     name = unique_name("ss")
     inputs, expected = trials.inputs(tmp_path / "in")
-    hook = {
-        "hookDir": str(tmp_path),
-        "hookMicroBatch": "1",
-        "hookBatches": "2",
-        "hookAction": "pause",
-    }
+    hook = trials.hook(tmp_path, 2, "pause")
     with jetstream.EmbeddedServer() as server:
         trials.bucket(server.url, name)
         options = trials.options(server.url, name, **hook)
@@ -119,12 +109,7 @@ def test_a_query_stopped_mid_micro_batch(
     name = unique_name("ss")
     trials.bucket(nats_server.url, name)
     inputs, expected = trials.inputs(tmp_path / "in")
-    hook = {
-        "hookDir": str(tmp_path),
-        "hookMicroBatch": "1",
-        "hookBatches": "2",
-        "hookAction": "pause",
-    }
+    hook = trials.hook(tmp_path, 2, "pause")
     options = trials.options(nats_server.url, name, **hook)
     checkpoint = tmp_path / "checkpoint"
     query = start_query(hooked, inputs, str(checkpoint), "natskv_hooked", **options)

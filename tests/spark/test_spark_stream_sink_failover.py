@@ -26,15 +26,6 @@ from tests.spark.stream_sink_trials import Expected, HookedSource, start_query  
 pytestmark = [pytest.mark.spark, pytest.mark.spark_long]
 
 
-def _hook(folder: Path, batches: int, action: str, micro_batch: int = 1) -> dict[str, str]:
-    return {
-        "hookDir": str(folder),
-        "hookMicroBatch": str(micro_batch),
-        "hookBatches": str(batches),
-        "hookAction": action,
-    }
-
-
 def _cluster_revisions(cluster: EmbeddedCluster, name: str, keys: list[str]) -> Expected:
     async def read() -> Expected:
         async with await cluster.connect() as js:
@@ -60,7 +51,8 @@ def test_the_stream_leader_killed_mid_micro_batch(
                 return await cluster.leader_of(js, f"KV_{name}")
 
         run_sync(create)
-        options = trials.options(",".join(cluster.urls), name, **_hook(tmp_path, batches, "pause"))
+        hook = trials.hook(tmp_path, batches, "pause")
+        options = trials.options(",".join(cluster.urls), name, **hook)
         query = start_query(spark, inputs, str(tmp_path / "checkpoint"), "natskv_hooked", **options)
         killed = None
         try:
@@ -92,12 +84,7 @@ def test_the_driver_killed_mid_micro_batch(
     trials.bucket(nats_server.url, name)
     inputs, expected = trials.inputs(tmp_path / "in")
     checkpoint = tmp_path / "checkpoint"
-    hook = {
-        "hookDir": str(tmp_path),
-        "hookMicroBatch": "1",
-        "hookBatches": "2",
-        "hookAction": "pause",
-    }
+    hook = trials.hook(tmp_path, 2, "pause")
     options = trials.options(nats_server.url, name, **hook)
     with trials.driver(inputs, checkpoint, options) as alive:
         trials.wait_for(tmp_path / "reached", "paused mid micro-batch", alive)
@@ -122,7 +109,7 @@ def test_the_driver_killed_between_micro_batches(
     checkpoint = tmp_path / "checkpoint"
     mode = {"atomicity": atomicity, "batchSize": "8" if atomicity == "task" else "1000"}
     # The hook never fires (no micro-batch 9): the driver is killed once micro-batch 1 committed.
-    options = trials.options(nats_server.url, name, **_hook(tmp_path, 1, "pause", 9), **mode)
+    options = trials.options(nats_server.url, name, **trials.hook(tmp_path, 1, "pause", 9), **mode)
     with trials.driver(inputs, checkpoint, options) as alive:
         trials.wait_for(checkpoint / "commits" / "1", "committed micro-batch 1", alive)
     trials.run(spark, inputs, checkpoint, **trials.options(nats_server.url, name, **mode))
@@ -141,7 +128,7 @@ def test_a_python_worker_killed_mid_write_and_its_task_retried_by_spark(
     name = unique_name("ss")
     trials.bucket(nats_server.url, name)
     inputs, expected = trials.inputs(tmp_path / "in")
-    options = trials.options(nats_server.url, name, **_hook(tmp_path, batches, "kill"))
+    options = trials.options(nats_server.url, name, **trials.hook(tmp_path, batches, "kill"))
     done = tmp_path / "done"
     with trials.driver(
         inputs, tmp_path / "checkpoint", options, master="local[2,3]", done=str(done)
