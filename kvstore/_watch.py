@@ -11,6 +11,7 @@ from typing import Self
 
 from jetstream import AckReply, AsyncListing, ClientValidationError, OrderedConsumer, PullMessage
 from jetstream import headers as hdr
+from jetstream._consume.pull_message import lacks_headers
 from jetstream._consume.scan import scan_stream
 from jetstream._resource import AsyncResource
 
@@ -43,7 +44,7 @@ def entry_from(
     # A put without a TTL in a bucket without value stages (which read headers of their own)
     # needs no header: its block (put_many's batch headers, anything a peer added) is then
     # never parsed.
-    if not bucket.value_stages and message.lacks_headers(_ENTRY_HEADERS):
+    if not bucket.value_stages and lacks_headers(message, _ENTRY_HEADERS):
         headers = _NO_HEADERS
     else:
         headers = message.headers

@@ -40,10 +40,6 @@ class PullMessage:
         """As :attr:`jetstream.PullMessage.headers` (parsed when first read)."""
         return self.aio.headers
 
-    def lacks_headers(self, names: tuple[bytes, ...]) -> bool:
-        """As :meth:`jetstream.PullMessage.lacks_headers`."""
-        return self.aio.lacks_headers(names)
-
     @property
     def metadata(self) -> AckReply:
         """As :attr:`jetstream.PullMessage.metadata`."""

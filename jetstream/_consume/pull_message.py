@@ -28,6 +28,7 @@ __all__ = [
     "PullMessage",
     "framed_message",
     "is_delivery",
+    "lacks_headers",
     "no_delivery",
     "pull_message",
     "report_skipped",
@@ -48,7 +49,7 @@ class PullMessage:
 
     ``headers`` may be None with the raw ``header_block`` given instead: the block is parsed
     on the first read of :attr:`headers` (a watch reads no header of most messages, see
-    :meth:`lacks_headers`).
+    :func:`lacks_headers`).
     """
 
     __slots__ = (
@@ -98,20 +99,6 @@ class PullMessage:
             block = self._block
             self._headers = headers = parse_headers(block) if block else {}
         return headers
-
-    def lacks_headers(self, names: tuple[bytes, ...]) -> bool:
-        """Whether the message certainly has none of the headers ``names`` (ASCII), told
-        without parsing a block not parsed yet: a name absent from the block's bytes cannot
-        be one of its headers (False may still mean none, e.g. a name inside a value)."""
-        headers = self._headers
-        if headers is not None:
-            return not any(name.decode() in headers for name in names)
-        block = self._block
-        if block:
-            for name in names:  # a loop, not any(): this runs for every event of a watch
-                if name in block:
-                    return False
-        return True
 
     @property
     def metadata(self) -> AckReply:
@@ -186,6 +173,22 @@ class PullMessage:
 def pull_message(msg: Msg, size: int) -> PullMessage:
     """The message nats-py delivered as a :class:`PullMessage` (its header dict, not copied)."""
     return PullMessage(msg.subject, msg.reply, msg.data, msg.headers or {}, size, msg._client)
+
+
+def lacks_headers(message: PullMessage, names: tuple[bytes, ...]) -> bool:
+    """Whether ``message`` certainly has none of the headers ``names`` (ASCII), told without
+    parsing a block not parsed yet: a name absent from the block's bytes cannot be one of its
+    headers (False may still mean none, e.g. a name inside a value). For the library's hot
+    paths (a watch asks it of every event): ``names`` are not checked."""
+    headers = message._headers
+    if headers is not None:
+        return not any(name.decode() in headers for name in names)
+    block = message._block
+    if block:
+        for name in names:  # a loop, not any(): this runs for every event of a watch
+            if name in block:
+                return False
+    return True
 
 
 def framed_message(
