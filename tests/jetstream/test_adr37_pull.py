@@ -262,7 +262,9 @@ async def test_max_waiting_is_a_warning_and_consume_goes_on(
     warnings: list[jetstream.JetStreamError] = []
     seen: list[bytes] = []
     async with consumer.consume(expires=2, error_callback=warnings.append) as messages:
-        await _until(lambda: bool(warnings))
+        # about 5 s on a quiet machine (the refused pull, then the next one); the bound only
+        # guards against a hang, and a busy CI machine took longer than 10 s once
+        await _until(lambda: bool(warnings), timeout=30.0)
         await _publish(js, stream, [b"%d" % i for i in range(21)])
         async with asyncio.timeout(20):
             async for message in messages:
