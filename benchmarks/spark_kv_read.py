@@ -135,7 +135,7 @@ def _hash_share(reader: Any, index: int, count: int) -> int:
             if op_from_headers(message.headers) is Op.PUT:
                 meta = message.metadata
                 stored = jetstream.StoredMessage(
-                    subject=message.subject, seq=meta.stream_seq, time=meta.time,
+                    subject=message.subject, seq=meta.stream_seq, time_ns=meta.time_ns,
                     headers=message.headers, data=message.data,
                 )  # fmt: skip
                 row(stored, prefix, reader.projection)

@@ -21,6 +21,7 @@ from jetstream import (
     WrongTypeError,
 )
 from jetstream._errors import check_bytes_like
+from jetstream._protocol.message import ns_of_time
 from jetstream._publish.atomic import DEFAULT_COMMIT_DEADLINE, DEFAULT_MAX_BATCH
 
 from ._batch import KeyBatch
@@ -679,12 +680,14 @@ class Bucket:
             KeyDecodeError: ``subject`` is not a key subject of this bucket, or the key codec
                 cannot decode its key (it was not written through the codec).
             DecryptionError: (encrypted bucket) the value does not open; ``.key`` names it.
-            WrongTypeError: ``subject`` is not a str, ``value`` not bytes-like, or ``headers``
-                neither a dict of str to str nor None (nats-py's ``Msg.headers`` for a
-                message without).
+            WrongTypeError: ``subject`` is not a str, ``value`` not bytes-like, ``created`` not
+                a datetime with a time zone, or ``headers`` neither a dict of str to str nor
+                None (nats-py's ``Msg.headers`` for a message without).
         """
         if not isinstance(subject, str):
             raise WrongTypeError(f"subject must be a str, not {type(subject).__name__}")
+        if not isinstance(created, datetime) or created.utcoffset() is None:
+            raise WrongTypeError(f"created must be a datetime with a time zone: {created!r}")
         check_bytes_like(value, "value")
         if headers is not None and not isinstance(headers, dict):
             raise WrongTypeError(f"headers must be a dict or None, not {type(headers).__name__}")
@@ -693,7 +696,7 @@ class Bucket:
         if not subject.startswith(self._core.prefix) or len(subject) == len(self._core.prefix):
             raise KeyDecodeError(subject, f"not a key subject of bucket {self._core.name!r}")
         data = value if isinstance(value, bytes) else bytes(value)
-        return self._core.entry_of(subject, data, revision, created, headers or {})
+        return self._core.entry_of(subject, data, revision, ns_of_time(created), headers or {})
 
 
 async def _discard(future: asyncio.Future[Any]) -> None:

@@ -6,7 +6,6 @@ the facade."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 
 from nats.nuid import NUID
 
@@ -323,7 +322,7 @@ class BucketCore:
 
     def entry(self, message: StoredMessage) -> Entry:
         return self.entry_of(
-            message.subject, message.data, message.seq, message.time, message.headers
+            message.subject, message.data, message.seq, message.time_ns, message.headers
         )
 
     def entry_of(
@@ -331,7 +330,7 @@ class BucketCore:
         subject: str,
         value: bytes,
         revision: int,
-        created: datetime,
+        created_ns: int,
         headers: dict[str, str],
         delta: int | None = None,
         *,
@@ -361,7 +360,7 @@ class BucketCore:
                 raise
         ttl = self.stored_ttl(headers) if headers and hdr.TTL in headers else None
         # Positional: cheaper than keywords, once per event of a watch.
-        return Entry(self.name, key, value, revision, created, op, delta, ttl)
+        return Entry(self.name, key, value, revision, created_ns, op, delta, ttl)
 
 
 def expecting(headers: dict[str, str], revision: int) -> dict[str, str]:

@@ -15,6 +15,7 @@ from jetstream import Duration, InvalidBucketConfigError, StreamConfig, StreamIn
 from jetstream import headers as hdr
 from jetstream._crypto.hidden_payload import PayloadHidden
 from jetstream._protocol.bucket_config import check_size, check_stream_limits, validate_bucket_name
+from jetstream._protocol.message import time_of_ns
 from jetstream._summary import limit_text, size_text, stream_rows, summary, text
 
 from ._name_codec import NEW_NAME_FORMAT
@@ -83,7 +84,9 @@ def op_from_headers(headers: dict[str, str] | None) -> Op:
 class Entry(PayloadHidden, msgspec.Struct, frozen=True):
     """One revision of a key.
 
-    ``revision`` is the stream sequence, ``created`` the server's time of the write (UTC),
+    ``revision`` is the stream sequence, ``created_ns`` the server's time of the write in
+    nanoseconds since the epoch (every digit the server stored) and :attr:`created` the same as
+    an aware UTC datetime, made when read (a watch builds none for the entries nobody asks),
     ``delta`` how many newer revisions follow when known (watchers), ``ttl`` the revision's
     ``Nats-TTL`` in seconds (``-1`` = never) when it has one. ``value`` is empty for
     tombstones and markers. The repr shows the value's size, never its bytes (they may be a
@@ -94,12 +97,17 @@ class Entry(PayloadHidden, msgspec.Struct, frozen=True):
     key: str
     value: bytes
     revision: int
-    created: datetime
+    created_ns: int
     op: Op = Op.PUT
     delta: int | None = None
     ttl: int | None = None
 
     _payload = "value"
+
+    @property
+    def created(self) -> datetime:
+        """:attr:`created_ns` as an aware UTC datetime (truncated to microseconds)."""
+        return time_of_ns(self.created_ns)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, Self, TypeVar
 import msgspec
 
 from jetstream import AsyncListing, ClientValidationError, TTLValue
+from jetstream._protocol.message import time_of_ns
 from jetstream._publish.atomic import DEFAULT_COMMIT_DEADLINE, DEFAULT_MAX_BATCH
 from jetstream._resource import AsyncResource, aclose_iterator
 
@@ -46,7 +47,7 @@ class TypedEntry(Generic[T]):
     __slots__ = (
         "_value",
         "bucket",
-        "created",
+        "created_ns",
         "delta",
         "error",
         "key",
@@ -60,13 +61,18 @@ class TypedEntry(Generic[T]):
         self.bucket: str = entry.bucket
         self.key: str = entry.key
         self.revision: int = entry.revision
-        self.created: datetime = entry.created
+        self.created_ns: int = entry.created_ns
         self.op: Op = entry.op
         self.delta: int | None = entry.delta
         self.ttl: int | None = entry.ttl
         self.raw: bytes = entry.value
         self.error: ValueDecodeError | None = error
         self._value = value
+
+    @property
+    def created(self) -> datetime:
+        """The server's time of the write (see :attr:`Entry.created`)."""
+        return time_of_ns(self.created_ns)
 
     @property
     def value(self) -> T | None:

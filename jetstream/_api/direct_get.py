@@ -20,7 +20,7 @@ from .._errors import (
 )
 from .._protocol import status as st
 from .._protocol.json_api import encode_request
-from .._protocol.message import StoredMessage, parse_header_block, parse_headers
+from .._protocol.message import StoredMessage, parse_header_block, parse_headers, timestamp_ns
 from .._protocol.models import MsgGetResponse, StreamInfo
 from .._transport.delivery import route_of
 from .._transport.nats_errors import nats_errors
@@ -164,10 +164,14 @@ async def _msg_get(client: ApiClient, stream: str, body: dict[str, Any]) -> Stor
     subject = client.api.msg_get(stream)
     reply = await client.request(subject, encode_request(body), MsgGetResponse, idempotent=True)
     raw = reply.message
+    try:
+        time_ns = timestamp_ns(raw.time)
+    except ValueError as exc:
+        raise JetStreamError(f"malformed message get reply: {exc}") from exc
     return StoredMessage(
         subject=raw.subject,
         seq=raw.seq,
-        time=raw.time,
+        time_ns=time_ns,
         headers=parse_header_block(raw.hdrs),
         data=raw.data,
     )

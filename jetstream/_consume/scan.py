@@ -58,7 +58,7 @@ async def scan_stream(
             yield StoredMessage(
                 subject=message.subject,
                 seq=meta.stream_seq,
-                time=meta.time,
+                time_ns=meta.time_ns,
                 headers=message.headers,
                 data=message.data,
             )

@@ -15,11 +15,14 @@ from .text import shown_bytes, utf8_or_none
 __all__ = [
     "AckReply",
     "StoredMessage",
+    "ns_of_time",
     "parse_ack_reply",
     "parse_header_block",
     "parse_headers",
     "parse_timestamp",
     "stored_message_id",
+    "time_of_ns",
+    "timestamp_ns",
 ]
 
 _FRACTION = re.compile(r"\.\d+")
@@ -40,11 +43,17 @@ class StoredMessage(PayloadHidden, msgspec.Struct, frozen=True):
 
     subject: str
     seq: int
-    time: datetime
+    time_ns: int
+    """The server's time of the write, in nanoseconds since the epoch (as it stores it)."""
     headers: dict[str, str]
     data: bytes
 
     _payload = "data"
+
+    @property
+    def time(self) -> datetime:
+        """:attr:`time_ns` as an aware UTC datetime (truncated to microseconds)."""
+        return time_of_ns(self.time_ns)
 
     @classmethod
     def from_direct_get(cls, headers: dict[str, str], data: bytes) -> StoredMessage:
@@ -57,7 +66,7 @@ class StoredMessage(PayloadHidden, msgspec.Struct, frozen=True):
         try:
             raw_subject = headers[hdr.SUBJECT]
             seq = int(headers[hdr.SEQUENCE])
-            time = parse_timestamp(headers[hdr.TIME_STAMP])
+            time_ns = timestamp_ns(headers[hdr.TIME_STAMP])
         except (KeyError, ValueError) as exc:
             raise JetStreamError(f"malformed direct get reply headers: {headers!r}") from exc
         subject = utf8_or_none(raw_subject)
@@ -70,7 +79,7 @@ class StoredMessage(PayloadHidden, msgspec.Struct, frozen=True):
                 seq=seq,
             )
         own = {k: v for k, v in headers.items() if k not in _DIRECT_GET_HEADERS}
-        return cls(subject=subject, seq=seq, time=time, headers=own, data=data)
+        return cls(subject=subject, seq=seq, time_ns=time_ns, headers=own, data=data)
 
 
 def parse_header_block(block: bytes) -> dict[str, str]:
@@ -175,6 +184,36 @@ def parse_timestamp(text: str) -> datetime:
     return parsed.astimezone(UTC)
 
 
+_RFC3339 = re.compile(r"(\d{4}-\d\d-\d\d[Tt]\d\d:\d\d:\d\d)(?:\.(\d{1,9})\d*)?([Zz]|[+-]\d\d:\d\d)")
+
+
+def timestamp_ns(text: str) -> int:
+    """The server's RFC 3339 timestamp (``2026-11-27T21:05:09.123456789Z``) in nanoseconds since
+    the epoch, every digit kept (a datetime keeps microseconds only).
+
+    Raises:
+        ValueError: not an RFC 3339 timestamp.
+    """
+    match = _RFC3339.fullmatch(text)
+    if match is None:
+        raise ValueError(f"not an RFC 3339 timestamp: {text!r}")
+    zone = match[3]
+    whole = datetime.fromisoformat(match[1] + ("+00:00" if zone in "Zz" else zone))
+    seconds = (whole - _EPOCH) // timedelta(seconds=1)
+    return seconds * 1_000_000_000 + int((match[2] or "").ljust(9, "0"))
+
+
+def ns_of_time(when: datetime) -> int:
+    """``when`` (an aware datetime) in nanoseconds since the epoch.
+
+    Raises:
+        ValueError: ``when`` is naive (no time zone: which instant it names is unknown).
+    """
+    if when.tzinfo is None or when.utcoffset() is None:
+        raise ValueError(f"a time without a time zone: {when.isoformat()}")
+    return (when - _EPOCH) // timedelta(microseconds=1) * 1_000
+
+
 def time_of_ns(ns: int) -> datetime:
     """The UTC time of ``ns`` nanoseconds since the epoch, truncated to microseconds.
 
@@ -193,6 +232,7 @@ def time_of_ns(ns: int) -> datetime:
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_END_OF_DATETIME_NS = ns_of_time(datetime.max.replace(tzinfo=UTC)) + 1_000
 _FLOAT_EXACT_MICROS = 2**32 * 1_000_000
 
 
@@ -204,8 +244,15 @@ class AckReply(msgspec.Struct, frozen=True):
     delivered: int
     stream_seq: int
     consumer_seq: int
-    time: datetime
+    time_ns: int
+    """The message's time in the stream, in nanoseconds since the epoch."""
     pending: int
+
+    @property
+    def time(self) -> datetime:
+        """:attr:`time_ns` as an aware UTC datetime (truncated to microseconds), made when
+        read: a watch builds one only for the entries whose ``created`` someone reads."""
+        return time_of_ns(self.time_ns)
 
 
 def _ack_tokens(reply: str) -> tuple[list[str], int]:
@@ -230,17 +277,20 @@ def parse_ack_reply(reply: str) -> AckReply:
         tokens, base = _ack_tokens(reply)
         tokens = tokens[base - 2 :]
     try:
-        return AckReply(
+        reply_meta = AckReply(
             tokens[2],
             tokens[3],
             int(tokens[4]),
             int(tokens[5]),
             int(tokens[6]),
-            time_of_ns(int(tokens[7])),
+            int(tokens[7]),
             int(tokens[8]),
         )
-    except (ValueError, IndexError, OverflowError) as exc:
+    except (ValueError, IndexError) as exc:
         raise ValueError(f"not a JetStream ack reply: {reply!r}") from exc
+    if not 0 <= reply_meta.time_ns < _END_OF_DATETIME_NS:  # its time could never be read
+        raise ValueError(f"not a JetStream ack reply (time out of range): {reply!r}")
+    return reply_meta
 
 
 def stored_message_id(reply: str) -> str:

@@ -311,7 +311,7 @@ class RawStoredMessage(msgspec.Struct, frozen=True):
 
     subject: str
     seq: int
-    time: datetime
+    time: str  # RFC 3339 with nanoseconds: parsed by timestamp_ns, which keeps every digit
     hdrs: bytes = b""
     data: bytes = b""
 

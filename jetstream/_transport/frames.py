@@ -70,41 +70,63 @@ class FrameParser(Parser):
             self._parts, self._held, self._wanted = [], 0, 0
         nc: Any = self.nc
         routes = self._routes
-        stats = nc.stats
         end = len(data)
         pos = 0
-        while pos < end:
-            line_end = data.find(_CRLF, pos)
-            if line_end < 0:
-                self._hold(data, pos, end - pos + 1)
-                return
-            args = data[pos:line_end].split()
-            if not args or (args[0] != _HMSG and args[0] != _MSG):
-                await super().parse(data[pos : line_end + 2])
-                pos = line_end + 2
-                continue
-            sid, reply, header_size, size = _frame_args(args)
-            start = line_end + 2
-            frame_end = start + size + 2
-            if frame_end > end:
-                self._hold(data, pos, frame_end - pos)
-                return
-            pos = frame_end
-            headers = data[start : start + header_size] if header_size else None
-            payload = data[start + header_size : start + size]
-            handler = routes.get(sid)
-            if handler is None:
-                if _decodable(args[1], reply):
-                    await nc._process_msg(sid, args[1], reply, payload, headers)
-                else:  # nats-py's decode would end its reading task: the connection goes deaf
-                    await nc._error_cb(_undecodable(args[1], sid))
-                continue
-            stats["in_msgs"] += 1
-            stats["in_bytes"] += len(payload)
-            try:
-                handler(args[1], reply, headers, payload)
-            except Exception as exc:  # a bug there must not end nats-py's reading task
-                await nc._error_cb(exc)
+        routed = routed_bytes = 0  # added to nc.stats once per read, not per frame
+        try:
+            while pos < end:
+                line_end = data.find(_CRLF, pos)
+                if line_end < 0:
+                    self._hold(data, pos, end - pos + 1)
+                    return
+                args = data[pos:line_end].split()
+                # The deliveries of a pull (MSG/HMSG with a reply) inline, checked as
+                # _frame_args checks them; every other shape goes through it.
+                fields = len(args)
+                if fields == 5 and args[0] == _MSG and (args[2] + args[4]).isdigit():
+                    reply = args[3]
+                    header_size = 0
+                    size = int(args[4])
+                    sid = int(args[2])
+                elif (
+                    fields == 6
+                    and args[0] == _HMSG
+                    and (args[2] + args[4] + args[5]).isdigit()
+                    and (header_size := int(args[4])) <= (size := int(args[5]))
+                ):
+                    reply = args[3]
+                    sid = int(args[2])
+                elif fields and (args[0] == _HMSG or args[0] == _MSG):
+                    sid, reply, header_size, size = _frame_args(args)
+                else:
+                    await super().parse(data[pos : line_end + 2])
+                    pos = line_end + 2
+                    continue
+                start = line_end + 2
+                frame_end = start + size + 2
+                if frame_end > end:
+                    self._hold(data, pos, frame_end - pos)
+                    return
+                pos = frame_end
+                headers = data[start : start + header_size] if header_size else None
+                payload = data[start + header_size : start + size]
+                handler = routes.get(sid)
+                if handler is None:
+                    if _decodable(args[1], reply):
+                        await nc._process_msg(sid, args[1], reply, payload, headers)
+                    else:  # nats-py's decode would end its reading task: the connection goes deaf
+                        await nc._error_cb(_undecodable(args[1], sid))
+                    continue
+                routed += 1
+                routed_bytes += len(payload)
+                try:
+                    handler(args[1], reply, headers, payload)
+                except Exception as exc:  # a bug there must not end nats-py's reading task
+                    await nc._error_cb(exc)
+        finally:
+            stats = nc.stats
+            stats["in_msgs"] += routed
+            stats["in_bytes"] += routed_bytes
 
     def _hold(self, data: bytes, pos: int, wanted: int) -> None:
         """Keep ``data[pos:]`` until ``wanted`` bytes from there have arrived."""

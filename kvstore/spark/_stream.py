@@ -147,7 +147,7 @@ async def _read_range(
                 stored = StoredMessage(
                     subject=message.subject,
                     seq=meta.stream_seq,
-                    time=meta.time,
+                    time_ns=meta.time_ns,
                     headers=message.headers,
                     data=message.data,
                 )

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime
+import time
 
 import jetstream
 from kvstore import Entry, KeyNotFoundError, Op, Snapshot, WrongRevisionError
@@ -27,7 +27,7 @@ def failed(kind: str, start: float, end: float, error: BaseException, **args: ob
 
 
 def entry(key: str, revision: int, value: bytes, op: Op = Op.PUT) -> Entry:
-    return Entry("b", key, value, revision, datetime.now(UTC), op)
+    return Entry("b", key, value, revision, time.time_ns(), op)
 
 
 def put(key: str, seq: int, start: float, end: float) -> tuple[Call, Msg]:

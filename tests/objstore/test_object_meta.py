@@ -8,6 +8,7 @@ import pytest
 
 import jetstream
 import objstore
+from jetstream._protocol.message import ns_of_time
 from objstore._meta import attempts, remaining_ttl
 from objstore._models import decode_info, meta_subject, name_from_meta_subject
 from objstore._trust import info_from_message
@@ -17,7 +18,11 @@ NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 def _stored(headers: dict[str, str], age: float) -> jetstream.StoredMessage:
     return jetstream.StoredMessage(
-        subject="$O.s.M.eA==", seq=1, time=NOW - timedelta(seconds=age), headers=headers, data=b""
+        subject="$O.s.M.eA==",
+        seq=1,
+        time_ns=ns_of_time(NOW - timedelta(seconds=age)),
+        headers=headers,
+        data=b"",
     )
 
 
