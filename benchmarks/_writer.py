@@ -1,6 +1,6 @@
-"""A writer process for the watch benchmark: waits for "go" on stdin, writes the updates in
-batches of 1000 (``put_many``, or plain puts sent together), prints "done". A separate
-process, so the writer and the watcher under test do not share an event loop (as in
+"""A writer process for the watch benchmark: prints "ready", waits for "go" on stdin, writes
+the updates in batches of 1000 (``put_many``, or plain puts sent together), prints "done". A
+separate process, so the writer and the watcher under test do not share an event loop (as in
 perf.md's baseline)."""
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ async def main(url: str, bucket_name: str, updates: int, kind: str) -> None:
         peer = await nats.connect(url)
         try:
             loop = asyncio.get_running_loop()
+            print("ready", flush=True)  # connected: what it costs from here is the writing
             while True:
                 line = await loop.run_in_executor(None, sys.stdin.readline)
                 if line.strip() != "go":

@@ -111,6 +111,14 @@ class Writer:
         self._proc = await asyncio.create_subprocess_exec(
             *self._args, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
         )
+        assert self._proc.stdout is not None
+        line = await self._proc.stdout.readline()  # connected and waiting for "go"
+        assert line.strip() == b"ready", line
+
+    @property
+    def pid(self) -> int | None:
+        """The writer process's pid, once started."""
+        return None if self._proc is None else self._proc.pid
 
     async def go(self) -> None:
         assert self._proc is not None and self._proc.stdin is not None

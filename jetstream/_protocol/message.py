@@ -184,7 +184,9 @@ def parse_timestamp(text: str) -> datetime:
     return parsed.astimezone(UTC)
 
 
-_RFC3339 = re.compile(r"(\d{4}-\d\d-\d\d[Tt]\d\d:\d\d:\d\d)(?:\.(\d{1,9})\d*)?([Zz]|[+-]\d\d:\d\d)")
+_RFC3339 = re.compile(
+    r"(\d{4}-\d\d-\d\d[Tt]\d\d:\d\d:\d\d)(?:\.(\d{1,9})\d*)?([Zz]|[+-]\d\d:\d\d)", re.ASCII
+)
 
 
 def timestamp_ns(text: str) -> int:

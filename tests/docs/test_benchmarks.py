@@ -74,6 +74,16 @@ def test_frame_reader_benchmark_runs() -> None:
         assert f"| {reader} |" in output
 
 
+def test_watch_cpu_benchmark_reports_each_process() -> None:
+    output = _run(
+        "benchmarks.watch_cpu", "--keys", "500", "--updates", "100", "--rounds", "1", timeout=120
+    )
+    for variant in ("kvstore watch()", "nats-py kv.watchall()"):
+        (row,) = [line for line in output.splitlines() if line.startswith(f"| {variant} |")]
+        wall, watcher, server, writer, _ = (float(cell) for cell in row.split("|")[2:7])
+        assert wall > 0 and watcher > 0 and min(server, writer) >= 0, row  # ticks of 10 ms
+
+
 def test_object_cpu_benchmark_runs() -> None:
     output = _run("benchmarks.object_cpu", "--mib", "2", "--rounds", "1", timeout=120)
     for row in ("ordered consumer, no hash", "open()", "core publish, no acks", "put"):

@@ -29,7 +29,15 @@ def test_server_timestamps_keep_every_nanosecond(text: str, ns: int) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["", "2026-11-22", "2026-11-22T01:56:26", "2026-11-22T01:56:26.Z", "yesterday"]
+    "text",
+    [
+        "",
+        "2026-11-22",
+        "2026-11-22T01:56:26",
+        "2026-11-22T01:56:26.Z",
+        "2026-11-22T01:56:26.\u0661Z",  # a digit, but not an ASCII one
+        "yesterday",
+    ],
 )
 def test_text_that_is_no_timestamp_is_refused(text: str) -> None:
     with pytest.raises(ValueError):
