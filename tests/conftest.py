@@ -9,7 +9,6 @@ import itertools
 import os
 import signal
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 import nats
@@ -32,24 +31,6 @@ T = TypeVar("T")
 # would never reach them. The suite runs as if started from a terminal.
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
-
-
-# The folders of the longest test files (a Spark session, a cluster, member processes): their
-# files are handed out first, so that the two workers of `-n 2 --dist loadfile` end together
-# (the longest job first) instead of one running the last long file while the other waits.
-_LONG_FOLDERS = ("spark", "docs", "faults", "pcgroups", "release", "cli")
-_TESTS = Path(__file__).parent
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Long folders first, each in its usual order (a stable sort: every worker of xdist
-    collects the same order, as it must)."""
-
-    def rank(item: pytest.Item) -> int:
-        folder = item.path.relative_to(_TESTS).parts[0]
-        return _LONG_FOLDERS.index(folder) if folder in _LONG_FOLDERS else len(_LONG_FOLDERS)
-
-    items.sort(key=rank)
 
 
 @pytest.fixture
