@@ -19,6 +19,7 @@ import pytest
 import jetstream
 import kvstore
 from tests.readme import python_blocks
+from tests.spark.spark_session import submit_args
 
 ROOT = Path(__file__).parents[2]
 EXAMPLE = ROOT / "examples" / "spark_pipeline.py"
@@ -27,9 +28,9 @@ STREAMING = ROOT / "examples" / "spark_streaming.py"
 pytestmark = pytest.mark.spark
 
 # Loopback only, no UI: pyspark's launcher options, so the README's block runs as written.
-SUBMIT_ARGS = (
-    "--master local[1] --conf spark.ui.enabled=false --conf spark.ui.showConsoleProgress=false"
-    " --conf spark.driver.host=127.0.0.1 --conf spark.driver.bindAddress=127.0.0.1 pyspark-shell"
+SUBMIT_ARGS = submit_args(
+    "--master local[1] --conf spark.ui.enabled=false --conf spark.ui.showConsoleProgress=false",
+    "--conf spark.driver.host=127.0.0.1 --conf spark.driver.bindAddress=127.0.0.1",
 )
 
 

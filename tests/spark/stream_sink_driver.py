@@ -20,6 +20,9 @@ def main() -> None:
     from pyspark.sql import SparkSession
 
     from tests.spark import object_sink_trials, stream_sink_trials
+    from tests.spark.spark_session import submit_args
+
+    os.environ.setdefault("PYSPARK_SUBMIT_ARGS", submit_args())
 
     trials: Any = (
         object_sink_trials if args.get("format") == "natsobj_hooked" else stream_sink_trials
