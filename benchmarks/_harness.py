@@ -3,17 +3,32 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import platform
 import statistics
 import subprocess
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 
 from jetstream.testing import find_server_binary
 
 Variant = Callable[[], Awaitable[None]]
+
+
+def processes_cpu(pids: Iterable[int]) -> float:
+    """User + system CPU seconds of these processes so far, from ``/proc/<pid>/stat`` (10 ms
+    ticks); NaN where /proc is missing (another system, or a process that is gone)."""
+    ticks = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            return math.nan
+        ticks += int(fields[11]) + int(fields[12])  # utime, stime (fields 14, 15)
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 @dataclass

@@ -136,6 +136,21 @@ class Writer:
             await self._proc.wait()
 
 
+async def watch_ours(bucket: kvstore.Bucket, writer: Writer, entries: int, go_at: int) -> None:
+    """Take ``entries`` entries of ``bucket.watch()``; the writer goes after ``go_at``."""
+    async with bucket.watch() as watcher:
+        await _drain(watcher, entries, go_at, writer, lambda e: False)
+
+
+async def watch_peer(peer_kv: KeyValue, writer: Writer, entries: int, go_at: int) -> None:
+    """The same with nats-py's ``kv.watchall()`` (its end-of-snapshot None is not counted)."""
+    watcher = await peer_kv.watchall()
+    try:
+        await _drain(watcher, entries, go_at, writer, lambda e: e is None)
+    finally:
+        await watcher.stop()
+
+
 def watch_scenario(
     bucket: kvstore.Bucket,
     peer_kv: KeyValue,
@@ -150,15 +165,10 @@ def watch_scenario(
     go_at = 0 if during else keys
 
     async def ours() -> None:
-        async with bucket.watch() as watcher:
-            await _drain(watcher, keys + updates, go_at, writer, lambda e: False)
+        await watch_ours(bucket, writer, keys + updates, go_at)
 
     async def peer() -> None:
-        watcher = await peer_kv.watchall()
-        try:
-            await _drain(watcher, keys + updates, go_at, writer, lambda e: e is None)
-        finally:
-            await watcher.stop()
+        await watch_peer(peer_kv, writer, keys + updates, go_at)
 
     timing = "during" if during else "after"
     scenario = WatchScenario(

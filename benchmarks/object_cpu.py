@@ -22,28 +22,21 @@ from collections.abc import Awaitable, Callable
 import jetstream
 import objstore
 
-from ._harness import machine
+from ._harness import machine, processes_cpu
 from .objects import MIB, STORE, _chunks, publish_until_stored
 
 Operation = Callable[[], Awaitable[None]]
 
 
-def _server_cpu(pid: int) -> float:
-    """Seconds of CPU the process has used (user + system), from ``/proc/<pid>/stat``."""
-    with open(f"/proc/{pid}/stat") as stat:
-        fields = stat.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 async def _measure(server_pid: int, operation: Operation) -> tuple[float, float, float]:
     """(wall, client CPU, server CPU) seconds of one run of ``operation``."""
-    server_before = _server_cpu(server_pid)
+    server_before = processes_cpu([server_pid])
     wall, cpu = time.perf_counter(), time.process_time()
     await operation()
     return (
         time.perf_counter() - wall,
         time.process_time() - cpu,
-        _server_cpu(server_pid) - server_before,
+        processes_cpu([server_pid]) - server_before,
     )
 
 

@@ -38,7 +38,7 @@ import jetstream
 from jetstream.testing import EmbeddedCluster, EmbeddedServer
 
 from . import consumer_groups, kv_atomic, kv_watch, objects
-from ._harness import Scenario, Variant, machine
+from ._harness import Scenario, Variant, machine, processes_cpu
 
 R1 = "R1, one server"
 R3 = "R3, 3-node cluster"
@@ -83,13 +83,13 @@ class Cpu:
         """``variant``, adding its CPU (after its first, warm-up, call) to ``side``'s totals."""
 
         async def metered() -> None:
-            client, server = time.process_time(), servers_cpu(side.pids)
+            client, server = time.process_time(), processes_cpu(side.pids)
             await variant()
             calls = self.calls[side.label] = self.calls.get(side.label, 0) + 1
             if calls > 1:
                 used = time.process_time() - client
                 self.client[side.label] = self.client.get(side.label, 0.0) + used
-                burnt = servers_cpu(side.pids) - server
+                burnt = processes_cpu(side.pids) - server
                 self.server[side.label] = self.server.get(side.label, 0.0) + burnt
 
         return metered
@@ -100,19 +100,6 @@ class Result:
     scenario: Scenario
     cpu: Cpu | None
     """None: the rounds also do untimed work, so their CPU would mislead."""
-
-
-def servers_cpu(pids: list[int]) -> float:
-    """User + system CPU seconds of these processes so far (NaN where /proc is missing)."""
-    ticks = 0
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-        except OSError:
-            return math.nan
-        ticks += int(fields[11]) + int(fields[12])  # utime, stime (fields 14, 15)
-    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def paired(one: Scenario, three: Scenario, sides: tuple[Deployment, Deployment]) -> Result:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import statistics
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -20,16 +19,8 @@ from dataclasses import dataclass
 
 import jetstream
 
-from .kv_watch import KINDS, Writer, _drain, watch_bucket
-
-_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def process_cpu(pid: int) -> float:
-    """User plus system CPU seconds of process ``pid`` so far (Linux ``/proc``)."""
-    with open(f"/proc/{pid}/stat") as stat:
-        fields = stat.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / _TICKS
+from ._harness import processes_cpu
+from .kv_watch import KINDS, Writer, watch_bucket, watch_ours, watch_peer
 
 
 @dataclass
@@ -50,7 +41,7 @@ async def one_run(
     writer = Writer(url, args.updates, args.kind)
     await writer.start()
     assert writer.pid is not None
-    before = process_cpu(server_pid), process_cpu(writer.pid), time.process_time()
+    before = processes_cpu([server_pid]), processes_cpu([writer.pid]), time.process_time()
     started = time.perf_counter()
     try:
         await drain(writer)
@@ -58,8 +49,8 @@ async def one_run(
         return Run(
             wall,
             time.process_time() - before[2],
-            process_cpu(server_pid) - before[0],
-            process_cpu(writer.pid) - before[1],
+            processes_cpu([server_pid]) - before[0],
+            processes_cpu([writer.pid]) - before[1],
         )
     finally:
         await writer.close()
@@ -73,15 +64,10 @@ async def watchers(
     async with watch_bucket(url, args.keys, args.kind, history=2) as (bucket, peer_kv):
 
         async def ours(writer: Writer) -> None:
-            async with bucket.watch() as watcher:
-                await _drain(watcher, entries, 0, writer, lambda e: False)
+            await watch_ours(bucket, writer, entries, 0)
 
         async def peer(writer: Writer) -> None:
-            watcher = await peer_kv.watchall()
-            try:
-                await _drain(watcher, entries, 0, writer, lambda e: e is None)
-            finally:
-                await watcher.stop()
+            await watch_peer(peer_kv, writer, entries, 0)
 
         yield {"kvstore watch()": ours, "nats-py kv.watchall()": peer}
 

@@ -45,16 +45,6 @@ def entry_from(
     # needs no header: its block (put_many's batch headers, anything a peer added) is then
     # never parsed.
     if not bucket.value_stages and lacks_headers(message, _ENTRY_HEADERS):
-        if bucket.key_codec is None:  # the entry as entry_of builds it, without its checks:
-            return Entry(  # this is most events of a watch
-                bucket.name,
-                message.subject[len(bucket.prefix) :],
-                message.data,
-                meta.stream_seq,
-                meta.time_ns,
-                Op.PUT,
-                meta.pending,
-            )
         headers = _NO_HEADERS
     else:
         headers = message.headers
