@@ -49,13 +49,24 @@ def _log_warning(error: JetStreamError) -> None:
     _log.warning("ordered consumer: %s", error)
 
 
-def stream_replaced(info: StreamInfo, created: datetime | None, delivered: int) -> bool:
+def stream_replaced(
+    info: StreamInfo,
+    delivered: int,
+    *,
+    created: datetime | None = None,
+    read_since: datetime | None = None,
+) -> bool:
     """Whether ``info`` is of another stream than the one a consumer read up to sequence
-    ``delivered`` (whose creation time was ``created``, when known): a stream's last sequence
-    never goes below a sequence it delivered, and its creation time never changes."""
+    ``delivered``: a stream's last sequence never goes below a sequence it delivered, its
+    creation time (``created``, when known) never changes, and it was created before the
+    consumer's first consumer was (``read_since``, by the server's clock)."""
     if info.state.last_seq < delivered:
         return True
-    return created is not None and info.created is not None and info.created != created
+    if info.created is None:
+        return False  # a server that does not say: the sequences decide
+    if created is not None:
+        return info.created != created
+    return read_since is not None and info.created > read_since
 
 
 class OrderedConsumer(AsyncResource):
@@ -75,9 +86,11 @@ class OrderedConsumer(AsyncResource):
     A deleted stream ends the iteration with :class:`StreamNotFoundError`, at once, and so
     does one created again under its name before the consumer is recreated (its sequences
     start over: resuming at the old position would skip its first messages). Each
-    recreation asks the stream's info first: a stream whose last sequence is below the last
-    delivered one is another stream; with ``detect_recreation`` (one request more before the
-    first consumer, for long-lived watches) so is one whose creation time changed.
+    recreation asks the stream's info first: another stream is one whose last sequence is below
+    the last delivered one, or that was created after the first consumer was (both times by the
+    server's clock, from the answers it gave); with ``detect_recreation`` (one request more
+    before the first consumer, for long-lived watches, where a server's clock may have been set
+    back) one whose creation time changed.
 
     ``until_caught_up`` ends the iteration once every message that existed at the start has been
     delivered (for listings); otherwise it follows new messages forever. With ``ends_scan``, a
@@ -160,6 +173,7 @@ class OrderedConsumer(AsyncResource):
         self._reconnects = 0  # the connection's reconnect count when the consumer was created
         self._detect_recreation = detect_recreation
         self._stream_created: datetime | None = None  # known with detect_recreation
+        self._read_since: datetime | None = None  # the first consumer's creation, server time
         self._caught_up = False
         self._stuck_at: int | None = None  # delivered count at the last idle check of a scan
         self._closed = False
@@ -189,6 +203,8 @@ class OrderedConsumer(AsyncResource):
         self._name = config.name  # known before the reply: a cancelled create is deleted too
         info = await self._settled(create_consumer_info(self._js, self.stream, config))
         self._name = info.name
+        if self._read_since is None:
+            self._read_since = info.created
         self._guard.created(asyncio.get_running_loop().time())
         if self.initial_pending is None:
             self.initial_pending = info.num_pending
@@ -300,13 +316,16 @@ class OrderedConsumer(AsyncResource):
         Raises:
             StreamNotFoundError: the stream is gone, or was deleted and created again.
         """
-        if not self.last_stream_seq and self._stream_created is None:
+        if not self.last_stream_seq and self._read_since is None and self._stream_created is None:
             return  # nothing read, nothing known: the stream there now is the one to read
         try:
             info = await stream_info(self._js, self.stream)
         except PermissionDeniedError:
             return  # may not look: the consumer create decides, as it did
-        if stream_replaced(info, self._stream_created, self.last_stream_seq):
+        replaced = stream_replaced(
+            info, self.last_stream_seq, created=self._stream_created, read_since=self._read_since
+        )
+        if replaced:
             raise StreamNotFoundError(
                 f"stream {self.stream} was deleted and created again while it was read",
                 code=404,

@@ -37,4 +37,27 @@ def _info(last_seq: int, created: datetime | None) -> StreamInfo:
 def test_a_stream_is_another_when_its_sequences_or_creation_time_say_so(
     last_seq: int, created: datetime | None, known: datetime | None, delivered: int, replaced: bool
 ) -> None:
-    assert stream_replaced(_info(last_seq, created), known, delivered) is replaced
+    assert stream_replaced(_info(last_seq, created), delivered, created=known) is replaced
+
+
+READ_SINCE = CREATED + timedelta(minutes=5)  # the first consumer's creation
+
+
+@pytest.mark.parametrize(
+    ("last_seq", "created", "delivered", "replaced"),
+    [
+        (10, CREATED, 10, False),  # created before the consumer: the stream it read
+        (3, READ_SINCE + timedelta(microseconds=1), 1, True),  # created after: sequences fit
+        (3, READ_SINCE + timedelta(seconds=1), 0, True),  # ... nothing delivered yet
+        (3, READ_SINCE, 1, False),  # the same instant: not after
+        (3, None, 1, False),  # a server that does not say: the sequences decide
+        (0, None, 1, True),
+    ],
+)
+def test_a_stream_created_after_the_first_consumer_is_another(
+    last_seq: int, created: datetime | None, delivered: int, replaced: bool
+) -> None:
+    """Without a creation time asked for first, the first consumer's own creation time (by
+    the same server's clock) bounds the stream's: one created after it was created again."""
+    info = _info(last_seq, created)
+    assert stream_replaced(info, delivered, read_since=READ_SINCE) is replaced

@@ -196,26 +196,34 @@ async def test_a_watch_does_not_go_on_in_a_bucket_created_again_while_it_was_awa
         await peer.delete_key_value(name)
 
 
+@pytest.mark.parametrize("written_again", [3, 3000])
 async def test_a_listing_does_not_go_on_in_a_bucket_created_again_while_it_was_away(
-    nats_server: jetstream.EmbeddedServer, peer: JetStreamContext, unique_name: Callable[[str], str]
+    nats_server: jetstream.EmbeddedServer,
+    js: jetstream.JetStream,
+    peer: JetStreamContext,
+    unique_name: Callable[[str], str],
+    written_again: int,
 ) -> None:
-    """keys() reads 500 keys at a time; the bucket deleted and created again (3 keys) while
-    its connection was cut, it resumed in the new bucket after the old one's position and
-    ended quietly, a partial listing mixing two buckets. It ends with BucketNotFoundError."""
+    """keys() reads 500 keys at a time; the bucket deleted and created again while its
+    connection was cut, it resumed in the new bucket after the old one's position and ended
+    quietly, a partial listing mixing two buckets. With more keys in the new bucket than the
+    listing had read of the old one, no sequence gives it away: the new stream's creation
+    after the listing's first consumer does. It ends with BucketNotFoundError."""
     proxy = await TcpProxy(nats_server.port).start()
     name = unique_name("kv")
     try:
-        async with await jetstream.connect(proxy.url) as js:
-            bucket = await kvstore.create_bucket(js, name)
+        async with await jetstream.connect(proxy.url) as proxied:
+            bucket = await kvstore.create_bucket(proxied, name)
             for first in (0, 1000):
                 await bucket.put_many({f"old{i:04}": b"v" for i in range(first, first + 1000)})
             keys = bucket.keys()
             assert await anext(keys) == "old0000"
             proxy.drop_to_client = proxy.drop_to_server = True
             assert await peer.delete_key_value(name)
-            again = await peer.create_key_value(bucket=name)
-            for i in range(3):
-                await again.put(f"new{i}", b"v")
+            again = await kvstore.create_bucket(js, name)
+            for first in range(0, written_again, 1000):
+                count = min(1000, written_again - first)
+                await again.put_many({f"new{i}": b"v" for i in range(first, first + count)})
             proxy.drop_to_client = proxy.drop_to_server = False
             proxy.cut()
             with pytest.raises(kvstore.BucketNotFoundError, match=name):
