@@ -158,10 +158,12 @@ class Consumer:
         instead of going to another client of the consumer.
 
         Raises:
-            ClientValidationError: conflicting or out-of-range options, or a bad ``group``
-                name (at once, nothing sent).
+            ClientValidationError: conflicting or out-of-range options, a bad ``group``
+                name, or ``max_bytes`` for a ``last_per_subject`` consumer (whose messages
+                nats-server can skip under such pulls) (at once, nothing sent).
         """
         pin = self._pin(group)
+        _check_byte_bound(self.cached_info, max_bytes)
         options = pull_options(
             max_messages=max_messages,
             max_bytes=max_bytes,
@@ -201,7 +203,8 @@ class Consumer:
 
         Raises:
             ClientValidationError: both limits, a limit below 1, ``expires`` not positive, a
-                heartbeat out of range or a bad ``group`` (nothing is sent).
+                heartbeat out of range, a bad ``group``, or ``max_bytes`` for a
+                ``last_per_subject`` consumer (nothing is sent).
             ConsumerDeletedError, PullRequestError: the server refused or ended the pull.
             NoRespondersError: no such consumer.
             HeartbeatMissedError: the pull went silent for two heartbeats.
@@ -223,6 +226,7 @@ class Consumer:
         options = fetch_options(
             max_messages=max_messages, max_bytes=max_bytes, expires=expires, heartbeat=heartbeat
         )
+        _check_byte_bound(self.cached_info, max_bytes)
         pin = self._pin(group)
         what = f"fetch from {self.stream}/{self.name}"
         self._js.ensure_open()
@@ -278,6 +282,24 @@ class Consumer:
             finally:
                 await aclose_iterator(pull)  # its inbox goes now, not when collected
         raise RequestTimeoutError(f"no message from {self.stream}/{self.name} within {seconds:g}s")
+
+
+def _check_byte_bound(info: ConsumerInfo, max_bytes: int | None) -> None:
+    """Refuse pulls bounded in bytes from a ``last_per_subject`` consumer: nats-server (2.15)
+    delivers its first pass from a list of each subject's last message, and when a pull's
+    bytes cannot take the next one, it puts back the stream position but not the list's, so
+    that message is never delivered. Counted pulls are not affected.
+
+    Raises:
+        ClientValidationError: ``max_bytes`` for such a consumer.
+    """
+    config = info.config
+    if max_bytes is not None and config is not None and config.deliver_policy == "last_per_subject":
+        raise ClientValidationError(
+            f"max_bytes is refused for consumer {info.name!r} (deliver_policy "
+            "last_per_subject): nats-server skips a subject's last message for good when a "
+            "pull's max_bytes cannot take it; use max_messages"
+        )
 
 
 def _fetch_request(options: FetchOptions, pin: PriorityPin | None) -> bytes:

@@ -37,7 +37,9 @@ async def stream(js: JetStream, unique_name: Callable[[str], str]) -> AsyncItera
     await js.delete_stream(name)
 
 
-_PROBE = b"probe, not a pull"
+_PROBE = b"{not a pull request}"
+"""Refused by the consumer (400 Bad Request: not JSON). A body that does not start with "{"
+and is no number is taken as a pull of one message, which would be delivered to nobody."""
 
 
 class Pulls:
@@ -162,6 +164,36 @@ async def test_bad_options_are_refused_and_nothing_is_sent(
     await admin.nc.flush()
     await sub.unsubscribe()
     assert len(pulls) == 0
+
+
+async def test_pulls_bounded_in_bytes_are_refused_where_the_server_would_skip_messages(
+    js: JetStream, admin: JetStream, stream: str
+) -> None:
+    """A last_per_subject consumer's first pass comes from a list of each subject's last
+    message; nats-server skips a listed message for good when a pull's max_bytes cannot take
+    it (seen: a watch of large values missed keys). Such pulls are refused, nothing is sent;
+    counted pulls deliver every subject's last message."""
+    for round_ in range(2):  # two revisions per subject: the server builds the list
+        for i in range(40):
+            await js.publish(f"{stream}.s{i:02}", bytes([round_]) * 50_000)
+    config = ConsumerConfig(
+        durable_name="lps",
+        deliver_policy="last_per_subject",
+        filter_subject=f"{stream}.>",
+        **EXPLICIT,
+    )
+    consumer = await js.create_consumer(stream, config)
+    pulls, sub = await Pulls.watch(admin, js, stream, "lps")
+    with pytest.raises(jetstream.ClientValidationError, match="last_per_subject"):
+        consumer.consume(max_bytes=1 << 20)
+    with pytest.raises(jetstream.ClientValidationError, match="last_per_subject"):
+        [m async for m in consumer.fetch(max_bytes=1 << 20)]
+    await admin.nc.flush()
+    await sub.unsubscribe()
+    assert len(pulls) == 0
+    taken = [m async for m in consumer.fetch(40, expires=5)]
+    assert [m.subject for m in taken] == [f"{stream}.s{i:02}" for i in range(40)]
+    assert all(m.data == b"\x01" * 50_000 for m in taken)
 
 
 # -- 2: drains that end ------------------------------------------------------------------------

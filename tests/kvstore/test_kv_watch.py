@@ -70,6 +70,26 @@ async def test_initial_snapshot_then_updates(bucket: Bucket) -> None:
     assert (update.key, update.value) == ("k9", b"live")
 
 
+async def test_a_snapshot_of_large_values_with_history_has_every_key(
+    make_bucket: BucketFactory,
+) -> None:
+    """40 MiB of current values, each key with an older revision before it: the server then
+    delivers the snapshot from a list of each key's last revision. A pull bounded in bytes
+    that a value did not fit lost that key from the snapshot for good (nats-server drops its
+    place in the list), so a watch's pulls are bounded in messages only."""
+    bucket = await make_bucket(history=2)
+    keys = [f"k{i:03}" for i in range(320)]
+    await bucket.put_many({key: b"old" for key in keys[:100]})
+    await bucket.put_many({key: b"old" for key in keys[100:]})
+    value = bytes(128 * 1024)
+    for start in range(0, len(keys), 20):
+        await bucket.put_many({key: value for key in keys[start : start + 20]})
+    async with bucket.watch() as watcher:
+        snapshot = await asyncio.wait_for(watcher.initial(), 30)
+    assert [entry.key for entry in snapshot] == keys
+    assert all(entry.value == value for entry in snapshot)
+
+
 async def test_initial_ends_with_the_snapshot_also_when_its_last_messages_are_left_out(
     js: jetstream.JetStream, make_bucket: BucketFactory
 ) -> None:
