@@ -25,6 +25,7 @@ from collections.abc import Callable
 
 from jetstream import JetStream, MessageNotFoundError, OrderedConsumer, StoredMessage
 from jetstream import headers as hdr
+from jetstream._consume.ordered import range_window
 from jetstream._consume.scan import scan_stream
 
 from ._snapshot import FILTERED_SCAN, Witness, last_messages_along, pinned_last_messages
@@ -115,7 +116,13 @@ async def _still_last(
     rewritten: set[str] = set()
     if end > hi:
         scan = scan_stream(
-            js, stream, filters, last_per_subject=False, headers_only=True, start_seq=hi + 1
+            js,
+            stream,
+            filters,
+            last_per_subject=False,
+            headers_only=True,
+            start_seq=hi + 1,
+            max_messages=range_window(hi + 1, end),
         )
         async with contextlib.aclosing(scan) as messages:
             async for message in messages:
@@ -225,7 +232,13 @@ async def _scan(
     first message past ``hi`` (or at the stream's end)."""
     latest: dict[str, StoredMessage] = {}
     scan = scan_stream(
-        js, stream, filters, last_per_subject=False, headers_only=headers_only, start_seq=lo
+        js,
+        stream,
+        filters,
+        last_per_subject=False,
+        headers_only=headers_only,
+        start_seq=lo,
+        max_messages=range_window(lo, hi),
     )
     async with contextlib.aclosing(scan) as messages:
         async for message in messages:
@@ -268,6 +281,7 @@ async def count_end(
         opt_start_seq=after + 1,
         headers_only=True,
         until_caught_up=True,
+        max_messages=range_window(after + 1, latest),
     ) as consumer:
         async for message in consumer:
             seq = message.metadata.stream_seq

@@ -109,7 +109,7 @@ class Puller:
         self._signal_resets = signal_resets
         self._skip_now = skip_now
         self.queue = ItemQueue(js.ensure_open)  # a read from another loop: WrongEventLoopError
-        self._inbox = DeliveryInbox(js, self._receive, sized=options.bytes_mode)
+        self._inbox = DeliveryInbox(js, self._receive, sized=options.counts_sizes)
         self._subscribed = False
         self._sends: set[asyncio.Task[None]] = set()  # pulls being sent
         self._monitor: asyncio.Task[None] | None = None

@@ -24,6 +24,7 @@ __all__ = [
     "PullOptions",
     "fetch_options",
     "pull_options",
+    "sized_options",
 ]
 
 DEFAULT_MAX_MESSAGES: Final = 500
@@ -49,10 +50,21 @@ class PullOptions:
     heartbeat: float
     threshold_messages: int
     threshold_bytes: int
+    memory_bytes: int = 0
+    """With ``max_messages``: fewer messages asked for when they are large, to hold about this
+    many bytes (our ordered consumers; 0: off)."""
+    largest_message: int = 1
+    """With ``memory_bytes``: the largest message there may be (the server's max_payload),
+    which sizes the first pull."""
 
     @property
     def bytes_mode(self) -> bool:
         return self.max_bytes > 0
+
+    @property
+    def counts_sizes(self) -> bool:
+        """Whether the window needs each message's size."""
+        return self.max_bytes > 0 or self.memory_bytes > 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,6 +147,28 @@ def pull_options(
         threshold_bytes=_threshold(
             threshold_bytes, "threshold_bytes", limit_bytes, bool(limit_bytes)
         ),
+    )
+
+
+def sized_options(
+    *,
+    max_messages: int,
+    memory_bytes: int,
+    largest_message: int,
+    expires: DurationValue,
+    heartbeat: DurationValue,
+) -> PullOptions:
+    """Consume options of our own: at most ``max_messages`` requested and buffered, fewer
+    when they are large, to hold about ``memory_bytes`` (0: not fitted to sizes); until sizes
+    are seen, messages are taken to be ``largest_message`` bytes.
+
+    Raises:
+        ClientValidationError: as :func:`pull_options`, or a negative ``memory_bytes``.
+    """
+    options = pull_options(max_messages=max_messages, expires=expires, heartbeat=heartbeat)
+    memory = _count(memory_bytes, "memory_bytes", minimum=0) or 0
+    return dataclasses.replace(
+        options, memory_bytes=memory, largest_message=max(1, largest_message)
     )
 
 

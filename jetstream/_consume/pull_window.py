@@ -16,6 +16,10 @@ Rules added to the ADR's algorithm so that consume always makes progress without
 * **Re-pulls after a pull that ended with nothing are rate-limited** (doubling from 50 ms up
   to 5 s; reset by the next delivered message), whatever ended it: a size refusal with no
   message delivered since the previous one, a limit refusal, no responders.
+* **A window fitted to sizes** (``memory_bytes``, our ordered consumers): counted pulls whose
+  limit is ``memory_bytes`` over the average size of the messages delivered since the last
+  pull, at most ``max_messages``. Never ``max_bytes`` in those pulls: nats-server skips a
+  ``last_per_subject`` consumer's listed message that a pull's bytes cannot take.
 * **The consumer's own limits** (``409 Exceeded MaxRequestBatch/Expires/MaxBytes``) shrink the
   window to them; the refused pull is given back (it delivered nothing).
 """
@@ -91,7 +95,13 @@ class PullWindow:
         self._bytes_cap: int | None = None
         self._expires_cap: float | None = None
         self._sent: collections.deque[tuple[float, PullRequest]] = collections.deque()
-        self._set_limits()  # again when a cap is learned
+        # memory_bytes: the message limit fitted to the sizes delivered since the last pull.
+        self._fitted: int | None = None
+        if options.memory_bytes:  # until sizes are seen, every message may be the largest
+            self._fitted = max(1, options.memory_bytes // options.largest_message)
+        self._recent_msgs = 0
+        self._recent_bytes = 0
+        self._set_limits()  # again when a cap is learned or the sizes change the fit
 
     # -- what the window holds ----------------------------------------------------------------
 
@@ -109,10 +119,14 @@ class PullWindow:
         self._wanted = min(max(1, self._limit - self._threshold), self._limit)
 
     def _limits(self) -> tuple[int, int]:
-        """(limit, threshold) in the unit in use, shrunk to a consumer limit learned."""
+        """(limit, threshold) in the unit in use, fitted to the sizes seen (``memory_bytes``)
+        and shrunk to a consumer limit learned."""
         opts = self._opts
         if opts.bytes_mode:
             limit, threshold, cap = opts.max_bytes, opts.threshold_bytes, self._bytes_cap
+        elif self._fitted is not None:
+            limit = min(opts.max_messages, self._fitted)
+            threshold, cap = limit * opts.threshold_messages // opts.max_messages, self._batch_cap
         else:
             limit, threshold, cap = opts.max_messages, opts.threshold_messages, self._batch_cap
         if cap is not None and cap < limit:
@@ -137,7 +151,11 @@ class PullWindow:
 
     def request(self, now: float) -> PullRequest | None:
         """The pull to send now, counted as pending; None when none is due."""
-        if now < self._not_before or not self.has_room():
+        if now < self._not_before:
+            return None
+        if self._recent_msgs and self._fitted is not None:
+            self._fit_to_sizes()
+        if not self.has_room():
             return None
         pull = self._sized(self._room())
         self.pending_msgs += pull.batch
@@ -156,6 +174,17 @@ class PullWindow:
             return PullRequest(batch, room, expires, heartbeat)
         return PullRequest(room, 0, expires, heartbeat)
 
+    def _fit_to_sizes(self) -> None:
+        """Fit the message limit to ``memory_bytes`` by the average size of the messages
+        delivered since the last pull (never ``max_bytes`` in the pulls: see the module
+        docstring)."""
+        average = max(1, self._recent_bytes // self._recent_msgs)
+        self._recent_msgs = self._recent_bytes = 0
+        fitted = max(1, self._opts.memory_bytes // average)
+        if fitted != self._fitted:
+            self._fitted = fitted
+            self._set_limits()
+
     def _remember(self, now: float, pull: PullRequest) -> None:
         while self._sent and now - self._sent[0][0] > _REFUSAL_HORIZON:
             self._sent.popleft()
@@ -171,6 +200,8 @@ class PullWindow:
             self.pending_bytes = max(0, self.pending_bytes - size)
         self.buffered_msgs += 1
         self.buffered_bytes += size
+        self._recent_msgs += 1
+        self._recent_bytes += size
         self._need_bytes = 0
         self._never_fits_told = False
         self._failures = 0

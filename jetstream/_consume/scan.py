@@ -29,13 +29,15 @@ async def scan_stream(
     headers_only: bool = False,
     ends_scan: Callable[[PullMessage], bool] | None = None,
     start_seq: int = 0,
+    max_messages: int | None = None,
 ) -> AsyncGenerator[StoredMessage, None]:
     """Yield the messages of ``stream`` matching ``filters`` as of now, in stream order.
 
     With ``last_per_subject`` only the newest message of each subject is delivered; with
     ``headers_only`` payloads are left out (``Nats-Msg-Size`` tells their length);
     ``ends_scan`` as in :class:`OrderedConsumer`; ``start_seq`` (> 0) starts at that stream
-    sequence instead, with every message from there. Close the iterator when leaving early
+    sequence instead, with every message from there; ``max_messages`` bounds the window (a
+    read of a range: :func:`range_window`). Close the iterator when leaving early
     (``contextlib.aclosing``): its consumer is deleted then.
 
     Raises:
@@ -52,6 +54,7 @@ async def scan_stream(
         until_caught_up=True,
         ends_scan=ends_scan,
         opt_start_seq=start_seq,
+        max_messages=max_messages,
     ) as consumer:
         async for message in consumer:
             meta = message.metadata

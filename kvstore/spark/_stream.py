@@ -16,6 +16,7 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from jetstream import ClientValidationError, OrderedConsumer, StoredMessage
+from jetstream._consume.ordered import range_window
 from jetstream._options import run_sync
 
 from .._errors import BucketNotFoundError
@@ -137,6 +138,7 @@ async def _read_range(
             filter_subjects=opts.subjects,
             opt_start_seq=part.first,
             until_caught_up=True,
+            max_messages=range_window(part.first, part.last),
         ) as consumer,
     ):
         async for message in consumer:

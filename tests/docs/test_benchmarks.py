@@ -84,6 +84,17 @@ def test_watch_cpu_benchmark_reports_each_process() -> None:
         assert wall > 0 and watcher > 0 and min(server, writer) >= 0, row  # ticks of 10 ms
 
 
+def test_watch_window_benchmark_reports_each_window_beside_nats_py() -> None:
+    output = _run(
+        "benchmarks.watch_window",
+        *("--windows", "50", "1000", "--keys", "500", "--updates", "100", "--rounds", "1"),
+        timeout=120,
+    )
+    for variant in ("kvstore watch(), window 50", "kvstore watch(), window 1,000", "nats-py"):
+        (row,) = [line for line in output.splitlines() if line.startswith(f"| {variant}")]
+        assert float(row.split("|")[2]) > 0 and row.split("|")[3].strip().endswith("x"), row
+
+
 def test_object_cpu_benchmark_runs() -> None:
     output = _run("benchmarks.object_cpu", "--mib", "2", "--rounds", "1", timeout=120)
     for row in ("ordered consumer, no hash", "open()", "core publish, no acks", "put"):

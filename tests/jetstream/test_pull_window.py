@@ -9,7 +9,7 @@ import pytest
 
 from jetstream import ClientValidationError
 from jetstream._consume.pull import parse_exceeded
-from jetstream._consume.pull_options import fetch_options, pull_options
+from jetstream._consume.pull_options import fetch_options, pull_options, sized_options
 from jetstream._consume.pull_window import Limit, PullRequest, PullWindow
 
 
@@ -233,3 +233,53 @@ def test_a_pull_that_delivered_before_a_too_large_message_is_re_sent_without_del
         window.taken(200)
     pull = window.request(0.0)
     assert pull is not None and pull.max_bytes == 1000
+
+
+def _fitted(max_messages: int, memory_bytes: int) -> PullWindow:
+    options = sized_options(
+        max_messages=max_messages,
+        memory_bytes=memory_bytes,
+        largest_message=1 << 20,
+        expires=30,
+        heartbeat=5,
+    )
+    return PullWindow(options)
+
+
+def _deliver_and_take(window: PullWindow, count: int, size: int) -> None:
+    for _ in range(count):
+        window.delivered(size)
+    for _ in range(count):
+        window.taken(size)
+
+
+def test_a_window_fitted_to_sizes_grows_to_its_limit_for_small_messages() -> None:
+    window = _fitted(10_000, 8 << 20)
+    first = window.request(0.0)  # sizes unknown: 8 of the largest messages (1 MiB)
+    assert first is not None and (first.batch, first.max_bytes) == (8, 0)
+    _deliver_and_take(window, 4, 250)
+    pull = window.request(0.0)
+    assert pull is not None and (pull.batch, pull.max_bytes) == (10_000 - 4, 0)  # 4 pending
+
+
+def test_a_window_fitted_to_sizes_holds_few_large_messages() -> None:
+    window = _fitted(10_000, 8 << 20)
+    assert window.request(0.0) is not None
+    _deliver_and_take(window, 8, 1 << 20)  # 1 MiB each: room for 8
+    pull = window.request(0.0)
+    assert pull is not None and (pull.batch, pull.max_bytes) == (8, 0)
+    window.delivered(1 << 20)  # the limit stays fitted: 8 outstanding, 4 to go before a pull
+    assert window.taken(1 << 20) is False
+    for _ in range(3):
+        window.delivered(1 << 20)
+        window.taken(1 << 20)
+    assert window.request(0.0) is not None, "half of the 8 taken: the next pull"
+
+
+def test_a_window_not_fitted_to_sizes_keeps_its_count() -> None:
+    window = _fitted(500, 0)
+    pull = window.request(0.0)
+    assert pull is not None and pull.batch == 500
+    _deliver_and_take(window, 250, 1 << 20)
+    pull = window.request(0.0)
+    assert pull is not None and pull.batch == 250

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import Callable, Coroutine, Generator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import nats
 import pytest
 
 import jetstream
@@ -88,6 +90,36 @@ async def test_a_snapshot_of_large_values_with_history_has_every_key(
         snapshot = await asyncio.wait_for(watcher.initial(), 30)
     assert [entry.key for entry in snapshot] == keys
     assert all(entry.value == value for entry in snapshot)
+
+
+async def test_a_watch_of_large_values_asks_for_few_at_a_time(
+    make_bucket: BucketFactory, nats_server: jetstream.EmbeddedServer
+) -> None:
+    """A watch asks for thousands of small values at a time, but holds about 8 MiB of large
+    ones: a pull asks for at most 8 messages of the largest size the server takes until it
+    has seen 900 KiB values, then 9. (It asked for 500: the server sent 90 MB and closed the
+    connection as a slow consumer, and the watch started over.)"""
+    bucket = await make_bucket()
+    large = bytes(900 * 1024)
+    for i in range(110):
+        await bucket.put(f"k{i:03}", large)
+    observer = await nats.connect(nats_server.url)
+    batches: list[int] = []
+
+    async def seen(msg: Any) -> None:
+        batches.append(json.loads(msg.data)["batch"])
+
+    await observer.subscribe(f"$JS.API.CONSUMER.MSG.NEXT.{bucket.stream}.>", cb=seen)
+    await observer.flush()
+    try:
+        async with bucket.watch() as watcher:
+            snapshot = await asyncio.wait_for(watcher.initial(), 30)
+            assert watcher.resets == 0
+        await observer.flush()
+    finally:
+        await observer.close()
+    assert len(snapshot) == 110
+    assert batches and max(batches) <= 9, batches
 
 
 async def test_initial_ends_with_the_snapshot_also_when_its_last_messages_are_left_out(
