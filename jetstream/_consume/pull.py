@@ -55,6 +55,7 @@ __all__ = ["Puller", "parse_exceeded"]
 
 _log = logging.getLogger("jetstream")
 _NS: Final = 1_000_000_000
+MEMORY_NOTE: Final = "more buffered than its memory bound: the consumer starts over"
 _INFO_CHECK_EVERY: Final = 1.0
 """Seconds between consumer-info checks after pulls found no responders."""
 
@@ -257,10 +258,18 @@ class Puller:
     def _receive(self, message: PullMessage) -> None:
         now = self._last_activity = self._clock()
         if message.reply:  # a delivery, whatever headers its writer gave it (see status_of)
+            if self._stopped:
+                return  # stopped, or a reset was asked for: nobody reads what comes after
             message.refreshed_at = now
             if self._pin is not None:
                 self._pin.seen(message.headers)  # else a delivery's headers are left unparsed
-            self._window.delivered(message.size)
+            window = self._window
+            window.delivered(message.size)
+            if window.buffered_bytes > window.memory_cap:
+                # A pull fitted to small messages brought large ones: start over from here
+                # (the owner resumes after the last message taken), with a fitted window.
+                self._reset_or(ResetReason.MEMORY, self._warn, JetStreamError(MEMORY_NOTE))
+                return
             if message.undecodable:
                 self.undecodable_seen = True
                 # Next in line: the owner may skip it now, so that what it ends (a snapshot)

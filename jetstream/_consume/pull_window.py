@@ -29,6 +29,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import enum
+import math
 from typing import Final
 
 import msgspec
@@ -101,6 +102,11 @@ class PullWindow:
             self._fitted = max(1, options.memory_bytes // options.largest_message)
         self._recent_msgs = 0
         self._recent_bytes = 0
+        self.memory_cap = math.inf
+        """Buffered bytes that call for starting over: a pull fitted to small messages that
+        brought large ones (never below two of the largest)."""
+        if options.memory_bytes:
+            self.memory_cap = max(4 * options.memory_bytes, 2 * options.largest_message)
         self._set_limits()  # again when a cap is learned or the sizes change the fit
 
     # -- what the window holds ----------------------------------------------------------------

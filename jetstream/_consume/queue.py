@@ -22,6 +22,7 @@ class ResetReason(enum.Enum):
     RECONNECT = "reconnected"
     DELETED = "consumer deleted"
     NO_RESPONDERS = "consumer not found"
+    MEMORY = "more buffered than its memory bound"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -122,6 +122,32 @@ async def test_a_watch_of_large_values_asks_for_few_at_a_time(
     assert batches and max(batches) <= 9, batches
 
 
+async def test_a_watch_fitted_to_small_values_that_meets_large_ones_holds_a_bounded_buffer(
+    make_bucket: BucketFactory,
+) -> None:
+    """300 small values, then 60 of 900 KiB: the pull fitted to the small ones asks for
+    thousands, and the server sends 54 MB at once. Past 32 MiB buffered the watch drops what
+    comes and starts over after the last entry it handed out (a window fitted to the large
+    values), so the client holds a bounded buffer; every entry comes once, in order."""
+    bucket = await make_bucket()
+    small = {f"a{i:03}": b"v" for i in range(300)}
+    await bucket.put_many(small)
+    large = bytes(900 * 1024)
+    for i in range(60):
+        await bucket.put(f"b{i:02}", large)
+    async with bucket.watch() as watcher:
+        first = [await anext(watcher) for _ in range(10)]  # the first pull's, sizes unknown
+        puller = watcher._consumer._puller
+        assert puller is not None
+        await asyncio.wait_for(puller.ended.wait(), 10)  # nothing read meanwhile
+        window = puller._window
+        assert window.buffered_bytes <= window.memory_cap + len(large) + 200
+        rest = await asyncio.wait_for(watcher.initial(), 30)
+        assert watcher.resets == 1
+    keys = [entry.key for entry in [*first, *rest]]
+    assert keys == [*small, *(f"b{i:02}" for i in range(60))]
+
+
 async def test_initial_ends_with_the_snapshot_also_when_its_last_messages_are_left_out(
     js: jetstream.JetStream, make_bucket: BucketFactory
 ) -> None:
