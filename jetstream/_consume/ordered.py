@@ -71,7 +71,7 @@ def stream_replaced(
     """Whether ``info`` is of another stream than the one a consumer read up to sequence
     ``delivered``: a stream's last sequence never goes below a sequence it delivered, its
     creation time (``created``, when known) never changes, and it was created before the
-    consumer's first consumer was (``read_since``, by the server's clock)."""
+    reader's first server-side consumer was (``read_since``, by the server's clock)."""
     if info.state.last_seq < delivered:
         return True
     if info.created is None:
@@ -90,10 +90,11 @@ class OrderedConsumer(AsyncResource):
     needed (``max_resets``, default unlimited). Iterate it with ``async for``; use it as an async
     context manager to clean up.
 
-    It requests and buffers at most ``max_messages`` (default :data:`WINDOW_MESSAGES`),
-    fewer when they are large: about
-    ``memory_bytes`` by the sizes of the last messages (0: ``max_messages`` whatever their
-    size). A watch of small values pulls thousands at a time, one of 1 MiB values a few.
+    It requests and buffers at most ``max_messages`` (default :data:`WINDOW_MESSAGES`), fewer
+    when they are large: about ``memory_bytes`` by the sizes of the last messages (0: up to
+    ``max_messages`` whatever their size). A watch of small values pulls thousands at a time,
+    one of 1 MiB values a few. Past four times ``memory_bytes`` buffered (large messages
+    after small ones) it drops what comes and resumes after the last message taken.
 
     A recreation that keeps failing (a paused or unreachable server) is retried for
     ``reset_deadline`` seconds, then iteration raises :class:`RequestTimeoutError`. By default a
