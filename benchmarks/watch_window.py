@@ -10,21 +10,24 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import statistics
-from collections.abc import Awaitable, Callable
 
 import jetstream
 from jetstream._consume import ordered
 
-from .kv_watch import KINDS, Writer, watch_bucket, watch_ours, watch_peer
-from .watch_cpu import Run, one_run
+from .kv_watch import Writer
+from .watch_cpu import (
+    OURS,
+    PEER,
+    Drain,
+    add_arguments,
+    interleaved_runs,
+    median_run,
+    print_title,
+    watchers,
+)
 
-PEER = "nats-py kv.watchall()"
 
-
-def with_window(
-    messages: int, drain: Callable[[Writer], Awaitable[None]]
-) -> Callable[[Writer], Awaitable[None]]:
+def with_window(messages: int, drain: Drain) -> Drain:
     """``drain`` run with ordered consumers of ``messages`` at most."""
 
     async def drain_with_window(writer: Writer) -> None:
@@ -38,56 +41,27 @@ def with_window(
 
 
 async def main(args: argparse.Namespace) -> None:
-    entries = args.keys + args.updates
-    async with (
-        jetstream.EmbeddedServer() as server,
-        watch_bucket(server.url, args.keys, args.kind, history=2) as (bucket, peer_kv),
-    ):
-
-        async def ours(writer: Writer) -> None:
-            await watch_ours(bucket, writer, entries, 0)
-
-        async def peer(writer: Writer) -> None:
-            await watch_peer(peer_kv, writer, entries, 0)
-
-        variants = {f"kvstore watch(), window {n:,}": with_window(n, ours) for n in args.windows}
-        variants[PEER] = peer
-        runs: dict[str, list[Run]] = {name: [] for name in variants}
-        for round_ in range(args.rounds + 1):  # the first round warms up
-            for name, drain in variants.items():
-                run = await one_run(server.url, server.pid, args, drain)
-                if round_:
-                    runs[name].append(run)
-    report(args, runs)
-
-
-def report(args: argparse.Namespace, runs: dict[str, list[Run]]) -> None:
-    print(
-        f"watch of {args.keys:,} keys + {args.updates:,} updates during the snapshot "
-        f"({args.kind}), medians of {args.rounds} rounds, seconds"
-    )
+    async with jetstream.EmbeddedServer() as server, watchers(server.url, args) as drains:
+        ours = drains[OURS]
+        variants = {f"{OURS}, window {n:,}": with_window(n, ours) for n in args.windows}
+        variants[PEER] = drains[PEER]
+        runs = await interleaved_runs(server, args, variants)
+    print_title(args)
     print("| variant | wall | vs nats-py | watcher CPU | server CPU | writer CPU |")
     print("|---|---:|---:|---:|---:|---:|")
-    peer_wall = statistics.median(run.wall for run in runs[PEER])
+    peer_wall = median_run(runs[PEER]).wall
     for name, done in runs.items():
-        wall, watcher, server, writer = (
-            statistics.median(getattr(run, field) for run in done)
-            for field in ("wall", "watcher", "server", "writer")
-        )
+        run = median_run(done)
         print(
-            f"| {name} | {wall:.2f} | {peer_wall / wall:.2f}x | {watcher:.2f} | {server:.2f}"
-            f" | {writer:.2f} |"
+            f"| {name} | {run.wall:.2f} | {peer_wall / run.wall:.2f}x | {run.watcher:.2f}"
+            f" | {run.server:.2f} | {run.writer:.2f} |"
         )
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--windows", type=int, nargs="+", default=[500, 10_000])
-    parser.add_argument("--keys", type=int, default=100_000)
-    parser.add_argument("--updates", type=int, default=20_000)
-    parser.add_argument("--kind", choices=KINDS, default="put")
-    parser.add_argument("--rounds", type=int, default=5)
-    return parser.parse_args(argv)
+    return add_arguments(parser).parse_args(argv)
 
 
 if __name__ == "__main__":
