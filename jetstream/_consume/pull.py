@@ -55,7 +55,6 @@ __all__ = ["Puller", "parse_exceeded"]
 
 _log = logging.getLogger("jetstream")
 _NS: Final = 1_000_000_000
-MEMORY_NOTE: Final = "more buffered than its memory bound: the consumer starts over"
 _INFO_CHECK_EVERY: Final = 1.0
 """Seconds between consumer-info checks after pulls found no responders."""
 
@@ -268,7 +267,8 @@ class Puller:
             if window.buffered_bytes > window.memory_cap:
                 # A pull fitted to small messages brought large ones: start over from here
                 # (the owner resumes after the last message taken), with a fitted window.
-                self._reset_or(ResetReason.MEMORY, self._warn, JetStreamError(MEMORY_NOTE))
+                over = JetStreamError(f"{self._what}: more buffered than its memory bound")
+                self._reset_or(ResetReason.MEMORY, self._warn, over)
                 return
             if message.undecodable:
                 self.undecodable_seen = True
